@@ -1,0 +1,453 @@
+//===- PAOps.td - operations of the pa dialect ------------*- tablegen -*-===//
+//
+// Every op is destination-passing style over ranked tensors or memrefs; see
+// docs/Dialect.md for the conventions and DESIGN.md section 1 for semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_DIALECT_PAOPS_TD
+#define PAGEDATTN_DIALECT_PAOPS_TD
+
+include "PagedAttn/Dialect/PADialect.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def PA_TensorOrMemRef : AnyTypeOf<[AnyRankedTensor, AnyMemRef],
+                                  "ranked tensor or memref">;
+
+/// Base of all pa ops: destination-passing style (`outs` are the inits), result
+/// types inferred from the `outs` (tensors only), memory effects on memrefs.
+class PA_Op<string mnemonic, list<Trait> traits = []>
+    : Op<PA_Dialect, mnemonic, !listconcat(traits, [
+        DestinationStyleOpInterface,
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+        InferTypeOpAdaptor])> {
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let hasVerifier = 1;
+  code paExtraDecls = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getOutsMutable(); }
+  }];
+  let extraClassDeclaration = paExtraDecls;
+}
+
+/// Options shared by every attention op (decode, prefill, cascade).
+defvar PA_AttnOptions = (ins
+  OptionalAttr<F32Attr>:$sm_scale,
+  OptionalAttr<F32Attr>:$logits_soft_cap,
+  OptionalAttr<I64Attr>:$window,
+  UnitAttr:$lse_base2);
+
+defvar PA_AttnOptionsDoc = [{
+    Options (attributes):
+    * `sm_scale` (f32, default `1/sqrt(D)`): scores are `sm_scale * <q, k>`,
+      accumulated in f32;
+    * `logits_soft_cap = c` (> 0): scores become `c * tanh(s / c)`;
+    * `alibi(%slopes)` operand (`[Hq]` f32): adds `slope_h * (t - pos)`;
+    * `window = w` (> 0): key `t` is visible only if `t > pos - w`;
+    * `lse_base2`: `lse` is reported in base 2 (FlashInfer's convention).
+    Masked keys contribute nothing; an empty or fully masked key set gives
+    `o = 0`, `lse = -inf`.
+}];
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments]> {
+  let summary = "batch decode attention over a paged KV cache";
+  let description = !strconcat([{
+    One query token per request: `q[B, Hq, D]`; request `b` attends to its
+    `kv_len[b]` tokens through the CSR page table
+    `pages(kv_indptr[B+1], kv_indices[nnz], kv_last_page_len[B])`, where
+    `kv_len[b] = 0` without pages, else `(npages - 1) * P + last_page_len[b]`.
+    Query head `h` reads KV head `h / (Hq / Hkv)`. The query's position is
+    `kv_len - 1`. Writes `o[B, Hq, D]` (q's element type) and `lse[B, Hq]`
+    (f32).
+  }], PA_AttnOptionsDoc, [{
+
+    ```mlir
+    %o, %lse = pa.decode q(%q : tensor<4x32x128xf16>)
+        kv(%kv : tensor<?x2x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        outs(%o0, %lse0 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }]);
+  let arguments = !con((ins
+    PA_TensorOrMemRef:$q,
+    Variadic<PA_TensorOrMemRef>:$kv_cache,
+    PA_TensorOrMemRef:$kv_indptr,
+    PA_TensorOrMemRef:$kv_indices,
+    PA_TensorOrMemRef:$kv_last_page_len,
+    Optional<PA_TensorOrMemRef>:$alibi_slopes,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedKVAttr:$cache), PA_AttnOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments]> {
+  let summary = "ragged prefill / append attention over a paged KV cache";
+  let description = !strconcat([{
+    Ragged queries `q[qo_indptr[B], Hq, D]` with `qo_indptr[B+1]`. Query `i`
+    of request `b` (`0 <= i < qo_len`) sits at position
+    `kv_len - qo_len + i` (the queries are the request's last tokens), or at
+    `q_positions[row]` when `positions(%q_positions)` is given (CacheBlend's
+    partial prefill). Masks:
+    * `causal`: key `t` is visible iff `t <= pos`;
+    * `window = w`: also `t > pos - w` (with or without `causal`);
+    * `mask(%packed, %mask_indptr)`: a custom 2-D ragged boolean mask per
+      request, `[qo_len, kv_len]` row-major, bit-packed little-endian (bit `j`
+      of byte `k` is element `8k + j`), requests concatenated, request `b`
+      starting at byte `mask_indptr[b]` (see `pa.pack_mask`). Excludes
+      `causal` and `window`.
+    Writes `o[qo_indptr[B], Hq, D]` and `lse[qo_indptr[B], Hq]`.
+  }], PA_AttnOptionsDoc, [{
+
+    ```mlir
+    %o, %lse = pa.prefill q(%q, %qo_indptr : tensor<?x32x128xf16>, tensor<3xi32>)
+        kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>)
+        outs(%o0, %lse0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>,
+         causal}
+    ```
+  }]);
+  let arguments = !con((ins
+    PA_TensorOrMemRef:$q,
+    PA_TensorOrMemRef:$qo_indptr,
+    Variadic<PA_TensorOrMemRef>:$kv_cache,
+    PA_TensorOrMemRef:$kv_indptr,
+    PA_TensorOrMemRef:$kv_indices,
+    PA_TensorOrMemRef:$kv_last_page_len,
+    Optional<PA_TensorOrMemRef>:$q_positions,
+    Optional<PA_TensorOrMemRef>:$custom_mask,
+    Optional<PA_TensorOrMemRef>:$mask_indptr,
+    Optional<PA_TensorOrMemRef>:$alibi_slopes,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedKVAttr:$cache,
+    UnitAttr:$causal), PA_AttnOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `,` $qo_indptr `:` type($q) `,` type($qo_indptr) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
+    (`mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,`
+        type($mask_indptr) `)`)?
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments]> {
+  let summary = "multi-level cascade attention (shared prefixes, then suffixes)";
+  let description = !strconcat([{
+    `L >= 1` levels over one paged KV cache. Level `l` has its own
+    `qo_indptrs[l]` (grouping the ragged queries `q[Nq, Hq, D]` into that
+    level's segments; every level covers all `Nq` rows) and its own CSR page
+    table `(kv_indptrs[l], kv_indices[l], kv_last_page_lens[l])`. Each query
+    attends, at each level, to the pages of its segment; the result is the
+    merge (see `pa.merge`) of the per-level states. Earlier levels are shared
+    prefixes that lie wholly before the queries and are fully visible;
+    `causal` applies to the last level only, with positions
+    `kv_len - qo_len + i` within that level.
+  }], PA_AttnOptionsDoc, [{
+
+    ```mlir
+    %o, %lse = pa.cascade q(%q : tensor<8x32x128xf16>)
+        kv(%kv : tensor<?x2x16x8x128xf16>)
+        qo_indptrs(%qo0, %qo1 : tensor<2xi32>, tensor<9xi32>)
+        kv_indptrs(%p0, %p1 : tensor<2xi32>, tensor<9xi32>)
+        kv_indices(%i0, %i1 : tensor<?xi32>, tensor<?xi32>)
+        kv_last_page_lens(%l0, %l1 : tensor<1xi32>, tensor<8xi32>)
+        outs(%o0, %lse0 : tensor<8x32x128xf16>, tensor<8x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }]);
+  let arguments = !con((ins
+    PA_TensorOrMemRef:$q,
+    Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Variadic<PA_TensorOrMemRef>:$qo_indptrs,
+    Variadic<PA_TensorOrMemRef>:$kv_indptrs,
+    Variadic<PA_TensorOrMemRef>:$kv_indices,
+    Variadic<PA_TensorOrMemRef>:$kv_last_page_lens,
+    Optional<PA_TensorOrMemRef>:$alibi_slopes,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedKVAttr:$cache,
+    UnitAttr:$causal), PA_AttnOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `qo_indptrs` `(` $qo_indptrs `:` type($qo_indptrs) `)`
+    `kv_indptrs` `(` $kv_indptrs `:` type($kv_indptrs) `)`
+    `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
+    `kv_last_page_lens` `(` $kv_last_page_lens `:` type($kv_last_page_lens) `)`
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+  let hasCanonicalizer = 1;
+  let extraClassDeclaration = paExtraDecls # [{
+    int64_t getNumLevels() { return getQoIndptrs().size(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Attention states
+//===----------------------------------------------------------------------===//
+
+def PA_MergeOp : PA_Op<"merge", [AttrSizedOperandSegments]> {
+  let summary = "merge of N >= 1 attention states";
+  let description = [{
+    `states(%o_0, %lse_0, %o_1, %lse_1, ...)` lists the states as (o, lse)
+    pairs of identical shapes: `o[..., D]` and `lse[...]` (f32). The result is
+    the left fold of the binary merge
+    `(o_a, lse_a) (+) (o_b, lse_b)`: `m = max(lse_a, lse_b)`; `m == -inf`
+    gives `(0, -inf)`; else `w = exp(lse - m)`,
+    `o = (w_a o_a + w_b o_b) / (w_a + w_b)`, `lse = m + ln(w_a + w_b)`. The
+    operator is commutative and associative with identity `(0, -inf)`, so the
+    order of the states does not matter. With `lse_base2`, every lse (inputs
+    and result) is in base 2.
+
+    ```mlir
+    %o, %lse = pa.merge states(%oa, %la, %ob, %lb : tensor<4x32x128xf16>,
+        tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x32xf32>)
+        outs(%o0, %l0 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<PA_TensorOrMemRef>:$states,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       UnitAttr:$lse_base2);
+  let assemblyFormat = [{
+    `states` `(` $states `:` type($states) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+  let hasCanonicalizer = 1;
+  let extraClassDeclaration = paExtraDecls # [{
+    int64_t getNumStates() { return getStates().size() / 2; }
+    ::mlir::Value getStateO(int64_t i) { return getStates()[2 * i]; }
+    ::mlir::Value getStateLse(int64_t i) { return getStates()[2 * i + 1]; }
+  }];
+}
+
+def PA_MergeStatesOp : PA_Op<"merge_states"> {
+  let summary = "merge of the N stacked states of every row";
+  let description = [{
+    FlashInfer's `merge_states` layout: `o[S, N, H, D]` and `lse[S, N, H]`
+    hold `N` states for each of `S` rows; the result `o[S, H, D]`,
+    `lse[S, H]` is their merge (see `pa.merge`). `N = 0` gives the identity
+    `(0, -inf)`. This is what the split-KV reduction kernel computes.
+
+    ```mlir
+    %o, %lse = pa.merge_states states(%v, %s : tensor<?x4x32x128xf32>, tensor<?x4x32xf32>)
+        outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$o_states,
+                       PA_TensorOrMemRef:$lse_states,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       UnitAttr:$lse_base2);
+  let assemblyFormat = [{
+    `states` `(` $o_states `,` $lse_states `:` type($o_states) `,` type($lse_states) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache writes
+//===----------------------------------------------------------------------===//
+
+def PA_AppendKVOp : PA_Op<"append_kv"> {
+  let summary = "append ragged K/V rows through a CSR page table";
+  let description = [{
+    New rows `k_new[N, Hkv, D]`, `v_new[N, Hkv, D]`, ragged by
+    `append_indptr[B+1]`, are written into the paged cache (the `outs`). As in
+    FlashInfer's `append_paged_kv_cache`, the page table describes the cache
+    *after* the append (pages are allocated beforehand): row `j` of request
+    `b` goes to token position `kv_len[b] - append_len[b] + j`, i.e. page
+    `kv_indices[kv_indptr[b] + t / P]`, slot `t % P`. Everything else in the
+    cache is left as it was. Requires `append_len[b] <= kv_len[b]`.
+
+    ```mlir
+    %k2, %v2 = pa.append_kv new(%kn, %vn, %append_indptr :
+          tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>)
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        outs(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$k_new,
+                       PA_TensorOrMemRef:$v_new,
+                       PA_TensorOrMemRef:$append_indptr,
+                       PA_TensorOrMemRef:$kv_indptr,
+                       PA_TensorOrMemRef:$kv_indices,
+                       PA_TensorOrMemRef:$kv_last_page_len,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       PA_PagedKVAttr:$cache);
+  let assemblyFormat = [{
+    `new` `(` $k_new `,` $v_new `,` $append_indptr `:` type($k_new) `,`
+        type($v_new) `,` type($append_indptr) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots"> {
+  let summary = "write K/V rows to the cache slots of a slot mapping (vLLM form)";
+  let description = [{
+    Row `r` of `k_new[N, Hkv, D]` / `v_new[N, Hkv, D]` goes to page
+    `slot_mapping[r] / P`, slot `slot_mapping[r] % P`; rows whose slot is
+    negative are skipped (vLLM's `reshape_and_cache` padding convention).
+
+    ```mlir
+    %kv2 = pa.append_kv_slots new(%kn, %vn : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+        slots(%slots : tensor<?xi32>)
+        outs(%kv : tensor<?x2x16x8x128xf16>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$k_new,
+                       PA_TensorOrMemRef:$v_new,
+                       PA_TensorOrMemRef:$slot_mapping,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       PA_PagedKVAttr:$cache);
+  let assemblyFormat = [{
+    `new` `(` $k_new `,` $v_new `:` type($k_new) `,` type($v_new) `)`
+    `slots` `(` $slot_mapping `:` type($slot_mapping) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_ScatterKVOp : PA_Op<"scatter_kv"> {
+  let summary = "scatter recomputed K/V rows into the paged cache (CacheBlend)";
+  let description = [{
+    Rows `k_rows[M, Hkv, D]`, `v_rows[M, Hkv, D]`, ragged by
+    `rows_indptr[B+1]`, are written to request-local token positions
+    `positions[M]` (each `< kv_len[b]`) through the page table. This is how
+    CacheBlend fuses the recomputed tokens (selected by `pa.select_topk`)
+    into the reused cache.
+
+    ```mlir
+    %kv2 = pa.scatter_kv new(%kr, %vr, %rows_indptr :
+          tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<3xi32>)
+        positions(%pos : tensor<?xi32>)
+        pages(%indptr, %indices, %last : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>)
+        outs(%kv : tensor<?x2x16x8x128xf16>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$k_rows,
+                       PA_TensorOrMemRef:$v_rows,
+                       PA_TensorOrMemRef:$rows_indptr,
+                       PA_TensorOrMemRef:$positions,
+                       PA_TensorOrMemRef:$kv_indptr,
+                       PA_TensorOrMemRef:$kv_indices,
+                       PA_TensorOrMemRef:$kv_last_page_len,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       PA_PagedKVAttr:$cache);
+  let assemblyFormat = [{
+    `new` `(` $k_rows `,` $v_rows `,` $rows_indptr `:` type($k_rows) `,`
+        type($v_rows) `,` type($rows_indptr) `)`
+    `positions` `(` $positions `:` type($positions) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Masks and CacheBlend
+//===----------------------------------------------------------------------===//
+
+def PA_PackMaskOp : PA_Op<"pack_mask"> {
+  let summary = "segmented bit packing of a ragged boolean mask";
+  let description = [{
+    `mask[indptr[B]]` (i1, or i8 where nonzero is true) holds one flattened
+    boolean segment per request, `indptr[B+1]` in elements. Each segment is
+    packed little-endian, 8 per byte (bit `j` of byte `k` is element
+    `8k + j`), padded with zero bits to a whole byte, segments concatenated:
+    segment `b` has `ceil(n_b / 8)` bytes starting at `packed_indptr[b]`. The
+    outs are the packed bytes (i8, sized `sum ceil(n_b / 8)`) and
+    `packed_indptr[B+1]` (FlashInfer's `segment_packbits`).
+
+    ```mlir
+    %p, %pi = pa.pack_mask mask(%m, %indptr : tensor<?xi1>, tensor<3xi32>)
+        outs(%p0, %pi0 : tensor<?xi8>, tensor<3xi32>)
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$mask,
+                       PA_TensorOrMemRef:$indptr,
+                       Variadic<PA_TensorOrMemRef>:$outs);
+  let assemblyFormat = [{
+    `mask` `(` $mask `,` $indptr `:` type($mask) `,` type($indptr) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_KVDeviationOp : PA_Op<"kv_deviation"> {
+  let summary = "per-token L2 deviation between recomputed and cached K (or V)";
+  let description = [{
+    CacheBlend's KV deviation: `dev[t] = || new[t] - cached[t] ||_2` over the
+    `[H, D]` slice of token `t`, for `new[N, H, D]` and `cached[N, H, D]`
+    (one layer). `dev` is `[N]` f32.
+
+    ```mlir
+    %dev = pa.kv_deviation ins(%new, %old : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+        outs(%d0 : tensor<?xf32>)
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$new_rows,
+                       PA_TensorOrMemRef:$cached_rows,
+                       Variadic<PA_TensorOrMemRef>:$outs);
+  let assemblyFormat = [{
+    `ins` `(` $new_rows `,` $cached_rows `:` type($new_rows) `,` type($cached_rows) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_SelectTopKOp : PA_Op<"select_topk"> {
+  let summary = "per-request top-k tokens by deviation (CacheBlend HKVD)";
+  let description = [{
+    For every request `b` of `deviation[indptr[B]]` (f32, ragged by
+    `indptr[B+1]`), picks `k_b = ceil(ratio * n_b)` tokens with the largest
+    deviation, ties broken by lower index first, and writes their
+    request-local positions in increasing order (ready to be `q_positions` of
+    a partial prefill) to `positions`, ragged by `out_indptr[B+1]`
+    (`out_indptr[b+1] - out_indptr[b] = k_b`). `ratio` is in `(0, 1]`. The
+    `positions` out must hold at least `sum_b k_b` entries.
+
+    ```mlir
+    %pos, %pi = pa.select_topk ins(%dev, %indptr : tensor<?xf32>, tensor<3xi32>)
+        outs(%p0, %pi0 : tensor<?xi32>, tensor<3xi32>) {ratio = 1.500000e-01 : f64}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$deviation,
+                       PA_TensorOrMemRef:$indptr,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       F64Attr:$ratio);
+  let assemblyFormat = [{
+    `ins` `(` $deviation `,` $indptr `:` type($deviation) `,` type($indptr) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+#endif // PAGEDATTN_DIALECT_PAOPS_TD

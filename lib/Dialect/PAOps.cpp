@@ -1,0 +1,613 @@
+//===- PAOps.cpp - verifiers, type inference and effects of pa ops ---------===//
+//
+// Every statically known invariant of DESIGN.md section 1 is checked here, with
+// a diagnostic that names the operand and the invariant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Dialect/PA.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::pa;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Verification context of one op: emits errors at the op's location and
+/// collects the sizes that several operands must agree on (batch, tokens, ...).
+class Checker {
+public:
+  explicit Checker(Operation *op) : op(op) {}
+
+  InFlightDiagnostic error() { return op->emitOpError(); }
+
+  static ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
+
+  /// Operands are all tensors or all memrefs.
+  LogicalResult sameForm() {
+    bool anyTensor = false, anyMemRef = false;
+    for (Value v : op->getOperands()) {
+      anyTensor |= isa<RankedTensorType>(v.getType());
+      anyMemRef |= isa<MemRefType>(v.getType());
+    }
+    if (anyTensor && anyMemRef)
+      return error() << "operands must be all tensors or all memrefs";
+    return success();
+  }
+
+  /// `v` is rank `rank`; `what` describes the expected shape.
+  LogicalResult rank(Value v, StringRef name, int64_t rank, StringRef what) {
+    if (shaped(v).getRank() != rank)
+      return error() << "'" << name << "' must have rank " << rank << " ("
+                     << what << "), got " << v.getType();
+    return success();
+  }
+
+  /// `v` is a 1-D array of i32 (an index array).
+  LogicalResult indexArray(Value v, StringRef name) {
+    ShapedType t = shaped(v);
+    if (t.getRank() != 1 || !t.getElementType().isSignlessInteger(32))
+      return error() << "'" << name << "' must be a 1-D array of i32, got "
+                     << v.getType();
+    return success();
+  }
+
+  /// Binds the named size `key` to dim `dim` of `v` (if static) and checks it
+  /// against earlier bindings. `offset` is added to the size (indptr arrays
+  /// have batch + 1 entries, so they bind `batch` with offset -1).
+  LogicalResult bind(StringRef key, Value v, StringRef name, int64_t dim,
+                     int64_t offset = 0) {
+    int64_t size = shaped(v).getDimSize(dim);
+    if (ShapedType::isDynamic(size))
+      return success();
+    size += offset;
+    auto it = sizes.find(key);
+    if (it == sizes.end()) {
+      sizes[key] = {size, (name + " dim " + Twine(dim)).str()};
+      return success();
+    }
+    if (it->second.first != size)
+      return error() << key << " mismatch: '" << name << "' dim " << dim
+                     << " gives " << size << " but " << it->second.second
+                     << " gives " << it->second.first;
+    return success();
+  }
+
+  /// Binds a static known value (from an attribute) to `key`.
+  void bindConst(StringRef key, int64_t value, StringRef from) {
+    sizes[key] = {value, from.str()};
+  }
+
+  std::optional<int64_t> get(StringRef key) const {
+    auto it = sizes.find(key);
+    if (it == sizes.end())
+      return std::nullopt;
+    return it->second.first;
+  }
+
+  /// A CSR page table: three index arrays; indptr has batch + 1 entries,
+  /// last_page_len has batch entries.
+  LogicalResult pageTable(Value indptr, Value indices, Value lastPageLen,
+                          StringRef batchKey = "batch",
+                          StringRef suffix = "") {
+    std::string ip = ("kv_indptr" + suffix).str();
+    std::string ix = ("kv_indices" + suffix).str();
+    std::string lp = ("kv_last_page_len" + suffix).str();
+    if (failed(indexArray(indptr, ip)) || failed(indexArray(indices, ix)) ||
+        failed(indexArray(lastPageLen, lp)))
+      return failure();
+    if (failed(bind(batchKey, indptr, ip, 0, -1)) ||
+        failed(bind(batchKey, lastPageLen, lp, 0)))
+      return failure();
+    if (auto b = get(batchKey); b && *b < 0)
+      return error() << "'" << ip << "' must have at least one entry";
+    return success();
+  }
+
+  /// Cache operands against #pa.paged_kv; returns their element type.
+  LogicalResult kvCache(PagedKVAttr cache, ValueRange kv, Type &elemTy) {
+    if (kv.size() != 1 && kv.size() != 2)
+      return error() << "expects 1 (joint K/V) or 2 (split K and V) cache "
+                        "operands, got "
+                     << kv.size();
+    bool joint = kv.size() == 1;
+    SmallVector<int64_t> expected =
+        joint ? cache.getJointShape(kDyn) : cache.getSplitShape(kDyn);
+    StringRef layout = stringifyKVLayout(cache.getLayout());
+    auto shapeText = [&]() -> std::string {
+      bool nhd = cache.getLayout() == KVLayout::NHD;
+      std::string s = joint ? "[num_pages, 2, " : "[num_pages, ";
+      s += nhd ? "P, Hkv, D]" : "Hkv, P, D]";
+      return s;
+    };
+    for (auto [i, v] : llvm::enumerate(kv)) {
+      ShapedType t = shaped(v);
+      std::string name = joint ? "kv cache" : (i == 0 ? "k cache" : "v cache");
+      if (t.getRank() != (int64_t)expected.size())
+        return error() << name << " must have rank " << expected.size() << " ("
+                       << shapeText() << " for " << layout << "), got "
+                       << v.getType();
+      for (int64_t d = 1; d < t.getRank(); ++d) {
+        int64_t got = t.getDimSize(d);
+        if (!ShapedType::isDynamic(got) && got != expected[d])
+          return error() << name << " dim " << d << " is " << got
+                         << " but the " << layout << " layout of " << cache
+                         << " needs " << expected[d] << " (" << shapeText()
+                         << ")";
+      }
+      if (failed(bind("num_pages", v, name, 0)))
+        return failure();
+    }
+    if (!joint && kv[0].getType() != kv[1].getType())
+      return error() << "k cache and v cache must have the same type, got "
+                     << kv[0].getType() << " and " << kv[1].getType();
+    elemTy = shaped(kv[0]).getElementType();
+    if (!elemTy.isF16() && !elemTy.isBF16() && !elemTy.isF32())
+      return error() << "cache element type must be f16, bf16 or f32, got "
+                     << elemTy;
+    return success();
+  }
+
+  /// Rows `[N, Hkv, D]` to be written into the cache.
+  LogicalResult kvRows(PagedKVAttr cache, Value k, Value v, Type cacheElem,
+                       StringRef tokensKey, StringRef kName, StringRef vName) {
+    for (auto [val, name] : {std::pair{k, kName}, std::pair{v, vName}}) {
+      if (failed(rank(val, name, 3, "[tokens, Hkv, D]")))
+        return failure();
+      ShapedType t = shaped(val);
+      if (!t.isDynamicDim(1) && t.getDimSize(1) != cache.getNumKVHeads())
+        return error() << "'" << name << "' has " << t.getDimSize(1)
+                       << " heads but the cache has kv_heads = "
+                       << cache.getNumKVHeads();
+      if (!t.isDynamicDim(2) && t.getDimSize(2) != cache.getHeadDim())
+        return error() << "'" << name << "' head dim " << t.getDimSize(2)
+                       << " does not match the cache's head_dim = "
+                       << cache.getHeadDim();
+      if (t.getElementType() != cacheElem)
+        return error() << "'" << name << "' element type "
+                       << t.getElementType()
+                       << " does not match the cache's " << cacheElem;
+      if (failed(bind(tokensKey, val, name, 0)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// An attention state out pair: o like q (or `oShapeFrom`), lse f32
+  /// [tokens, H].
+  LogicalResult stateOuts(ValueRange outs, Value q) {
+    if (outs.size() != 2)
+      return error() << "expects 2 outs (o, lse), got " << outs.size();
+    ShapedType qt = shaped(q), ot = shaped(outs[0]), lt = shaped(outs[1]);
+    if (ot.getShape() != qt.getShape() ||
+        ot.getElementType() != qt.getElementType())
+      return error() << "o must have q's shape and element type "
+                     << "(o: " << outs[0].getType() << ", q: " << q.getType()
+                     << ")";
+    if (lt.getRank() != 2 || !lt.getElementType().isF32())
+      return error() << "lse must be a 2-D f32 array [tokens, Hq], got "
+                     << outs[1].getType();
+    if (failed(bind("tokens", outs[1], "lse", 0)) ||
+        failed(bind("Hq", outs[1], "lse", 1)))
+      return failure();
+    return success();
+  }
+
+private:
+  Operation *op;
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+};
+} // namespace
+
+/// Checks shared by decode, prefill and cascade: q against the cache, the
+/// outs, the alibi slopes and the attention options.
+static LogicalResult
+verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
+                Value alibi, ValueRange outs, std::optional<APFloat> smScale,
+                std::optional<APFloat> softCap, std::optional<int64_t> window) {
+  if (failed(c.sameForm()))
+    return failure();
+  Type cacheElem;
+  if (failed(c.kvCache(cache, kv, cacheElem)))
+    return failure();
+  if (failed(c.rank(q, "q", 3, "[tokens, Hq, D]")))
+    return failure();
+  ShapedType qt = Checker::shaped(q);
+  Type qElem = qt.getElementType();
+  if (!qElem.isF16() && !qElem.isBF16() && !qElem.isF32())
+    return c.error() << "q element type must be f16, bf16 or f32, got "
+                     << qElem;
+  if (qElem != cacheElem)
+    return c.error() << "q element type " << qElem
+                     << " does not match the cache's " << cacheElem;
+  if (!qt.isDynamicDim(2) && qt.getDimSize(2) != cache.getHeadDim())
+    return c.error() << "q head dim " << qt.getDimSize(2)
+                     << " does not match the cache's head_dim = "
+                     << cache.getHeadDim();
+  if (failed(c.bind("tokens", q, "q", 0)) || failed(c.bind("Hq", q, "q", 1)))
+    return failure();
+  if (!qt.isDynamicDim(1) && qt.getDimSize(1) % cache.getNumKVHeads() != 0)
+    return c.error() << "number of query heads (" << qt.getDimSize(1)
+                     << ") must be a multiple of kv_heads ("
+                     << cache.getNumKVHeads() << ")";
+  if (failed(c.stateOuts(outs, q)))
+    return failure();
+  if (alibi) {
+    ShapedType at = Checker::shaped(alibi);
+    if (at.getRank() != 1 || !at.getElementType().isF32())
+      return c.error() << "'alibi_slopes' must be a 1-D f32 array [Hq], got "
+                       << alibi.getType();
+    if (failed(c.bind("Hq", alibi, "alibi_slopes", 0)))
+      return failure();
+  }
+  if (smScale && !smScale->isFiniteNonZero())
+    return c.error() << "sm_scale must be finite and non-zero";
+  if (softCap && !(softCap->isFiniteNonZero() && !softCap->isNegative()))
+    return c.error() << "logits_soft_cap must be > 0";
+  if (window && *window <= 0)
+    return c.error() << "window must be > 0, got " << *window;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Type inference and memory effects (shared by every op)
+//===----------------------------------------------------------------------===//
+
+/// Tensor outs come back as results; memref outs are written in place.
+static LogicalResult inferFromOuts(ValueRange outs,
+                                   SmallVectorImpl<Type> &inferred) {
+  for (Value v : outs)
+    if (isa<RankedTensorType>(v.getType()))
+      inferred.push_back(v.getType());
+  return success();
+}
+
+/// Memref inputs are read; memref inits are written (and read too when the op
+/// keeps what it does not overwrite, as the cache writes do).
+static void
+getDpsEffects(Operation *op, bool readsInits,
+              SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                  &effects) {
+  auto dst = cast<DestinationStyleOpInterface>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    bool init = dst.isDpsInit(&operand);
+    if (!init || readsInits)
+      effects.emplace_back(MemoryEffects::Read::get(), &operand, /*stage=*/0,
+                           /*effectOnFullRegion=*/true,
+                           SideEffects::DefaultResource::get());
+    if (init)
+      effects.emplace_back(MemoryEffects::Write::get(), &operand, /*stage=*/0,
+                           /*effectOnFullRegion=*/true,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+#define PA_DEFINE_COMMON(OP, READS_INITS)                                      \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferFromOuts(adaptor.getOuts(), inferred);                         \
+  }                                                                            \
+  void OP::getEffects(                                                         \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    getDpsEffects(getOperation(), READS_INITS, effects);                       \
+  }
+
+PA_DEFINE_COMMON(DecodeOp, false)
+PA_DEFINE_COMMON(PrefillOp, false)
+PA_DEFINE_COMMON(CascadeOp, false)
+PA_DEFINE_COMMON(MergeOp, false)
+PA_DEFINE_COMMON(MergeStatesOp, false)
+PA_DEFINE_COMMON(AppendKVOp, true)
+PA_DEFINE_COMMON(AppendKVSlotsOp, true)
+PA_DEFINE_COMMON(ScatterKVOp, true)
+PA_DEFINE_COMMON(PackMaskOp, false)
+PA_DEFINE_COMMON(KVDeviationOp, false)
+PA_DEFINE_COMMON(SelectTopKOp, false)
+#undef PA_DEFINE_COMMON
+
+static std::optional<APFloat> optF(std::optional<APFloat> v) { return v; }
+static std::optional<int64_t> optI(std::optional<uint64_t> v) {
+  if (!v)
+    return std::nullopt;
+  return static_cast<int64_t>(*v);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult DecodeOp::verify() {
+  Checker c(*this);
+  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
+                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
+                             optF(getLogitsSoftCap()), optI(getWindow()))))
+    return failure();
+  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  // One query per request: tokens == batch.
+  if (auto t = c.get("tokens"), b = c.get("batch"); t && b && *t != *b)
+    return emitOpError() << "decode has one query per request: q has " << *t
+                         << " rows but the page table has " << *b
+                         << " requests";
+  return success();
+}
+
+LogicalResult PrefillOp::verify() {
+  Checker c(*this);
+  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
+                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
+                             optF(getLogitsSoftCap()), optI(getWindow()))))
+    return failure();
+  if (failed(c.indexArray(getQoIndptr(), "qo_indptr")) ||
+      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)))
+    return failure();
+  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  if (Value pos = getQPositions())
+    if (failed(c.indexArray(pos, "q_positions")) ||
+        failed(c.bind("tokens", pos, "q_positions", 0)))
+      return failure();
+  Value mask = getCustomMask(), maskIndptr = getMaskIndptr();
+  if (!mask != !maskIndptr)
+    return emitOpError()
+           << "a custom mask needs both the packed mask and mask_indptr";
+  if (mask) {
+    ShapedType mt = Checker::shaped(mask);
+    if (mt.getRank() != 1 || !mt.getElementType().isInteger(8))
+      return emitOpError() << "'custom_mask' must be a 1-D array of packed "
+                              "bytes (i8 or ui8), got "
+                           << mask.getType();
+    if (failed(c.indexArray(maskIndptr, "mask_indptr")) ||
+        failed(c.bind("batch", maskIndptr, "mask_indptr", 0, -1)))
+      return failure();
+    if (getCausal())
+      return emitOpError() << "a custom mask and 'causal' exclude each other";
+    if (getWindow())
+      return emitOpError() << "a custom mask and 'window' exclude each other";
+  }
+  return success();
+}
+
+LogicalResult CascadeOp::verify() {
+  Checker c(*this);
+  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
+                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
+                             optF(getLogitsSoftCap()), optI(getWindow()))))
+    return failure();
+  int64_t levels = getQoIndptrs().size();
+  if (levels < 1)
+    return emitOpError() << "cascade needs at least one level";
+  if ((int64_t)getKvIndptrs().size() != levels ||
+      (int64_t)getKvIndices().size() != levels ||
+      (int64_t)getKvLastPageLens().size() != levels)
+    return emitOpError() << "every level needs a qo_indptr and a page table: "
+                         << "got " << levels << " qo_indptrs, "
+                         << getKvIndptrs().size() << " kv_indptrs, "
+                         << getKvIndices().size() << " kv_indices, "
+                         << getKvLastPageLens().size() << " kv_last_page_lens";
+  for (int64_t l = 0; l < levels; ++l) {
+    std::string key = ("batch of level " + Twine(l)).str();
+    std::string suffix = ("[" + Twine(l) + "]").str();
+    std::string qo = "qo_indptrs" + suffix;
+    if (failed(c.indexArray(getQoIndptrs()[l], qo)) ||
+        failed(c.bind(key, getQoIndptrs()[l], qo, 0, -1)))
+      return failure();
+    if (failed(c.pageTable(getKvIndptrs()[l], getKvIndices()[l],
+                           getKvLastPageLens()[l], key, suffix)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// State merges
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getStates().empty() || getStates().size() % 2 != 0)
+    return emitOpError() << "states must be a non-empty list of (o, lse) "
+                            "pairs, got "
+                         << getStates().size() << " values";
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o, lse), got "
+                         << getOuts().size();
+  ShapedType ot = Checker::shaped(getOuts()[0]);
+  ShapedType lt = Checker::shaped(getOuts()[1]);
+  if (!isa<FloatType>(ot.getElementType()))
+    return emitOpError() << "o must have a float element type";
+  if (!lt.getElementType().isF32())
+    return emitOpError() << "lse must be f32, got " << lt.getElementType();
+  if (ot.getRank() != lt.getRank() + 1 ||
+      ot.getShape().drop_back() != lt.getShape())
+    return emitOpError() << "o must be lse's shape plus a head dim (o: "
+                         << ot << ", lse: " << lt << ")";
+  for (int64_t i = 0, e = getNumStates(); i < e; ++i) {
+    ShapedType si = Checker::shaped(getStateO(i));
+    ShapedType li = Checker::shaped(getStateLse(i));
+    if (si.getShape() != ot.getShape() ||
+        si.getElementType() != ot.getElementType())
+      return emitOpError() << "state " << i << ": o must have the shape and "
+                           << "element type of the o out, got " << si;
+    if (li.getShape() != lt.getShape() || !li.getElementType().isF32())
+      return emitOpError() << "state " << i << ": lse must have the shape of "
+                           << "the lse out and be f32, got " << li;
+  }
+  return success();
+}
+
+LogicalResult MergeStatesOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o, lse), got "
+                         << getOuts().size();
+  Value os = getOStates(), ls = getLseStates();
+  if (failed(c.rank(os, "o_states", 4, "[rows, states, H, D]")) ||
+      failed(c.rank(ls, "lse_states", 3, "[rows, states, H]")))
+    return failure();
+  Value o = getOuts()[0], lse = getOuts()[1];
+  if (failed(c.rank(o, "o", 3, "[rows, H, D]")) ||
+      failed(c.rank(lse, "lse", 2, "[rows, H]")))
+    return failure();
+  if (!isa<FloatType>(Checker::shaped(os).getElementType()) ||
+      !isa<FloatType>(Checker::shaped(o).getElementType()))
+    return emitOpError() << "o_states and o must have float element types";
+  if (!Checker::shaped(ls).getElementType().isF32() ||
+      !Checker::shaped(lse).getElementType().isF32())
+    return emitOpError() << "lse_states and lse must be f32";
+  if (failed(c.bind("rows", os, "o_states", 0)) ||
+      failed(c.bind("states", os, "o_states", 1)) ||
+      failed(c.bind("H", os, "o_states", 2)) ||
+      failed(c.bind("D", os, "o_states", 3)) ||
+      failed(c.bind("rows", ls, "lse_states", 0)) ||
+      failed(c.bind("states", ls, "lse_states", 1)) ||
+      failed(c.bind("H", ls, "lse_states", 2)) ||
+      failed(c.bind("rows", o, "o", 0)) || failed(c.bind("H", o, "o", 1)) ||
+      failed(c.bind("D", o, "o", 2)) || failed(c.bind("rows", lse, "lse", 0)) ||
+      failed(c.bind("H", lse, "lse", 1)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cache writes
+//===----------------------------------------------------------------------===//
+
+LogicalResult AppendKVOp::verify() {
+  Checker c(*this);
+  Type elem;
+  if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvRows(getCache(), getKNew(), getVNew(), elem, "rows", "k_new",
+                      "v_new")) ||
+      failed(c.indexArray(getAppendIndptr(), "append_indptr")) ||
+      failed(c.bind("batch", getAppendIndptr(), "append_indptr", 0, -1)) ||
+      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  return success();
+}
+
+LogicalResult AppendKVSlotsOp::verify() {
+  Checker c(*this);
+  Type elem;
+  if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvRows(getCache(), getKNew(), getVNew(), elem, "rows", "k_new",
+                      "v_new")) ||
+      failed(c.indexArray(getSlotMapping(), "slot_mapping")) ||
+      failed(c.bind("rows", getSlotMapping(), "slot_mapping", 0)))
+    return failure();
+  return success();
+}
+
+LogicalResult ScatterKVOp::verify() {
+  Checker c(*this);
+  Type elem;
+  if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvRows(getCache(), getKRows(), getVRows(), elem, "rows",
+                      "k_rows", "v_rows")) ||
+      failed(c.indexArray(getRowsIndptr(), "rows_indptr")) ||
+      failed(c.bind("batch", getRowsIndptr(), "rows_indptr", 0, -1)) ||
+      failed(c.indexArray(getPositions(), "positions")) ||
+      failed(c.bind("rows", getPositions(), "positions", 0)) ||
+      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Masks and CacheBlend
+//===----------------------------------------------------------------------===//
+
+LogicalResult PackMaskOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  ShapedType mt = Checker::shaped(getMask());
+  if (mt.getRank() != 1 || !(mt.getElementType().isInteger(1) ||
+                             mt.getElementType().isInteger(8)))
+    return emitOpError() << "'mask' must be a 1-D array of i1 or i8, got "
+                         << getMask().getType();
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (packed, packed_indptr), got "
+                         << getOuts().size();
+  ShapedType pt = Checker::shaped(getOuts()[0]);
+  if (pt.getRank() != 1 || !pt.getElementType().isInteger(8))
+    return emitOpError() << "'packed' must be a 1-D array of i8, got " << pt;
+  if (failed(c.indexArray(getIndptr(), "indptr")) ||
+      failed(c.bind("batch", getIndptr(), "indptr", 0, -1)) ||
+      failed(c.indexArray(getOuts()[1], "packed_indptr")) ||
+      failed(c.bind("batch", getOuts()[1], "packed_indptr", 0, -1)))
+    return failure();
+  return success();
+}
+
+LogicalResult KVDeviationOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  Value n = getNewRows(), o = getCachedRows();
+  if (failed(c.rank(n, "new_rows", 3, "[tokens, H, D]")) ||
+      failed(c.rank(o, "cached_rows", 3, "[tokens, H, D]")))
+    return failure();
+  ShapedType nt = Checker::shaped(n), ot = Checker::shaped(o);
+  if (!isa<FloatType>(nt.getElementType()) ||
+      nt.getElementType() != ot.getElementType())
+    return emitOpError() << "new_rows and cached_rows must have the same float "
+                            "element type";
+  for (int64_t d = 0; d < 3; ++d)
+    if (failed(c.bind(d == 0 ? "tokens" : d == 1 ? "H" : "D", n, "new_rows",
+                      d)) ||
+        failed(c.bind(d == 0 ? "tokens" : d == 1 ? "H" : "D", o, "cached_rows",
+                      d)))
+      return failure();
+  if (getOuts().size() != 1)
+    return emitOpError() << "expects 1 out (deviation), got "
+                         << getOuts().size();
+  ShapedType dt = Checker::shaped(getOuts()[0]);
+  if (dt.getRank() != 1 || !dt.getElementType().isF32())
+    return emitOpError() << "'deviation' must be a 1-D f32 array [tokens], "
+                            "got "
+                         << dt;
+  return c.bind("tokens", getOuts()[0], "deviation", 0);
+}
+
+LogicalResult SelectTopKOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio > 0.0 && ratio <= 1.0))
+    return emitOpError() << "ratio must be in (0, 1], got " << ratio;
+  ShapedType dt = Checker::shaped(getDeviation());
+  if (dt.getRank() != 1 || !dt.getElementType().isF32())
+    return emitOpError() << "'deviation' must be a 1-D f32 array, got " << dt;
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (positions, out_indptr), got "
+                         << getOuts().size();
+  if (failed(c.indexArray(getIndptr(), "indptr")) ||
+      failed(c.bind("batch", getIndptr(), "indptr", 0, -1)) ||
+      failed(c.indexArray(getOuts()[0], "positions")) ||
+      failed(c.indexArray(getOuts()[1], "out_indptr")) ||
+      failed(c.bind("batch", getOuts()[1], "out_indptr", 0, -1)))
+    return failure();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "PagedAttn/Dialect/PAOps.cpp.inc"

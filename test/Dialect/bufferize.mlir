@@ -1,0 +1,44 @@
+// RUN: pa-opt %s -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -split-input-file | FileCheck %s --enable-var-scope
+
+// The tensor form becomes the memref form of the same op: outs are written in
+// place, nothing is returned.
+// CHECK-LABEL: func @decode
+// CHECK-SAME: %[[Q:[^:]*]]: memref<4x32x128xf16>
+// CHECK: %[[O:.*]] = memref.alloc() {{.*}} : memref<4x32x128xf16>
+// CHECK: %[[L:.*]] = memref.alloc() {{.*}} : memref<4x32xf32>
+// CHECK-NOT: memref.copy
+// CHECK: pa.decode q(%[[Q]] : memref<4x32x128xf16>) {{.*}} outs(%[[O]], %[[L]] : memref<4x32x128xf16>, memref<4x32xf32>)
+// CHECK: return %[[O]], %[[L]]
+func.func @decode(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>) -> (tensor<4x32x128xf16>, tensor<4x32xf32>) {
+  %o = tensor.empty() : tensor<4x32x128xf16>
+  %l = tensor.empty() : tensor<4x32xf32>
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return %r#0, %r#1 : tensor<4x32x128xf16>, tensor<4x32xf32>
+}
+
+// -----
+
+// Appending into the cache updates it in place (the cache is read too: what is
+// not overwritten stays).
+// CHECK-LABEL: func @append_in_place
+// CHECK-SAME: %[[KV:[^:]*]]: memref<?x2x16x8x128xf16>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: pa.append_kv_slots {{.*}} outs(%[[KV]] : memref<?x2x16x8x128xf16>)
+// CHECK: return %[[KV]]
+func.func @append_in_place(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %s: tensor<?xi32>, %kv: tensor<?x2x16x8x128xf16> {bufferization.writable = true}) -> tensor<?x2x16x8x128xf16> {
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<?x8x128xf16>, tensor<?x8x128xf16>) slots(%s : tensor<?xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return %r : tensor<?x2x16x8x128xf16>
+}
+
+// -----
+
+// The old cache is still read after the append: the append must go to a copy.
+// CHECK-LABEL: func @append_then_read_old
+// CHECK: %[[NEW:.*]] = memref.alloc
+// CHECK: memref.copy %{{.*}}, %[[NEW]]
+// CHECK: pa.append_kv_slots {{.*}} outs(%[[NEW]] : memref<?x2x16x8x128xf16>)
+func.func @append_then_read_old(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %s: tensor<?xi32>, %kv: tensor<?x2x16x8x128xf16>) -> (tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>) {
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<?x8x128xf16>, tensor<?x8x128xf16>) slots(%s : tensor<?xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return %r, %kv : tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>
+}

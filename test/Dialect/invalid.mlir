@@ -1,0 +1,714 @@
+// RUN: pa-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+
+// One case per invariant the pa verifiers check (keep one
+// expected-error per function).
+
+func.func @case0() {
+  // expected-error @+1 {{page_size must be > 0, got 0}}
+  %x = "test.x"() {a = #pa.paged_kv<nhd, page_size = 0, kv_heads = 8, head_dim = 128>} : () -> i32
+  return
+}
+
+// -----
+
+func.func @case1() {
+  // expected-error @+1 {{kv_heads must be > 0, got 0}}
+  %x = "test.x"() {a = #pa.paged_kv<nhd, page_size = 16, kv_heads = 0, head_dim = 128>} : () -> i32
+  return
+}
+
+// -----
+
+func.func @case2() {
+  // expected-error @+1 {{head_dim must be > 0, got -1}}
+  %x = "test.x"() {a = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = -1>} : () -> i32
+  return
+}
+
+// -----
+
+func.func @case3(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kv1: tensor<?x2x16x8x128xf16>, %kv2: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{expects 1 (joint K/V) or 2 (split K and V) cache operands, got 3}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1, %kv2 : tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case4(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache must have rank 5 ([num_pages, 2, P, Hkv, D] for nhd)}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case5(%q: tensor<4x32x128xf16>, %kv0: tensor<?x3x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache dim 1 is 3 but the nhd layout}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x3x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case6(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x8x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache dim 2 is 8 but the nhd layout}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x8x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case7(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x4x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache dim 3 is 4 but the nhd layout}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x4x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case8(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x64xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache dim 4 is 64 but the nhd layout}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x64xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case9(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{kv cache dim 2 is 16 but the hnd layout}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<hnd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case10(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<?x16x8x128xbf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{k cache and v cache must have the same type}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xbf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case11(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kv1: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{k cache must have rank 4 ([num_pages, P, Hkv, D] for nhd)}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case12(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<4x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{k cache and v cache must have the same type}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<4x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case13(%q: tensor<4x32x128xi32>, %kv0: tensor<?x2x16x8x128xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xi32>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{cache element type must be f16, bf16 or f32, got 'i32'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xi32>) kv(%kv0 : tensor<?x2x16x8x128xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xi32>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case14(%q: tensor<4x32x128xbf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xbf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{q element type 'bf16' does not match the cache's 'f16'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xbf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xbf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case15(%q: tensor<4x32x128xf64>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf64>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{q element type must be f16, bf16 or f32, got 'f64'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf64>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf64>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case16(%q: tensor<4x32xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'q' must have rank 3 ([tokens, Hq, D])}}
+  %r:2 = pa.decode q(%q : tensor<4x32xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case17(%q: tensor<4x32x64xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x64xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{q head dim 64 does not match the cache's head_dim = 128}}
+  %r:2 = pa.decode q(%q : tensor<4x32x64xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x64xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case18(%q: tensor<4x12x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x12x128xf16>, %l: tensor<4x12xf32>) {
+  // expected-error @+1 {{number of query heads (12) must be a multiple of kv_heads (8)}}
+  %r:2 = pa.decode q(%q : tensor<4x12x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x12x128xf16>, tensor<4x12xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case19(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf32>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{o must have q's shape and element type}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf32>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case20(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x16x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{o must have q's shape and element type}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x16x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case21(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf16>) {
+  // expected-error @+1 {{lse must be a 2-D f32 array [tokens, Hq]}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case22(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x16xf32>) {
+  // expected-error @+1 {{Hq mismatch: 'lse' dim 1 gives 16 but q dim 1 gives 32}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x16xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case23(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<3x32xf32>) {
+  // expected-error @+1 {{tokens mismatch: 'lse' dim 0 gives 3 but q dim 0 gives 4}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<3x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case24(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi64>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'kv_indptr' must be a 1-D array of i32}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi64>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case25(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<2x3xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'kv_indices' must be a 1-D array of i32}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<2x3xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case26(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xf32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'kv_last_page_len' must be a 1-D array of i32}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xf32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case27(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<6xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{batch mismatch: 'kv_last_page_len' dim 0 gives 4 but kv_indptr dim 0 gives 5}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<6xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case28(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<0xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'kv_indptr' must have at least one entry}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<0xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case29(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<4xi32>, %ix: tensor<?xi32>, %lp: tensor<3xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{decode has one query per request: q has 4 rows but the page table has 3 requests}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<4xi32>, tensor<?xi32>, tensor<3xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case30(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>, %al: tensor<16xf32>) {
+  // expected-error @+1 {{Hq mismatch: 'alibi_slopes' dim 0 gives 16}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) alibi(%al : tensor<16xf32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case31(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>, %al: tensor<32xf16>) {
+  // expected-error @+1 {{'alibi_slopes' must be a 1-D f32 array [Hq]}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) alibi(%al : tensor<32xf16>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case32(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{sm_scale must be finite and non-zero}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, sm_scale = 0.0 : f32}
+  return
+}
+
+// -----
+
+func.func @case33(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{logits_soft_cap must be > 0}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, logits_soft_cap = -1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @case34(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{logits_soft_cap must be > 0}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, logits_soft_cap = 0.0 : f32}
+  return
+}
+
+// -----
+
+func.func @case35(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{window must be > 0, got 0}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 0}
+  return
+}
+
+// -----
+
+func.func @case36(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: memref<4x32x128xf16>, %l: memref<4x32xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs}}
+  pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : memref<4x32x128xf16>, memref<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case37(%q: tensor<?x32x128xf16>, %qo: tensor<3xi64>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{'qo_indptr' must be a 1-D array of i32}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi64>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case38(%q: tensor<?x32x128xf16>, %qo: tensor<4xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{batch mismatch: 'kv_indptr' dim 0 gives 2 but qo_indptr dim 0 gives 3}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<4xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case39(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %pos: tensor<?xi64>) {
+  // expected-error @+1 {{'q_positions' must be a 1-D array of i32}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<?xi64>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case40(%q: tensor<7x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %pos: tensor<6xi32>) {
+  // expected-error @+1 {{o must have q's shape}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<7x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<6xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case41(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %m: tensor<?xi32>, %mi: tensor<3xi32>) {
+  // expected-error @+1 {{'custom_mask' must be a 1-D array of packed bytes (i8 or ui8)}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) mask(%m, %mi : tensor<?xi32>, tensor<3xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case42(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %m: tensor<?xi8>, %mi: tensor<4xi32>) {
+  // expected-error @+1 {{batch mismatch: 'mask_indptr' dim 0 gives 3}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) mask(%m, %mi : tensor<?xi8>, tensor<4xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case43(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %m: tensor<?xi8>, %mi: tensor<3xi32>) {
+  // expected-error @+1 {{a custom mask and 'causal' exclude each other}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) mask(%m, %mi : tensor<?xi8>, tensor<3xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
+  return
+}
+
+// -----
+
+func.func @case44(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %m: tensor<?xi8>, %mi: tensor<3xi32>) {
+  // expected-error @+1 {{a custom mask and 'window' exclude each other}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) mask(%m, %mi : tensor<?xi8>, tensor<3xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 4}
+  return
+}
+
+// -----
+
+func.func @case45(%q: tensor<7x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %pos: tensor<6xi32>, %o: tensor<7x32x128xf16>, %l: tensor<7x32xf32>) {
+  // expected-error @+1 {{tokens mismatch: 'q_positions' dim 0 gives 6 but q dim 0 gives 7}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<7x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<6xi32>) outs(%o, %l : tensor<7x32x128xf16>, tensor<7x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case46(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %m: tensor<?xi8>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{a custom mask needs both the packed mask and mask_indptr}}
+  %r:2 = "pa.prefill"(%q, %qo, %kv, %ip, %ix, %lp, %m, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 2>}> : (tensor<?x32x128xf16>, tensor<3xi32>, tensor<?x2x16x8x128xf16>, tensor<3xi32>, tensor<?xi32>, tensor<2xi32>, tensor<?xi8>, tensor<?x32x128xf16>, tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case47(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
+  // expected-error @+1 {{cascade needs at least one level}}
+  %r:2 = "pa.cascade"(%q, %kv, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case48(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<9xi32>, %p0: tensor<2xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %lp0: tensor<1xi32>, %lp1: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
+  // expected-error @+1 {{every level needs a qo_indptr and a page table: got 2 qo_indptrs, 1 kv_indptrs, 2 kv_indices, 2 kv_last_page_lens}}
+  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 2, 1, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<9xi32>, tensor<2xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case49(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<8xi32>, %p0: tensor<2xi32>, %p1: tensor<9xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %lp0: tensor<1xi32>, %lp1: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
+  // expected-error @+1 {{batch of level 1 mismatch: 'kv_indptr[1]' dim 0 gives 8 but qo_indptrs[1] dim 0 gives 7}}
+  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %p1, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 2, 2, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<8xi32>, tensor<2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case50(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %s2: tensor<4x32x128xf16>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{states must be a non-empty list of (o, lse) pairs, got 3 values}}
+  %r:2 = pa.merge states(%s0, %s1, %s2 : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case51(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %o0: tensor<4x32x128xf16>) {
+  // expected-error @+1 {{expects 2 outs (o, lse), got 1}}
+  %r = pa.merge states(%s0, %s1 : tensor<4x32x128xf16>, tensor<4x32xf32>) outs(%o0 : tensor<4x32x128xf16>)
+  return
+}
+
+// -----
+
+func.func @case52(%s0: tensor<4x32x128xi32>, %s1: tensor<4x32xf32>, %o0: tensor<4x32x128xi32>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{o must have a float element type}}
+  %r:2 = pa.merge states(%s0, %s1 : tensor<4x32x128xi32>, tensor<4x32xf32>) outs(%o0, %o1 : tensor<4x32x128xi32>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case53(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf16>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf16>) {
+  // expected-error @+1 {{lse must be f32, got 'f16'}}
+  %r:2 = pa.merge states(%s0, %s1 : tensor<4x32x128xf16>, tensor<4x32xf16>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf16>)
+  return
+}
+
+// -----
+
+func.func @case54(%s0: tensor<4x32x128xf16>, %s1: tensor<4x16xf32>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x16xf32>) {
+  // expected-error @+1 {{o must be lse's shape plus a head dim}}
+  %r:2 = pa.merge states(%s0, %s1 : tensor<4x32x128xf16>, tensor<4x16xf32>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @case55(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %s2: tensor<4x32x128xf32>, %s3: tensor<4x32xf32>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{state 1: o must have the shape and element type of the o out}}
+  %r:2 = pa.merge states(%s0, %s1, %s2, %s3 : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf32>, tensor<4x32xf32>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case56(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %s2: tensor<4x32x128xf16>, %s3: tensor<4x31xf32>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{state 1: lse must have the shape of the lse out and be f32}}
+  %r:2 = pa.merge states(%s0, %s1, %s2, %s3 : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x31xf32>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case57(%v: tensor<?x32x128xf32>, %s: tensor<?x4x32xf32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{'o_states' must have rank 4 ([rows, states, H, D])}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x32x128xf32>, tensor<?x4x32xf32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case58(%v: tensor<?x4x32x128xf32>, %s: tensor<?x4x32xf16>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{lse_states and lse must be f32}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x32x128xf32>, tensor<?x4x32xf16>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case59(%v: tensor<?x4x32x128xi8>, %s: tensor<?x4x32xf32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{o_states and o must have float element types}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x32x128xi8>, tensor<?x4x32xf32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case60(%v: tensor<?x4x32x128xf32>, %s: tensor<?x3x32xf32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{states mismatch: 'lse_states' dim 1 gives 3 but o_states dim 1 gives 4}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x32x128xf32>, tensor<?x3x32xf32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case61(%v: tensor<?x4x32x128xf32>, %s: tensor<?x4x32xf32>, %o: tensor<?x32x64xf16>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{D mismatch: 'o' dim 2 gives 64 but o_states dim 3 gives 128}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x32x128xf32>, tensor<?x4x32xf32>) outs(%o, %l : tensor<?x32x64xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case62(%v: tensor<5x4x32x128xf32>, %s: tensor<5x4x32xf32>, %o: tensor<6x32x128xf16>, %l: tensor<6x32xf32>) {
+  // expected-error @+1 {{rows mismatch: 'o' dim 0 gives 6 but o_states dim 0 gives 5}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<5x4x32x128xf32>, tensor<5x4x32xf32>) outs(%o, %l : tensor<6x32x128xf16>, tensor<6x32xf32>)
+  return
+}
+
+// -----
+
+func.func @case63(%kn: tensor<?x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{'k_new' must have rank 3 ([tokens, Hkv, D])}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case64(%kn: tensor<?x8x128xf16>, %vn: tensor<?x4x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{'v_new' has 4 heads but the cache has kv_heads = 8}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x4x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case65(%kn: tensor<?x8x64xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{'k_new' head dim 64 does not match the cache's head_dim = 128}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x64xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case66(%kn: tensor<?x8x128xf32>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{'k_new' element type 'f32' does not match the cache's 'f16'}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf32>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case67(%kn: tensor<3x8x128xf16>, %vn: tensor<4x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{rows mismatch: 'v_new' dim 0 gives 4 but k_new dim 0 gives 3}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<3x8x128xf16>, tensor<4x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case68(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<6xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>, %c1: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{batch mismatch: 'kv_indptr' dim 0 gives 4 but append_indptr dim 0 gives 5}}
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<6xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0, %c1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case69(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %c0: tensor<?x16x8x128xf16>) {
+  // expected-error @+1 {{kv cache must have rank 5}}
+  %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%c0 : tensor<?x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case70(%kn: tensor<3x8x128xf16>, %vn: tensor<3x8x128xf16>, %s: tensor<4xi32>, %kv: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{rows mismatch: 'slot_mapping' dim 0 gives 4 but k_new dim 0 gives 3}}
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<3x8x128xf16>, tensor<3x8x128xf16>) slots(%s : tensor<4xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case71(%kn: tensor<3x8x128xf16>, %vn: tensor<3x8x128xf16>, %s: tensor<3xi64>, %kv: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{'slot_mapping' must be a 1-D array of i32}}
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<3x8x128xf16>, tensor<3x8x128xf16>) slots(%s : tensor<3xi64>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case72(%kr: tensor<5x8x128xf16>, %vr: tensor<5x8x128xf16>, %ri: tensor<3xi32>, %pos: tensor<4xi32>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %kv: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{rows mismatch: 'positions' dim 0 gives 4 but k_rows dim 0 gives 5}}
+  %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<5x8x128xf16>, tensor<5x8x128xf16>, tensor<3xi32>) positions(%pos : tensor<4xi32>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case73(%kr: tensor<5x8x128xf16>, %vr: tensor<5x8x128xf16>, %ri: tensor<4xi32>, %pos: tensor<?xi32>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %kv: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{batch mismatch: 'kv_indptr' dim 0 gives 2 but rows_indptr dim 0 gives 3}}
+  %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<5x8x128xf16>, tensor<5x8x128xf16>, tensor<4xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @case74(%m: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi8>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{'mask' must be a 1-D array of i1 or i8}}
+  %r:2 = pa.pack_mask mask(%m, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi8>, tensor<3xi32>)
+  return
+}
+
+// -----
+
+func.func @case75(%m: tensor<?xi1>, %i: tensor<3xi32>, %p0: tensor<?xi8>) {
+  // expected-error @+1 {{expects 2 outs (packed, packed_indptr), got 1}}
+  %r = pa.pack_mask mask(%m, %i : tensor<?xi1>, tensor<3xi32>) outs(%p0 : tensor<?xi8>)
+  return
+}
+
+// -----
+
+func.func @case76(%m: tensor<?xi1>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{'packed' must be a 1-D array of i8}}
+  %r:2 = pa.pack_mask mask(%m, %i : tensor<?xi1>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<3xi32>)
+  return
+}
+
+// -----
+
+func.func @case77(%m: tensor<?xi1>, %i: tensor<3xi32>, %p0: tensor<?xi8>, %p1: tensor<4xi32>) {
+  // expected-error @+1 {{batch mismatch: 'packed_indptr' dim 0 gives 3 but indptr dim 0 gives 2}}
+  %r:2 = pa.pack_mask mask(%m, %i : tensor<?xi1>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi8>, tensor<4xi32>)
+  return
+}
+
+// -----
+
+func.func @case78(%n: tensor<?x128xf16>, %c: tensor<?x8x128xf16>, %d: tensor<?xf32>) {
+  // expected-error @+1 {{'new_rows' must have rank 3 ([tokens, H, D])}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<?x128xf16>, tensor<?x8x128xf16>) outs(%d : tensor<?xf32>)
+  return
+}
+
+// -----
+
+func.func @case79(%n: tensor<?x8x128xf16>, %c: tensor<?x8x128xbf16>, %d: tensor<?xf32>) {
+  // expected-error @+1 {{new_rows and cached_rows must have the same float element type}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<?x8x128xf16>, tensor<?x8x128xbf16>) outs(%d : tensor<?xf32>)
+  return
+}
+
+// -----
+
+func.func @case80(%n: tensor<?x8x128xf16>, %c: tensor<?x4x128xf16>, %d: tensor<?xf32>) {
+  // expected-error @+1 {{H mismatch: 'cached_rows' dim 1 gives 4 but new_rows dim 1 gives 8}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<?x8x128xf16>, tensor<?x4x128xf16>) outs(%d : tensor<?xf32>)
+  return
+}
+
+// -----
+
+func.func @case81(%n: tensor<?x8x128xf16>, %c: tensor<?x8x128xf16>, %d: tensor<?xf16>) {
+  // expected-error @+1 {{'deviation' must be a 1-D f32 array [tokens]}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<?x8x128xf16>, tensor<?x8x128xf16>) outs(%d : tensor<?xf16>)
+  return
+}
+
+// -----
+
+func.func @case82(%n: tensor<6x8x128xf16>, %c: tensor<?x8x128xf16>, %d: tensor<5xf32>) {
+  // expected-error @+1 {{tokens mismatch: 'deviation' dim 0 gives 5 but new_rows dim 0 gives 6}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<6x8x128xf16>, tensor<?x8x128xf16>) outs(%d : tensor<5xf32>)
+  return
+}
+
+// -----
+
+func.func @case83(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{ratio must be in (0, 1], got 0}}
+  %r:2 = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<3xi32>) {ratio = 0.0 : f64}
+  return
+}
+
+// -----
+
+func.func @case84(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{ratio must be in (0, 1], got 1.5}}
+  %r:2 = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<3xi32>) {ratio = 1.5 : f64}
+  return
+}
+
+// -----
+
+func.func @case85(%d: tensor<?xf16>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{'deviation' must be a 1-D f32 array}}
+  %r:2 = pa.select_topk ins(%d, %i : tensor<?xf16>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<3xi32>) {ratio = 0.5 : f64}
+  return
+}
+
+// -----
+
+func.func @case86(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi32>) {
+  // expected-error @+1 {{expects 2 outs (positions, out_indptr), got 1}}
+  %r = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0 : tensor<?xi32>) {ratio = 0.5 : f64}
+  return
+}
+
+// -----
+
+func.func @case87(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi64>, %p1: tensor<3xi32>) {
+  // expected-error @+1 {{'positions' must be a 1-D array of i32}}
+  %r:2 = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi64>, tensor<3xi32>) {ratio = 0.5 : f64}
+  return
+}
+
+// -----
+
+func.func @case88(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1: tensor<4xi32>) {
+  // expected-error @+1 {{batch mismatch: 'out_indptr' dim 0 gives 3 but indptr dim 0 gives 2}}
+  %r:2 = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<4xi32>) {ratio = 0.5 : f64}
+  return
+}

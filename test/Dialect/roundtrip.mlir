@@ -1,0 +1,102 @@
+// RUN: pa-opt %s | pa-opt | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --mlir-print-op-generic | pa-opt | FileCheck %s --enable-var-scope
+
+#nhd = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+#hnd = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>
+
+// CHECK-LABEL: func @decode_joint
+// CHECK: pa.decode q(%{{.*}} : tensor<4x32x128xf16>) kv(%{{.*}} : tensor<?x2x16x8x128xf16>) pages(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%{{.*}}, %{{.*}} : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, sm_scale = 5.000000e-01 : f32}
+func.func @decode_joint(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) -> (tensor<4x32x128xf16>, tensor<4x32xf32>) {
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #nhd, sm_scale = 0.5 : f32}
+  return %r#0, %r#1 : tensor<4x32x128xf16>, tensor<4x32xf32>
+}
+
+// CHECK-LABEL: func @decode_split_hnd_options
+// CHECK: pa.decode q(%{{.*}} : tensor<?x4x64xbf16>) kv(%{{.*}}, %{{.*}} : tensor<?x2x5x64xbf16>, tensor<?x2x5x64xbf16>)
+// CHECK-SAME: alibi(%{{.*}} : tensor<4xf32>)
+// CHECK-SAME: logits_soft_cap = 3.000000e+01 : f32, lse_base2, window = 128 : i64
+func.func @decode_split_hnd_options(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x5x64xbf16>, %v: tensor<?x2x5x64xbf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %al: tensor<4xf32>, %o: tensor<?x4x64xbf16>, %l: tensor<?x4xf32>) -> (tensor<?x4x64xbf16>, tensor<?x4xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x4x64xbf16>) kv(%k, %v : tensor<?x2x5x64xbf16>, tensor<?x2x5x64xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) alibi(%al : tensor<4xf32>) outs(%o, %l : tensor<?x4x64xbf16>, tensor<?x4xf32>) {cache = #hnd, logits_soft_cap = 30.0 : f32, window = 128, lse_base2}
+  return %r#0, %r#1 : tensor<?x4x64xbf16>, tensor<?x4xf32>
+}
+
+// CHECK-LABEL: func @decode_memref
+// CHECK: pa.decode q(%{{.*}} : memref<2x8x128xf32>)
+// CHECK-NOT: ->
+// CHECK: return
+func.func @decode_memref(%q: memref<2x8x128xf32>, %kv: memref<?x2x16x8x128xf32>, %ip: memref<3xi32>, %ix: memref<?xi32>, %lp: memref<2xi32>, %o: memref<2x8x128xf32>, %l: memref<2x8xf32>) {
+  pa.decode q(%q : memref<2x8x128xf32>) kv(%kv : memref<?x2x16x8x128xf32>) pages(%ip, %ix, %lp : memref<3xi32>, memref<?xi32>, memref<2xi32>) outs(%o, %l : memref<2x8x128xf32>, memref<2x8xf32>) {cache = #nhd}
+  return
+}
+
+// CHECK-LABEL: func @prefill_causal_positions
+// CHECK: pa.prefill q(%{{.*}}, %{{.*}} : tensor<?x32x128xf16>, tensor<3xi32>) kv(%{{.*}} : tensor<?x2x16x8x128xf16>) pages({{.*}}) positions(%{{.*}} : tensor<?xi32>) outs({{.*}}) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal, window = 64 : i64}
+func.func @prefill_causal_positions(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %pos: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> tensor<?x32x128xf16> {
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #nhd, causal, window = 64}
+  return %r#0 : tensor<?x32x128xf16>
+}
+
+// CHECK-LABEL: func @prefill_custom_mask
+// CHECK: mask(%{{.*}}, %{{.*}} : tensor<?xi8>, tensor<3xi32>) alibi(%{{.*}} : tensor<32xf32>)
+func.func @prefill_custom_mask(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %k: tensor<?x16x8x128xf16>, %v: tensor<?x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %m: tensor<?xi8>, %mi: tensor<3xi32>, %al: tensor<32xf32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> tensor<?x32x128xf16> {
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<3xi32>) kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) mask(%m, %mi : tensor<?xi8>, tensor<3xi32>) alibi(%al : tensor<32xf32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #nhd}
+  return %r#0 : tensor<?x32x128xf16>
+}
+
+// CHECK-LABEL: func @cascade_two_levels
+// CHECK: pa.cascade q(%{{.*}} : tensor<8x32x128xf16>) kv(%{{.*}} : tensor<?x2x16x8x128xf16>) qo_indptrs(%{{.*}}, %{{.*}} : tensor<2xi32>, tensor<9xi32>) kv_indptrs(%{{.*}}, %{{.*}} : tensor<2xi32>, tensor<9xi32>) kv_indices(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<?xi32>) kv_last_page_lens(%{{.*}}, %{{.*}} : tensor<1xi32>, tensor<8xi32>) outs({{.*}}) {cache = {{.*}}, causal}
+func.func @cascade_two_levels(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<9xi32>, %p0: tensor<2xi32>, %p1: tensor<9xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %l0: tensor<1xi32>, %l1: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) -> tensor<8x32x128xf16> {
+  %r:2 = pa.cascade q(%q : tensor<8x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) qo_indptrs(%qo0, %qo1 : tensor<2xi32>, tensor<9xi32>) kv_indptrs(%p0, %p1 : tensor<2xi32>, tensor<9xi32>) kv_indices(%i0, %i1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_lens(%l0, %l1 : tensor<1xi32>, tensor<8xi32>) outs(%o, %l : tensor<8x32x128xf16>, tensor<8x32xf32>) {cache = #nhd, causal}
+  return %r#0 : tensor<8x32x128xf16>
+}
+
+// CHECK-LABEL: func @merge_three
+// CHECK: pa.merge states(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x32xf32>) outs(%{{.*}}, %{{.*}} : tensor<4x32x128xf16>, tensor<4x32xf32>)
+func.func @merge_three(%oa: tensor<4x32x128xf16>, %la: tensor<4x32xf32>, %ob: tensor<4x32x128xf16>, %lb: tensor<4x32xf32>, %oc: tensor<4x32x128xf16>, %lc: tensor<4x32xf32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) -> tensor<4x32x128xf16> {
+  %r:2 = pa.merge states(%oa, %la, %ob, %lb, %oc, %lc : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf16>, tensor<4x32xf32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return %r#0 : tensor<4x32x128xf16>
+}
+
+// CHECK-LABEL: func @merge_states
+// CHECK: pa.merge_states states(%{{.*}}, %{{.*}} : tensor<?x4x32x128xf32>, tensor<?x4x32xf32>) outs(%{{.*}}, %{{.*}} : tensor<?x32x128xf16>, tensor<?x32xf32>) {lse_base2}
+func.func @merge_states(%v: tensor<?x4x32x128xf32>, %s: tensor<?x4x32xf32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> tensor<?x32x128xf16> {
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x32x128xf32>, tensor<?x4x32xf32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {lse_base2}
+  return %r#0 : tensor<?x32x128xf16>
+}
+
+// CHECK-LABEL: func @append_kv
+// CHECK: pa.append_kv new(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages({{.*}}) outs(%{{.*}}, %{{.*}} : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+func.func @append_kv(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %k: tensor<?x16x8x128xf16>, %v: tensor<?x16x8x128xf16>) -> (tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {
+  %r:2 = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) {cache = #nhd}
+  return %r#0, %r#1 : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>
+}
+
+// CHECK-LABEL: func @append_kv_slots
+// CHECK: pa.append_kv_slots new(%{{.*}}, %{{.*}} : tensor<?x2x64xf32>, tensor<?x2x64xf32>) slots(%{{.*}} : tensor<?xi32>) outs(%{{.*}} : tensor<?x2x2x5x64xf32>)
+func.func @append_kv_slots(%kn: tensor<?x2x64xf32>, %vn: tensor<?x2x64xf32>, %s: tensor<?xi32>, %kv: tensor<?x2x2x5x64xf32>) -> tensor<?x2x2x5x64xf32> {
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<?x2x64xf32>, tensor<?x2x64xf32>) slots(%s : tensor<?xi32>) outs(%kv : tensor<?x2x2x5x64xf32>) {cache = #hnd}
+  return %r : tensor<?x2x2x5x64xf32>
+}
+
+// CHECK-LABEL: func @scatter_kv
+// CHECK: pa.scatter_kv new({{.*}}) positions(%{{.*}} : tensor<?xi32>) pages({{.*}}) outs(%{{.*}} : tensor<?x2x16x8x128xf16>)
+func.func @scatter_kv(%kr: tensor<?x8x128xf16>, %vr: tensor<?x8x128xf16>, %ri: tensor<3xi32>, %pos: tensor<?xi32>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %kv: tensor<?x2x16x8x128xf16>) -> tensor<?x2x16x8x128xf16> {
+  %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<3xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #nhd}
+  return %r : tensor<?x2x16x8x128xf16>
+}
+
+// CHECK-LABEL: func @pack_mask
+// CHECK: pa.pack_mask mask(%{{.*}}, %{{.*}} : tensor<?xi1>, tensor<3xi32>) outs(%{{.*}}, %{{.*}} : tensor<?xi8>, tensor<3xi32>)
+func.func @pack_mask(%m: tensor<?xi1>, %i: tensor<3xi32>, %p: tensor<?xi8>, %pi: tensor<3xi32>) -> (tensor<?xi8>, tensor<3xi32>) {
+  %r:2 = pa.pack_mask mask(%m, %i : tensor<?xi1>, tensor<3xi32>) outs(%p, %pi : tensor<?xi8>, tensor<3xi32>)
+  return %r#0, %r#1 : tensor<?xi8>, tensor<3xi32>
+}
+
+// CHECK-LABEL: func @cacheblend
+// CHECK: pa.kv_deviation ins(%{{.*}}, %{{.*}} : tensor<?x8x128xf16>, tensor<?x8x128xf16>) outs(%{{.*}} : tensor<?xf32>)
+// CHECK: pa.select_topk ins(%{{.*}}, %{{.*}} : tensor<?xf32>, tensor<3xi32>) outs(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<3xi32>) {ratio = 1.500000e-01 : f64}
+func.func @cacheblend(%n: tensor<?x8x128xf16>, %c: tensor<?x8x128xf16>, %d: tensor<?xf32>, %i: tensor<3xi32>, %p: tensor<?xi32>, %pi: tensor<3xi32>) -> (tensor<?xi32>, tensor<3xi32>) {
+  %dev = pa.kv_deviation ins(%n, %c : tensor<?x8x128xf16>, tensor<?x8x128xf16>) outs(%d : tensor<?xf32>)
+  %r:2 = pa.select_topk ins(%dev, %i : tensor<?xf32>, tensor<3xi32>) outs(%p, %pi : tensor<?xi32>, tensor<3xi32>) {ratio = 0.15 : f64}
+  return %r#0, %r#1 : tensor<?xi32>, tensor<3xi32>
+}

@@ -1,0 +1,25 @@
+//===- pa-opt.cpp - mlir-opt with the pa dialect and passes ----------------===//
+//
+// Every upstream dialect, extension and pass is registered, plus the pa
+// dialect, its bufferization models and its passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Dialect/PA.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::pa::PADialect>();
+  mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "PagedAttn optimizer driver\n", registry));
+}
