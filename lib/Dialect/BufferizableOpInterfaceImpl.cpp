@@ -71,8 +71,10 @@ void attachReadInits(MLIRContext *ctx) {
 void mlir::pa::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, PADialect *) {
-    attachReadOnlyInits<DecodeOp, PrefillOp, CascadeOp, MergeOp, MergeStatesOp,
-                        PackMaskOp, KVDeviationOp, SelectTopKOp>(ctx);
+    attachReadOnlyInits<DecodeOp, PrefillOp, CascadeOp, PlanSplitKVOp,
+                        DecodePartialOp, MergeOp, MergeStatesOp,
+                        MergeSegmentsOp, PackMaskOp, KVDeviationOp,
+                        SelectTopKOp>(ctx);
     attachReadInits<AppendKVOp, AppendKVSlotsOp, ScatterKVOp>(ctx);
   });
 }

@@ -308,6 +308,9 @@ getDpsEffects(Operation *op, bool readsInits,
 PA_DEFINE_COMMON(DecodeOp, false)
 PA_DEFINE_COMMON(PrefillOp, false)
 PA_DEFINE_COMMON(CascadeOp, false)
+PA_DEFINE_COMMON(PlanSplitKVOp, false)
+PA_DEFINE_COMMON(DecodePartialOp, false)
+PA_DEFINE_COMMON(MergeSegmentsOp, false)
 PA_DEFINE_COMMON(MergeOp, false)
 PA_DEFINE_COMMON(MergeStatesOp, false)
 PA_DEFINE_COMMON(AppendKVOp, true)
@@ -409,6 +412,147 @@ LogicalResult CascadeOp::verify() {
                            getKvLastPageLens()[l], key, suffix)))
       return failure();
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Split-KV
+//===----------------------------------------------------------------------===//
+
+/// The CSR work list `(work_indptr[B+1], request[W], start[W], end[W])`.
+static LogicalResult verifyWorkList(Checker &c, Value indptr, Value request,
+                                    Value start, Value end) {
+  if (failed(c.indexArray(indptr, "work_indptr")) ||
+      failed(c.bind("batch", indptr, "work_indptr", 0, -1)))
+    return failure();
+  for (auto [v, name] : {std::pair{request, "work_request"},
+                         std::pair{start, "work_start"},
+                         std::pair{end, "work_end"}})
+    if (failed(c.indexArray(v, name)) ||
+        failed(c.bind("work items", v, name, 0)))
+      return failure();
+  return success();
+}
+
+LogicalResult PlanSplitKVOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getPageSize() <= 0)
+    return emitOpError() << "page_size must be > 0, got " << getPageSize();
+  if ((int64_t)getChunkSize() <= 0)
+    return emitOpError() << "chunk_size must be > 0, got "
+                         << (int64_t)getChunkSize();
+  if (getOuts().size() != 4)
+    return emitOpError() << "expects 4 outs (work_indptr, work_request, "
+                            "work_start, work_end), got "
+                         << getOuts().size();
+  if (failed(c.indexArray(getKvIndptr(), "kv_indptr")) ||
+      failed(c.bind("batch", getKvIndptr(), "kv_indptr", 0, -1)) ||
+      failed(c.indexArray(getKvLastPageLen(), "kv_last_page_len")) ||
+      failed(c.bind("batch", getKvLastPageLen(), "kv_last_page_len", 0)))
+    return failure();
+  return verifyWorkList(c, getOuts()[0], getOuts()[1], getOuts()[2],
+                        getOuts()[3]);
+}
+
+LogicalResult DecodePartialOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  Type cacheElem;
+  if (failed(c.kvCache(getCache(), getKvCache(), cacheElem)))
+    return failure();
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o_part, lse_part), got "
+                         << getOuts().size();
+  // Check q and the options as decode does, against f32 partial outs of q's
+  // shape with the work items as rows.
+  ShapedType qt = Checker::shaped(getQ());
+  ShapedType ot = Checker::shaped(getOuts()[0]);
+  ShapedType lt = Checker::shaped(getOuts()[1]);
+  if (failed(c.rank(getQ(), "q", 3, "[batch, Hq, D]")) ||
+      failed(c.rank(getOuts()[0], "o_part", 3, "[work items, Hq, D]")) ||
+      failed(c.rank(getOuts()[1], "lse_part", 2, "[work items, Hq]")))
+    return failure();
+  if (!ot.getElementType().isF32() || !lt.getElementType().isF32())
+    return emitOpError() << "o_part and lse_part must be f32";
+  Type qElem = qt.getElementType();
+  if (qElem != cacheElem)
+    return emitOpError() << "q element type " << qElem
+                         << " does not match the cache's " << cacheElem;
+  if (!qt.isDynamicDim(2) && qt.getDimSize(2) != getCache().getHeadDim())
+    return emitOpError() << "q head dim " << qt.getDimSize(2)
+                         << " does not match the cache's head_dim = "
+                         << getCache().getHeadDim();
+  if (!qt.isDynamicDim(1) &&
+      qt.getDimSize(1) % getCache().getNumKVHeads() != 0)
+    return emitOpError() << "number of query heads (" << qt.getDimSize(1)
+                         << ") must be a multiple of kv_heads ("
+                         << getCache().getNumKVHeads() << ")";
+  if (failed(c.bind("batch", getQ(), "q", 0)) ||
+      failed(c.bind("Hq", getQ(), "q", 1)) ||
+      failed(c.bind("D", getQ(), "q", 2)) ||
+      failed(c.bind("work items", getOuts()[0], "o_part", 0)) ||
+      failed(c.bind("Hq", getOuts()[0], "o_part", 1)) ||
+      failed(c.bind("D", getOuts()[0], "o_part", 2)) ||
+      failed(c.bind("work items", getOuts()[1], "lse_part", 0)) ||
+      failed(c.bind("Hq", getOuts()[1], "lse_part", 1)))
+    return failure();
+  if (Value alibi = getAlibiSlopes()) {
+    ShapedType at = Checker::shaped(alibi);
+    if (at.getRank() != 1 || !at.getElementType().isF32())
+      return emitOpError() << "'alibi_slopes' must be a 1-D f32 array [Hq], "
+                              "got "
+                           << alibi.getType();
+    if (failed(c.bind("Hq", alibi, "alibi_slopes", 0)))
+      return failure();
+  }
+  if (auto s = getSmScale(); s && !s->isFiniteNonZero())
+    return emitOpError() << "sm_scale must be finite and non-zero";
+  if (auto s = getLogitsSoftCap();
+      s && !(s->isFiniteNonZero() && !s->isNegative()))
+    return emitOpError() << "logits_soft_cap must be > 0";
+  if (auto w = optI(getWindow()); w && *w <= 0)
+    return emitOpError() << "window must be > 0, got " << *w;
+  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  return verifyWorkList(c, getWorkIndptr(), getWorkRequest(), getWorkStart(),
+                        getWorkEnd());
+}
+
+LogicalResult MergeSegmentsOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o, lse), got "
+                         << getOuts().size();
+  Value op = getOPart(), lp = getLsePart(), o = getOuts()[0],
+        lse = getOuts()[1];
+  if (failed(c.rank(op, "o_part", 3, "[items, H, D]")) ||
+      failed(c.rank(lp, "lse_part", 2, "[items, H]")) ||
+      failed(c.rank(o, "o", 3, "[segments, H, D]")) ||
+      failed(c.rank(lse, "lse", 2, "[segments, H]")))
+    return failure();
+  if (!isa<FloatType>(Checker::shaped(op).getElementType()) ||
+      !isa<FloatType>(Checker::shaped(o).getElementType()))
+    return emitOpError() << "o_part and o must have float element types";
+  if (!Checker::shaped(lp).getElementType().isF32() ||
+      !Checker::shaped(lse).getElementType().isF32())
+    return emitOpError() << "lse_part and lse must be f32";
+  if (failed(c.indexArray(getSegments(), "segments")) ||
+      failed(c.bind("segments", getSegments(), "segments", 0, -1)) ||
+      failed(c.bind("items", op, "o_part", 0)) ||
+      failed(c.bind("items", lp, "lse_part", 0)) ||
+      failed(c.bind("H", op, "o_part", 1)) ||
+      failed(c.bind("H", lp, "lse_part", 1)) ||
+      failed(c.bind("D", op, "o_part", 2)) ||
+      failed(c.bind("segments", o, "o", 0)) ||
+      failed(c.bind("H", o, "o", 1)) || failed(c.bind("D", o, "o", 2)) ||
+      failed(c.bind("segments", lse, "lse", 0)) ||
+      failed(c.bind("H", lse, "lse", 1)))
+    return failure();
   return success();
 }
 

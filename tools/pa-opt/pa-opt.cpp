@@ -5,7 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PagedAttn/Conversion/Passes.h"
 #include "PagedAttn/Dialect/PA.h"
+#include "PagedAttn/Pipelines/Pipelines.h"
+#include "PagedAttn/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -15,6 +18,9 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::pa::registerPATransformsPasses();
+  mlir::pa::registerPAConversionPasses();
+  mlir::pa::registerPipelines();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

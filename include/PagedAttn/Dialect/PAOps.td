@@ -203,6 +203,120 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Split-KV
+//===----------------------------------------------------------------------===//
+
+def PA_PlanSplitKVOp : PA_Op<"plan_split_kv"> {
+  let summary = "split every request's KV into fixed-size chunks: a work list";
+  let description = [{
+    Computes, from the page table `pages(kv_indptr[B+1], kv_last_page_len[B])`
+    (page size `page_size`), the CSR work list of split-KV: the items of
+    request `b` are `work_indptr[b] .. work_indptr[b+1]-1`, item `w` covers
+    tokens `[work_start[w], work_end[w])` of request `work_request[w]`;
+    chunk `c` of request `b` covers `[c * C, min((c + 1) * C, kv_len))` with
+    `C = chunk_size`. Requests without tokens get no item. This is exactly
+    the host planner's `pa::rt::planFixedChunks`; the work-list outs must hold
+    `sum_b ceil(kv_len[b] / C)` items (`B + ceil(kv_indptr[B] * P / C)` always
+    suffices), which the CPU lowering asserts.
+
+    ```mlir
+    %wi, %wr, %ws, %we = pa.plan_split_kv pages(%indptr, %last : tensor<5xi32>, tensor<4xi32>)
+        outs(%wi0, %wr0, %ws0, %we0 : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        {chunk_size = 512 : i64, page_size = 16 : i64}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$kv_indptr,
+                       PA_TensorOrMemRef:$kv_last_page_len,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       I64Attr:$page_size,
+                       I64Attr:$chunk_size);
+  let assemblyFormat = [{
+    `pages` `(` $kv_indptr `,` $kv_last_page_len `:` type($kv_indptr) `,`
+        type($kv_last_page_len) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments]> {
+  let summary = "decode attention over the KV chunks of a work list";
+  let description = !strconcat([{
+    The split-KV form of `pa.decode`: for every work item
+    `w < work_indptr[B]` (see `pa.plan_split_kv`), the query of request
+    `work_request[w]` attends to that request's tokens
+    `[work_start[w], work_end[w])` only, and the state is written to row `w`
+    of `o_part[W, Hq, D]` (f32) and `lse_part[W, Hq]` (f32). The query's
+    position is still `kv_len - 1` of the whole request (for `window` and
+    ALiBi). Rows `>= work_indptr[B]` are unspecified. `pa.merge_segments`
+    over `work_indptr` then gives `pa.decode`'s result: attention over a union
+    of disjoint key sets is the merge of the parts.
+  }], PA_AttnOptionsDoc, [{
+
+    ```mlir
+    %op, %lp = pa.decode_partial q(%q : tensor<4x32x128xf16>)
+        kv(%kv : tensor<?x2x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf32>, tensor<?x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }]);
+  let arguments = !con((ins
+    PA_TensorOrMemRef:$q,
+    Variadic<PA_TensorOrMemRef>:$kv_cache,
+    PA_TensorOrMemRef:$kv_indptr,
+    PA_TensorOrMemRef:$kv_indices,
+    PA_TensorOrMemRef:$kv_last_page_len,
+    PA_TensorOrMemRef:$work_indptr,
+    PA_TensorOrMemRef:$work_request,
+    PA_TensorOrMemRef:$work_start,
+    PA_TensorOrMemRef:$work_end,
+    Optional<PA_TensorOrMemRef>:$alibi_slopes,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedKVAttr:$cache), PA_AttnOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `work` `(` $work_indptr `,` $work_request `,` $work_start `,` $work_end `:`
+        type($work_indptr) `,` type($work_request) `,` type($work_start) `,`
+        type($work_end) `)`
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+def PA_MergeSegmentsOp : PA_Op<"merge_segments"> {
+  let summary = "merge the consecutive partial states of every segment";
+  let description = [{
+    Row `s` of the result `o[S, H, D]`, `lse[S, H]` is the merge (see
+    `pa.merge`) of the partial states `o_part[w]`, `lse_part[w]` for
+    `segments[s] <= w < segments[s+1]` (`segments[S+1]`, e.g. a split-KV work
+    list's `work_indptr`). An empty segment gives the identity
+    `(0, -inf)`. `o` may have a narrower element type than `o_part`.
+
+    ```mlir
+    %o, %lse = pa.merge_segments states(%op, %lp : tensor<?x32x128xf32>, tensor<?x32xf32>)
+        segments(%wi : tensor<5xi32>)
+        outs(%o0, %l0 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$o_part,
+                       PA_TensorOrMemRef:$lse_part,
+                       PA_TensorOrMemRef:$segments,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       UnitAttr:$lse_base2);
+  let assemblyFormat = [{
+    `states` `(` $o_part `,` $lse_part `:` type($o_part) `,` type($lse_part) `)`
+    `segments` `(` $segments `:` type($segments) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Attention states
 //===----------------------------------------------------------------------===//
 

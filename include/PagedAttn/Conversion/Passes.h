@@ -1,0 +1,27 @@
+//===- Passes.h - pa conversion passes --------------------------*- C++ -*-===//
+
+#ifndef PAGEDATTN_CONVERSION_PASSES_H
+#define PAGEDATTN_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace pa {
+
+#define GEN_PASS_DECL
+#include "PagedAttn/Conversion/Passes.h.inc"
+
+/// Patterns lowering memref-form pa ops to loops, one family per file.
+void populatePAAttentionToLoopsPatterns(RewritePatternSet &patterns);
+void populatePAStatesToLoopsPatterns(RewritePatternSet &patterns);
+void populatePACacheToLoopsPatterns(RewritePatternSet &patterns);
+void populatePACacheBlendToLoopsPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "PagedAttn/Conversion/Passes.h.inc"
+
+} // namespace pa
+} // namespace mlir
+
+#endif // PAGEDATTN_CONVERSION_PASSES_H

@@ -1,0 +1,120 @@
+//===- Planner.h - host-side split-KV work planner --------------*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host half of split-KV (like FlashInfer's plan()): from a CSR page table
+// it computes each request's kv_len, picks a KV chunk size and writes the work
+// list that the split-KV kernels consume. Each work item computes the
+// attention state of one request over one chunk of its tokens; the partial
+// states of a request are then merged (DESIGN.md section 1: attention over a
+// union of disjoint key sets is the merge of the parts).
+//
+// Also the runtime's checked mode: validatePageTable() checks a page table
+// against a cache before a launch. No MLIR dependency, no exceptions: bad
+// input is reported through a returned Status whose message names the array
+// and the offending index.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_RUNTIME_PLANNER_H
+#define PAGEDATTN_RUNTIME_PLANNER_H
+
+#include "PagedAttn/Runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace pa::rt {
+
+/// CSR work list: items of request b are indptr[b] .. indptr[b+1]-1; item w
+/// covers tokens [start[w], end[w]) of request request[w]. Requests with
+/// kv_len 0 get no item (their merged state is the identity (o = 0,
+/// lse = -inf)). indptr has batch+1 entries, indptr[0] == 0 and
+/// indptr[batch] == size().
+struct WorkList {
+  std::vector<int32_t> indptr, request, start, end;
+
+  /// Number of work items.
+  int64_t size() const { return static_cast<int64_t>(request.size()); }
+};
+
+/// Computes kv_len[b] = 0 if request b has no pages, else
+/// (npages-1)*pageSize + lastPageLen[b], into `out` (resized to `batch`).
+/// kvIndptr has batch+1 entries, lastPageLen has batch entries (may be null
+/// when batch == 0). Checks batch >= 0, pageSize > 0, kvIndptr[0] == 0,
+/// kvIndptr non-decreasing, and lastPageLen[b] in [1, pageSize] for every
+/// request that owns pages (ignored for requests without pages). On error
+/// `out` is left empty.
+Status kvLengths(const int32_t *kvIndptr, const int32_t *lastPageLen,
+                 int64_t batch, int64_t pageSize, std::vector<int64_t> &out);
+
+/// The runtime's checked mode: everything kvLengths() checks, plus
+/// numPages >= 0 and every kvIndices[i], i < kvIndptr[batch], in
+/// [0, numPages). kvIndices may be null when kvIndptr[batch] == 0.
+Status validatePageTable(const int32_t *kvIndptr, const int32_t *kvIndices,
+                         const int32_t *lastPageLen, int64_t batch,
+                         int64_t pageSize, int64_t numPages);
+
+/// Fixed-size chunking: chunk c of request b covers tokens
+/// [c*chunkSize, min((c+1)*chunkSize, kvLens[b])), for
+/// c = 0 .. ceil(kvLens[b] / chunkSize) - 1; requests of length 0 get no item.
+/// The compiler's in-IR planner op computes exactly this list; keep the two in
+/// sync. Preconditions: chunkSize >= 1, every kvLens[b] in [0, INT32_MAX].
+WorkList planFixedChunks(const std::vector<int64_t> &kvLens, int64_t chunkSize);
+
+/// Chooses the split-KV chunk size, FlashInfer style. With
+///   B = kvLens.size(), maxLen = max_b kvLens[b],
+///   minC = minChunk rounded up to a multiple of pageSize (at least pageSize),
+///   ctas(C) = numKVHeads * sum_b ceil(kvLens[b] / C):
+/// * no split: if B * numKVHeads >= maxCTAs (the batch alone fills the GPU),
+///   or maxLen <= minC (every request fits one minimal chunk), returns
+///   max(maxLen, 1) rounded up to a multiple of pageSize, i.e. one item per
+///   non-empty request;
+/// * split: otherwise returns the smallest C, a multiple of pageSize with
+///   C >= minC, such that ctas(C) <= maxCTAs (binary search; ctas is
+///   non-increasing in C, and C = maxLen rounded up satisfies it since then
+///   ctas <= B * numKVHeads < maxCTAs).
+/// The result is always >= 1 and a multiple of pageSize, and never grows when
+/// maxCTAs grows. Non-positive numKVHeads / maxCTAs mean "no split";
+/// a non-positive pageSize is treated as 1.
+int64_t chooseChunkSize(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
+                        int64_t maxCTAs, int64_t pageSize,
+                        int64_t minChunk = 256);
+
+/// The result of planDecode().
+struct DecodePlan {
+  /// KV tokens per work item (the last item of a request may be shorter).
+  int64_t chunkSize = 0;
+  /// True iff some request has more than one work item (a merge is needed).
+  bool split = false;
+  /// planFixedChunks(kv_len, chunkSize).
+  WorkList work;
+  /// batch + ceil(totalTokens / chunkSize) >= work.size(): sizes the
+  /// per-item buffers (partial o / lse) for this batch.
+  int64_t maxItemsBound = 0;
+};
+
+/// Plans a split-KV decode step: kvLengths(), then
+/// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize), then
+/// planFixedChunks(). Fails on an invalid page table (see kvLengths()), on a
+/// kv_len above INT32_MAX, or on non-positive numKVHeads, numSMs or
+/// ctasPerSM; `plan` is only written on success.
+Status planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
+                  int64_t batch, int64_t pageSize, int64_t numKVHeads,
+                  int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan);
+
+/// Upper bound on the work items of any batch of `batch` requests owning
+/// `numPagesUsed` (= kv_indptr[batch]) pages in total, chunked by
+/// planFixedChunks(.., chunkSize): batch + ceil(numPagesUsed*pageSize /
+/// chunkSize). Each request has at most floor(len/C) + 1 items and the lengths
+/// sum to at most numPagesUsed*pageSize. The compiler sizes the work list
+/// with this from static information. Precondition: chunkSize >= 1, other
+/// arguments >= 0.
+int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
+                      int64_t chunkSize);
+
+} // namespace pa::rt
+
+#endif // PAGEDATTN_RUNTIME_PLANNER_H

@@ -1,0 +1,67 @@
+//===- Passes.td - pa transformations ----------------------*- tablegen -*-===//
+
+#ifndef PAGEDATTN_TRANSFORMS_PASSES_TD
+#define PAGEDATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PACascadeDecompose : Pass<"pa-cascade-decompose", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite a multi-level cascade into attention per level plus a merge";
+  let description = [{
+    `pa.cascade` with L levels becomes L `pa.prefill` ops, one per level
+    (its `qo_indptr` and page table; `causal` on the last level only; the
+    other options on every level), whose states are combined by one
+    `pa.merge`. This is exact: attention over the union of the levels' key
+    sets is the merge of the per-level states. Works on the tensor form (run
+    it before bufferization).
+
+    ```mlir
+    %o, %l = pa.cascade q(%q) kv(%kv) qo_indptrs(%qo0, %qo1) ...
+    // becomes
+    %o0, %l0 = pa.prefill q(%q, %qo0) kv(%kv) pages(%ip0, %ix0, %lp0) ...
+    %o1, %l1 = pa.prefill q(%q, %qo1) kv(%kv) pages(%ip1, %ix1, %lp1) ... {causal}
+    %o, %l = pa.merge states(%o0, %l0, %o1, %l1) outs(...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::pa::PADialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
+  let summary = "Split decode attention over KV chunks and merge the parts";
+  let description = [{
+    `pa.decode` becomes `pa.decode_partial` over a split-KV work list (every
+    request's tokens in chunks) followed by `pa.merge_segments`; exact, since
+    attention over a union of disjoint key sets is the merge of the parts.
+
+    * Default (`chunk-size = C`): the work list is computed in the IR by
+      `pa.plan_split_kv` (chunks of C tokens), sized by the static bound
+      `B + ceil(num_pages_in_table * P / C)`.
+    * `work-list = true`: the work list comes in as four new arguments of the
+      enclosing function (`work_indptr[B+1]`, `work_request[W]`,
+      `work_start[W]`, `work_end[W]`, tagged `pa.work_list`), filled at run
+      time by the host planner (`pa::rt::planDecode`), so the chunking can
+      follow batch, lengths and SM count.
+
+    Works on the tensor form (run it before bufferization).
+
+    ```mlir
+    %o, %l = pa.decode q(%q) kv(%kv) pages(%ip, %ix, %lp) outs(%o0, %l0)
+    // becomes (chunk-size = 256)
+    %wi, %wr, %ws, %we = pa.plan_split_kv pages(%ip, %lp) outs(...) {chunk_size = 256, page_size = 16}
+    %po, %pl = pa.decode_partial q(%q) kv(%kv) pages(%ip, %ix, %lp) work(%wi, %wr, %ws, %we) outs(...)
+    %o, %l = pa.merge_segments states(%po, %pl) segments(%wi) outs(%o0, %l0)
+    ```
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"512",
+           "Tokens per KV chunk (the in-IR planner's chunk size)">,
+    Option<"workList", "work-list", "bool", /*default=*/"false",
+           "Take the work list from new function arguments (run-time planner)">,
+  ];
+  let dependentDialects = ["::mlir::pa::PADialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // PAGEDATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,353 @@
+//===- AttentionToLoops.cpp - decode/prefill/cascade/decode_partial -> loops ===//
+//
+// Every attention op keeps an f32 running state per (state row, head) in
+// scratch buffers m[R, Hq], l[R, Hq], acc[R, Hq, D] and folds keys into it one
+// at a time (online softmax):
+//
+//   for each (query row, head):              // per op: requests, levels, items
+//     for t in keys: if visible(t):
+//       s = scale * <q, k[t]>; s = cap * tanh(s / cap); s += slope * (t - pos)
+//       m' = max(m, s); a = exp(m - m'); p = exp(s - m')
+//       acc = acc * a + p * v[t]; l = l * a + p; m = m'
+//   o = l > 0 ? acc / l : 0;  lse = l > 0 ? m + ln(l) : -inf
+//
+// A cascade continues the same state across its levels: attention over a
+// union of disjoint key sets is the merge of the parts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopUtils.h"
+#include "PagedAttn/Conversion/Passes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::loops;
+
+namespace {
+
+/// Options and operands shared by every attention op.
+struct AttnSpec {
+  Cache cache;
+  Value q, alibi;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  std::optional<int64_t> window;
+  bool lseBase2 = false;
+  // Custom mask (prefill only).
+  Value mask, maskIndptr;
+  // Scratch state.
+  Value m, l, acc;
+  Value group, numPages;
+};
+
+template <typename OpTy>
+AttnSpec makeSpec(Emitter &e, OpTy op) {
+  AttnSpec s;
+  s.cache = Cache{op.getCache(), SmallVector<Value, 2>(op.getKvCache())};
+  s.q = op.getQ();
+  s.alibi = op.getAlibiSlopes();
+  int64_t d = op.getCache().getHeadDim();
+  s.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
+                              : 1.0 / std::sqrt(static_cast<double>(d));
+  if (auto c = op.getLogitsSoftCap())
+    s.softCap = c->convertToDouble();
+  if (auto w = op.getWindow())
+    s.window = static_cast<int64_t>(*w);
+  s.lseBase2 = op.getLseBase2();
+  Value hq = e.dim(s.q, 1);
+  s.group = e.divui(hq, e.idx(op.getCache().getNumKVHeads()));
+  s.numPages = s.cache.numPages(e);
+  return s;
+}
+
+/// Allocates the state of `rows` x Hq and sets it to the identity
+/// (m = -inf, l = 0, acc = 0).
+void initState(Emitter &e, AttnSpec &s, Value rows) {
+  Value hq = e.dim(s.q, 1);
+  Value d = e.idx(s.cache.attr.getHeadDim());
+  Type f32 = e.b.getF32Type();
+  s.m = e.alloc(f32, {rows, hq});
+  s.l = e.alloc(f32, {rows, hq});
+  s.acc = e.alloc(f32, {rows, hq, d});
+  e.forEach(e.idx(0), rows, [&](Value r) {
+    e.forEach(e.idx(0), hq, [&](Value h) {
+      e.store(e.negInf(), s.m, {r, h});
+      e.store(e.f32(0), s.l, {r, h});
+      e.forEach(e.idx(0), d,
+                [&](Value k) { e.store(e.f32(0), s.acc, {r, h, k}); });
+    });
+  });
+}
+
+/// Writes o / lse of state rows [0, rows) and frees the scratch state.
+void finishState(Emitter &e, AttnSpec &s, Value rows, Value o, Value lse) {
+  Value hq = e.dim(s.q, 1);
+  Value d = e.idx(s.cache.attr.getHeadDim());
+  Type oElem = cast<MemRefType>(o.getType()).getElementType();
+  e.forEach(e.idx(0), rows, [&](Value r) {
+    e.forEach(e.idx(0), hq, [&](Value h) {
+      Value l = e.load(s.l, {r, h});
+      Value m = e.load(s.m, {r, h});
+      Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0));
+      Value inv = e.select(nonEmpty, e.divf(e.f32(1), l), e.f32(0));
+      e.forEach(e.idx(0), d, [&](Value k) {
+        Value a = e.load(s.acc, {r, h, k});
+        e.store(e.fromF32(e.mul(a, inv), oElem), o, {r, h, k});
+      });
+      Value lseV = e.add(m, e.log(l));
+      if (s.lseBase2)
+        lseV = e.mul(lseV, e.f32(1.0 / std::log(2.0)));
+      e.store(e.select(nonEmpty, lseV, e.negInf()), lse, {r, h});
+    });
+  });
+  e.dealloc(s.m);
+  e.dealloc(s.l);
+  e.dealloc(s.acc);
+}
+
+/// Where a query row's keys come from and which of them it sees.
+struct KeyRange {
+  Value qRow, stateRow, pageBase, pos, begin, end;
+  bool causal = false;
+  Value maskByteBase, maskRowBit; // custom mask only
+};
+
+/// Folds keys [begin, end) of one request into the state of (stateRow, h).
+void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
+                 const KeyRange &kr, Value h) {
+  Value hk = e.divui(h, s.group);
+  int64_t headDim = s.cache.attr.getHeadDim();
+  Value d = e.idx(headDim);
+  Value m0 = e.load(s.m, {kr.stateRow, h});
+  Value l0 = e.load(s.l, {kr.stateRow, h});
+  Type f32 = e.b.getF32Type();
+  auto loop = e.forLoop(kr.begin, kr.end, {m0, l0}, [&](Value t,
+                                                         ValueRange ml) {
+    Value m = ml[0], l = ml[1];
+    Value vis = arith::ConstantOp::create(e.b, e.loc, e.b.getBoolAttr(true));
+    if (kr.causal)
+      vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::sle, t, kr.pos));
+    if (s.window)
+      vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::sgt,
+                               e.add(t, e.idx(*s.window)), kr.pos));
+    if (s.mask) {
+      Value bit = e.add(kr.maskRowBit, t);
+      Value byteIdx = e.add(kr.maskByteBase, e.divui(bit, e.idx(8)));
+      Value byte = e.load(s.mask, {byteIdx});
+      Value byte32 =
+          arith::ExtUIOp::create(e.b, e.loc, e.b.getI32Type(), byte);
+      Value shift = e.toI32(e.remui(bit, e.idx(8)));
+      Value shifted = arith::ShRUIOp::create(e.b, e.loc, byte32, shift);
+      Value one = e.andi(shifted, e.i32(1));
+      vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::ne, one, e.i32(0)));
+    }
+    return e.ifThenElse(
+        vis, {f32, f32},
+        [&]() -> SmallVector<Value> {
+          auto [page, slot] = pt.locate(e, kr.pageBase, t, s.numPages);
+          Value dot = e.forLoop(e.idx(0), d, {e.f32(0)},
+                                [&](Value k, ValueRange acc) {
+                                  Value qv = e.toF32(e.load(s.q, {kr.qRow, h, k}));
+                                  Value kv = e.toF32(
+                                      s.cache.load(e, false, page, slot, hk, k));
+                                  return SmallVector<Value>{
+                                      e.add(acc[0], e.mul(qv, kv))};
+                                })
+                          .getResult(0);
+          Value sc = e.mul(dot, e.f32(s.smScale));
+          if (s.softCap) {
+            Value c = e.f32(*s.softCap);
+            sc = e.mul(c, e.tanh(e.divf(sc, c)));
+          }
+          if (s.alibi) {
+            Value slope = e.load(s.alibi, {h});
+            sc = e.add(sc, e.mul(slope, e.indexToF32(e.sub(t, kr.pos))));
+          }
+          Value mNew = e.maxf(m, sc);
+          Value alpha = e.exp(e.sub(m, mNew));
+          Value p = e.exp(e.sub(sc, mNew));
+          e.forEach(e.idx(0), d, [&](Value k) {
+            Value a = e.load(s.acc, {kr.stateRow, h, k});
+            Value v = e.toF32(s.cache.load(e, true, page, slot, hk, k));
+            e.store(e.add(e.mul(a, alpha), e.mul(p, v)), s.acc,
+                    {kr.stateRow, h, k});
+          });
+          return {mNew, e.add(e.mul(l, alpha), p)};
+        },
+        [&]() -> SmallVector<Value> { return {m, l}; });
+  });
+  e.store(loop.getResult(0), s.m, {kr.stateRow, h});
+  e.store(loop.getResult(1), s.l, {kr.stateRow, h});
+}
+
+/// Ragged queries of one request group (prefill or a cascade level): request
+/// b's queries qo_indptr[b] .. qo_indptr[b+1]-1 attend to its pages.
+void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
+                       Value qoIndptr, Value qPositions, bool causal,
+                       bool requireQoLeKv) {
+  Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
+  Value hq = e.dim(s.q, 1);
+  e.forEach(e.idx(0), batch, [&](Value b) {
+    Value qs = e.loadIdx(qoIndptr, b);
+    Value qe = e.loadIdx(qoIndptr, e.add(b, e.idx(1)));
+    Value qoLen = e.sub(qe, qs);
+    e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, qoLen, e.idx(0)),
+                 "qo_indptr must be non-decreasing");
+    Value kvLen = pt.kvLen(e, b);
+    if (requireQoLeKv)
+      e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, qoLen, kvLen),
+                   "qo_len > kv_len without q_positions");
+    Value base = pt.pageBase(e, b);
+    Value maskByteBase;
+    if (s.mask)
+      maskByteBase = e.loadIdx(s.maskIndptr, b);
+    e.forEach(e.idx(0), qoLen, [&](Value i) {
+      Value r = e.add(qs, i);
+      KeyRange kr;
+      kr.qRow = kr.stateRow = r;
+      kr.pageBase = base;
+      kr.pos = qPositions ? e.loadIdx(qPositions, r)
+                          : e.add(e.sub(kvLen, qoLen), i);
+      kr.begin = e.idx(0);
+      kr.end = kvLen;
+      kr.causal = causal;
+      if (s.mask) {
+        kr.maskByteBase = maskByteBase;
+        kr.maskRowBit = e.mul(i, kvLen);
+      }
+      e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+    });
+  });
+}
+
+struct DecodeToLoops final : OpRewritePattern<DecodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    AttnSpec s = makeSpec(e, op);
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 op.getCache().getPageSize()};
+    Value batch = e.dim(op.getQ(), 0);
+    initState(e, s, batch);
+    Value hq = e.dim(s.q, 1);
+    e.forEach(e.idx(0), batch, [&](Value b) {
+      Value kvLen = pt.kvLen(e, b);
+      KeyRange kr;
+      kr.qRow = kr.stateRow = b;
+      kr.pageBase = pt.pageBase(e, b);
+      kr.pos = e.sub(kvLen, e.idx(1));
+      kr.begin = e.idx(0);
+      kr.end = kvLen;
+      e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+    });
+    finishState(e, s, batch, op.getOuts()[0], op.getOuts()[1]);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PrefillToLoops final : OpRewritePattern<PrefillOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PrefillOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    AttnSpec s = makeSpec(e, op);
+    s.mask = op.getCustomMask();
+    s.maskIndptr = op.getMaskIndptr();
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 op.getCache().getPageSize()};
+    Value rows = e.dim(op.getQ(), 0);
+    initState(e, s, rows);
+    // Without explicit positions, a query's position kv_len - qo_len + i
+    // must not be negative where positions matter.
+    bool positionsMatter = op.getCausal() || s.window || s.alibi;
+    emitRaggedQueries(e, s, pt, op.getQoIndptr(), op.getQPositions(),
+                      op.getCausal(),
+                      /*requireQoLeKv=*/!op.getQPositions() && positionsMatter);
+    finishState(e, s, rows, op.getOuts()[0], op.getOuts()[1]);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CascadeToLoops final : OpRewritePattern<CascadeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CascadeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    AttnSpec s = makeSpec(e, op);
+    Value rows = e.dim(op.getQ(), 0);
+    initState(e, s, rows);
+    int64_t levels = op.getNumLevels();
+    for (int64_t l = 0; l < levels; ++l) {
+      PageTable pt{op.getKvIndptrs()[l], op.getKvIndices()[l],
+                   op.getKvLastPageLens()[l], op.getCache().getPageSize()};
+      bool last = l == levels - 1;
+      bool causal = op.getCausal() && last;
+      // Positions only matter with a causal mask, a window or ALiBi; a
+      // shared prefix may hold fewer tokens than its queries otherwise.
+      bool positionsMatter = causal || s.window || s.alibi;
+      emitRaggedQueries(e, s, pt, op.getQoIndptrs()[l], Value(), causal,
+                        positionsMatter);
+    }
+    finishState(e, s, rows, op.getOuts()[0], op.getOuts()[1]);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DecodePartialOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    AttnSpec s = makeSpec(e, op);
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 op.getCache().getPageSize()};
+    Value capacity = e.dim(op.getOuts()[0], 0);
+    Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
+    Value items = e.loadIdx(op.getWorkIndptr(), batch);
+    e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, items, capacity),
+                 "work list longer than the partial-state outs");
+    initState(e, s, capacity);
+    Value hq = e.dim(s.q, 1);
+    e.forEach(e.idx(0), items, [&](Value w) {
+      Value b = e.loadIdx(op.getWorkRequest(), w);
+      Value kvLen = pt.kvLen(e, b);
+      KeyRange kr;
+      kr.qRow = b;
+      kr.stateRow = w;
+      kr.pageBase = pt.pageBase(e, b);
+      kr.pos = e.sub(kvLen, e.idx(1));
+      kr.begin = e.loadIdx(op.getWorkStart(), w);
+      kr.end = e.loadIdx(op.getWorkEnd(), w);
+      Value ok = e.andi(
+          e.andi(e.cmpi(arith::CmpIPredicate::sge, kr.begin, e.idx(0)),
+                 e.cmpi(arith::CmpIPredicate::sle, kr.begin, kr.end)),
+          e.cmpi(arith::CmpIPredicate::sle, kr.end, kvLen));
+      e.assertTrue(ok, "work item chunk out of [0, kv_len]");
+      e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+    });
+    finishState(e, s, items, op.getOuts()[0], op.getOuts()[1]);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pa::populatePAAttentionToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<DecodeToLoops, PrefillToLoops, CascadeToLoops,
+               DecodePartialToLoops>(patterns.getContext());
+}

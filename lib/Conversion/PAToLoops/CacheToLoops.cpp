@@ -1,0 +1,169 @@
+//===- CacheToLoops.cpp - KV cache writes and the split-KV planner -> loops ===//
+//
+// append_kv, append_kv_slots, scatter_kv copy [Hkv, D] rows into the paged
+// cache through the page table (or the slot mapping); plan_split_kv fills the
+// CSR work list of fixed-size chunks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopUtils.h"
+#include "PagedAttn/Conversion/Passes.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::loops;
+
+namespace {
+
+/// Copies row `r` of k/v rows [N, Hkv, D] into cache token (page, slot).
+void copyRow(Emitter &e, const Cache &cache, Value kRows, Value vRows, Value r,
+             Value page, Value slot) {
+  Value hkv = e.idx(cache.attr.getNumKVHeads());
+  Value d = e.idx(cache.attr.getHeadDim());
+  e.forEach(e.idx(0), hkv, [&](Value h) {
+    e.forEach(e.idx(0), d, [&](Value k) {
+      cache.store(e, false, e.load(kRows, {r, h, k}), page, slot, h, k);
+      cache.store(e, true, e.load(vRows, {r, h, k}), page, slot, h, k);
+    });
+  });
+}
+
+struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AppendKVOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 op.getCache().getPageSize()};
+    Value numPages = cache.numPages(e);
+    Value ai = op.getAppendIndptr();
+    Value batch = e.sub(e.dim(ai, 0), e.idx(1));
+    e.forEach(e.idx(0), batch, [&](Value b) {
+      Value as = e.loadIdx(ai, b);
+      Value alen = e.sub(e.loadIdx(ai, e.add(b, e.idx(1))), as);
+      Value kvLen = pt.kvLen(e, b);
+      e.assertTrue(
+          e.andi(e.cmpi(arith::CmpIPredicate::sge, alen, e.idx(0)),
+                 e.cmpi(arith::CmpIPredicate::sle, alen, kvLen)),
+          "append_len must be in [0, kv_len] (the page table describes the "
+          "cache after the append)");
+      Value base = pt.pageBase(e, b);
+      Value first = e.sub(kvLen, alen);
+      e.forEach(e.idx(0), alen, [&](Value j) {
+        auto [page, slot] = pt.locate(e, base, e.add(first, j), numPages);
+        copyRow(e, cache, op.getKNew(), op.getVNew(), e.add(as, j), page,
+                slot);
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AppendKVSlotsToLoops final : OpRewritePattern<AppendKVSlotsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AppendKVSlotsOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    int64_t pageSize = op.getCache().getPageSize();
+    Value slots = e.mul(cache.numPages(e), e.idx(pageSize));
+    Value n = e.dim(op.getSlotMapping(), 0);
+    e.forEach(e.idx(0), n, [&](Value r) {
+      Value slot = e.loadIdx(op.getSlotMapping(), r);
+      Value valid = e.cmpi(arith::CmpIPredicate::sge, slot, e.idx(0));
+      e.ifThen(valid, [&]() {
+        e.assertTrue(e.cmpi(arith::CmpIPredicate::slt, slot, slots),
+                     "slot_mapping entry out of range [0, num_pages * P)");
+        copyRow(e, cache, op.getKNew(), op.getVNew(), r,
+                e.divui(slot, e.idx(pageSize)), e.remui(slot, e.idx(pageSize)));
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ScatterKVToLoops final : OpRewritePattern<ScatterKVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScatterKVOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 op.getCache().getPageSize()};
+    Value numPages = cache.numPages(e);
+    Value ri = op.getRowsIndptr();
+    Value batch = e.sub(e.dim(ri, 0), e.idx(1));
+    e.forEach(e.idx(0), batch, [&](Value b) {
+      Value rs = e.loadIdx(ri, b);
+      Value re = e.loadIdx(ri, e.add(b, e.idx(1)));
+      Value kvLen = pt.kvLen(e, b);
+      Value base = pt.pageBase(e, b);
+      e.forEach(rs, re, [&](Value r) {
+        Value t = e.loadIdx(op.getPositions(), r);
+        e.assertTrue(
+            e.andi(e.cmpi(arith::CmpIPredicate::sge, t, e.idx(0)),
+                   e.cmpi(arith::CmpIPredicate::slt, t, kvLen)),
+            "scatter position out of [0, kv_len)");
+        auto [page, slot] = pt.locate(e, base, t, numPages);
+        copyRow(e, cache, op.getKRows(), op.getVRows(), r, page, slot);
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PlanSplitKVToLoops final : OpRewritePattern<PlanSplitKVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PlanSplitKVOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    PageTable pt{op.getKvIndptr(), Value(), op.getKvLastPageLen(),
+                 static_cast<int64_t>(op.getPageSize())};
+    Value wi = op.getOuts()[0], wr = op.getOuts()[1], ws = op.getOuts()[2],
+          we = op.getOuts()[3];
+    Value capacity = e.dim(wr, 0);
+    Value chunk = e.idx(op.getChunkSize());
+    Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
+    Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
+                                                              ValueRange w) {
+      e.store(e.toI32(w[0]), wi, {b});
+      Value len = pt.kvLen(e, b);
+      Value chunks =
+          e.divui(e.add(len, e.sub(chunk, e.idx(1))), chunk);
+      scf::ForOp next = e.forLoop(e.idx(0), chunks, {w[0]}, [&](Value c,
+                                                            ValueRange cw) {
+        e.assertTrue(e.cmpi(arith::CmpIPredicate::slt, cw[0], capacity),
+                     "split-KV work list longer than its outs");
+        Value start = e.mul(c, chunk);
+        Value end = arith::MinUIOp::create(e.b, e.loc, e.add(start, chunk), len);
+        e.store(e.toI32(b), wr, {cw[0]});
+        e.store(e.toI32(start), ws, {cw[0]});
+        e.store(e.toI32(end), we, {cw[0]});
+        return SmallVector<Value>{e.add(cw[0], e.idx(1))};
+      });
+      return SmallVector<Value>{next.getResult(0)};
+    }).getResult(0);
+    e.store(e.toI32(total), wi, {batch});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pa::populatePACacheToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<AppendKVToLoops, AppendKVSlotsToLoops, ScatterKVToLoops,
+               PlanSplitKVToLoops>(patterns.getContext());
+}

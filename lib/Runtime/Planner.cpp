@@ -1,0 +1,208 @@
+//===- Planner.cpp - host-side split-KV work planner ----------------------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Page-table validation, kv_len computation, chunk-size choice and the
+// fixed-chunk work list of split-KV decode. See Planner.h for the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Runtime/Planner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <sstream>
+#include <string>
+
+using namespace pa::rt;
+
+namespace {
+
+/// Returns an error Status whose message is the concatenation of `parts`.
+template <typename... Ts> Status fail(const Ts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return Status::error(os.str());
+}
+
+/// ceil(a / b) for a >= 0, b >= 1.
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// The smallest multiple of m (m >= 1) that is >= a (a >= 0).
+int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
+
+/// numKVHeads * sum_b ceil(kvLens[b] / chunk).
+int64_t countCTAs(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
+                  int64_t chunk) {
+  int64_t items = 0;
+  for (int64_t len : kvLens)
+    items += ceilDiv(std::max<int64_t>(len, 0), chunk);
+  return items * numKVHeads;
+}
+
+/// Checks the common arguments of kvLengths() / validatePageTable().
+Status checkArgs(const int32_t *kvIndptr, const int32_t *lastPageLen,
+                 int64_t batch, int64_t pageSize) {
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (pageSize <= 0)
+    return fail("page_size = ", pageSize, " must be positive");
+  if (pageSize > std::numeric_limits<int32_t>::max())
+    return fail("page_size = ", pageSize, " exceeds INT32_MAX");
+  if (!kvIndptr)
+    return fail("kv_indptr is null (it needs batch + 1 = ", batch + 1,
+                " entries)");
+  if (batch > 0 && !lastPageLen)
+    return fail("kv_last_page_len is null (it needs batch = ", batch,
+                " entries)");
+  return Status::success();
+}
+
+} // namespace
+
+Status pa::rt::kvLengths(const int32_t *kvIndptr, const int32_t *lastPageLen,
+                         int64_t batch, int64_t pageSize,
+                         std::vector<int64_t> &out) {
+  out.clear();
+  if (Status s = checkArgs(kvIndptr, lastPageLen, batch, pageSize); !s)
+    return s;
+  if (kvIndptr[0] != 0)
+    return fail("kv_indptr[0] = ", kvIndptr[0], ", expected 0");
+  std::vector<int64_t> lens(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t lo = kvIndptr[b], hi = kvIndptr[b + 1];
+    if (hi < lo)
+      return fail("kv_indptr not non-decreasing at b = ", b, ": kv_indptr[", b,
+                  "] = ", lo, " > kv_indptr[", b + 1, "] = ", hi);
+    int64_t numPages = hi - lo;
+    if (numPages == 0)
+      continue;
+    int64_t last = lastPageLen[b];
+    if (last < 1 || last > pageSize)
+      return fail("kv_last_page_len[", b, "] = ", last, " not in [1, ",
+                  pageSize, "]");
+    lens[b] = (numPages - 1) * pageSize + last;
+  }
+  out = std::move(lens);
+  return Status::success();
+}
+
+Status pa::rt::validatePageTable(const int32_t *kvIndptr,
+                                 const int32_t *kvIndices,
+                                 const int32_t *lastPageLen, int64_t batch,
+                                 int64_t pageSize, int64_t numPages) {
+  std::vector<int64_t> lens;
+  if (Status s = kvLengths(kvIndptr, lastPageLen, batch, pageSize, lens); !s)
+    return s;
+  if (numPages < 0)
+    return fail("num_pages = ", numPages, " is negative");
+  int64_t used = kvIndptr[batch];
+  if (used > 0 && !kvIndices)
+    return fail("kv_indices is null (it needs kv_indptr[", batch, "] = ", used,
+                " entries)");
+  for (int64_t i = 0; i < used; ++i) {
+    int64_t page = kvIndices[i];
+    if (page < 0 || page >= numPages)
+      return fail("kv_indices[", i, "] = ", page, " out of range [0, ",
+                  numPages, ")");
+  }
+  return Status::success();
+}
+
+WorkList pa::rt::planFixedChunks(const std::vector<int64_t> &kvLens,
+                                 int64_t chunkSize) {
+  assert(chunkSize >= 1 && "planFixedChunks needs chunkSize >= 1");
+  WorkList work;
+  int64_t batch = static_cast<int64_t>(kvLens.size());
+  int64_t total = 0;
+  for (int64_t len : kvLens) {
+    assert(len >= 0 && len <= std::numeric_limits<int32_t>::max() &&
+           "kv_len out of range");
+    total += ceilDiv(len, chunkSize);
+  }
+  work.indptr.reserve(static_cast<size_t>(batch + 1));
+  work.request.reserve(static_cast<size_t>(total));
+  work.start.reserve(static_cast<size_t>(total));
+  work.end.reserve(static_cast<size_t>(total));
+  work.indptr.push_back(0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = kvLens[b];
+    for (int64_t c = 0, n = ceilDiv(len, chunkSize); c < n; ++c) {
+      work.request.push_back(static_cast<int32_t>(b));
+      work.start.push_back(static_cast<int32_t>(c * chunkSize));
+      work.end.push_back(
+          static_cast<int32_t>(std::min((c + 1) * chunkSize, len)));
+    }
+    work.indptr.push_back(static_cast<int32_t>(work.request.size()));
+  }
+  return work;
+}
+
+int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
+                                int64_t numKVHeads, int64_t maxCTAs,
+                                int64_t pageSize, int64_t minChunk) {
+  pageSize = std::max<int64_t>(pageSize, 1);
+  int64_t batch = static_cast<int64_t>(kvLens.size());
+  int64_t maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
+  if (numKVHeads <= 0 || maxCTAs <= 0 || batch * numKVHeads >= maxCTAs ||
+      maxLen <= minC)
+    return noSplit;
+  // Smallest k in [lo, hi] with countCTAs(k * pageSize) <= maxCTAs; hi
+  // (= noSplit / pageSize) always qualifies since then every request has at
+  // most one item and batch * numKVHeads < maxCTAs.
+  int64_t lo = minC / pageSize, hi = noSplit / pageSize;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (countCTAs(kvLens, numKVHeads, mid * pageSize) <= maxCTAs)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo * pageSize;
+}
+
+Status pa::rt::planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
+                          int64_t batch, int64_t pageSize, int64_t numKVHeads,
+                          int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan) {
+  if (numKVHeads <= 0)
+    return fail("num_kv_heads = ", numKVHeads, " must be positive");
+  if (numSMs <= 0)
+    return fail("num_sms = ", numSMs, " must be positive");
+  if (ctasPerSM <= 0)
+    return fail("ctas_per_sm = ", ctasPerSM, " must be positive");
+  std::vector<int64_t> lens;
+  if (Status s = kvLengths(kvIndptr, lastPageLen, batch, pageSize, lens); !s)
+    return s;
+
+  for (int64_t b = 0; b < batch; ++b)
+    if (lens[b] > std::numeric_limits<int32_t>::max())
+      return fail("kv_len[", b, "] = ", lens[b],
+                  " exceeds INT32_MAX (work items hold int32 token offsets)");
+
+  DecodePlan result;
+  result.chunkSize =
+      chooseChunkSize(lens, numKVHeads, numSMs * ctasPerSM, pageSize);
+  result.work = planFixedChunks(lens, result.chunkSize);
+  int64_t totalTokens = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    totalTokens += lens[b];
+    if (result.work.indptr[b + 1] - result.work.indptr[b] > 1)
+      result.split = true;
+  }
+  result.maxItemsBound = batch + ceilDiv(totalTokens, result.chunkSize);
+  plan = std::move(result);
+  return Status::success();
+}
+
+int64_t pa::rt::workListBound(int64_t batch, int64_t numPagesUsed,
+                              int64_t pageSize, int64_t chunkSize) {
+  assert(chunkSize >= 1 && "workListBound needs chunkSize >= 1");
+  return batch + ceilDiv(numPagesUsed * pageSize, chunkSize);
+}

@@ -1,0 +1,68 @@
+//===- CascadeDecompose.cpp - pa.cascade -> per-level attention + merge ----===//
+
+#include "PagedAttn/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::pa {
+#define GEN_PASS_DEF_PACASCADEDECOMPOSE
+#include "PagedAttn/Transforms/Passes.h.inc"
+} // namespace mlir::pa
+
+using namespace mlir;
+using namespace mlir::pa;
+
+namespace {
+/// An empty tensor of `like`'s type (dynamic sizes taken from `like`).
+Value emptyLike(OpBuilder &b, Location loc, Value like) {
+  auto t = cast<RankedTensorType>(like.getType());
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      dyn.push_back(tensor::DimOp::create(b, loc, like, d));
+  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType(),
+                                 dyn);
+}
+
+/// pa.cascade (L levels) -> L x pa.prefill + pa.merge (tensor form).
+struct DecomposeCascade final : OpRewritePattern<CascadeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CascadeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getNumResults() != 2)
+      return rewriter.notifyMatchFailure(op, "expects the tensor form");
+    Location loc = op.getLoc();
+    int64_t levels = op.getNumLevels();
+    SmallVector<Value> states;
+    for (int64_t l = 0; l < levels; ++l) {
+      Value o0 = emptyLike(rewriter, loc, op.getOuts()[0]);
+      Value l0 = emptyLike(rewriter, loc, op.getOuts()[1]);
+      bool causal = op.getCausal() && l == levels - 1;
+      auto prefill = PrefillOp::create(
+          rewriter, loc, op.getResultTypes(), op.getQ(), op.getQoIndptrs()[l],
+          op.getKvCache(), op.getKvIndptrs()[l], op.getKvIndices()[l],
+          op.getKvLastPageLens()[l], /*q_positions=*/Value(),
+          /*custom_mask=*/Value(), /*mask_indptr=*/Value(),
+          op.getAlibiSlopes(), ValueRange{o0, l0}, op.getCacheAttr(),
+          causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
+          op.getLogitsSoftCapAttr(), op.getWindowAttr(), op.getLseBase2Attr());
+      states.append({prefill.getResult(0), prefill.getResult(1)});
+    }
+    auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,
+                                 op.getOuts(), op.getLseBase2Attr());
+    rewriter.replaceOp(op, merge);
+    return success();
+  }
+};
+
+struct PACascadeDecompose final
+    : pa::impl::PACascadeDecomposeBase<PACascadeDecompose> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeCascade>(&getContext());
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+} // namespace

@@ -1,0 +1,504 @@
+//===- PlannerTest.cpp - tests of the host-side split-KV planner ----------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Page-table validation messages, the exact-cover property of the fixed-chunk
+// work list over thousands of random batches, the chunk-size rule, and
+// planDecode end to end. Random cases print their std::mt19937 seed through
+// SCOPED_TRACE so a failure can be replayed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Runtime/Planner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace pa::rt;
+
+namespace {
+
+/// ceil(a / b) for a >= 0, b >= 1.
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Uniform integer in [lo, hi].
+int64_t uniform(std::mt19937 &rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+/// A CSR page table built from kv lengths (pages numbered consecutively).
+struct Table {
+  std::vector<int32_t> indptr, indices, lastPageLen;
+};
+
+Table makeTable(const std::vector<int64_t> &lens, int64_t pageSize) {
+  Table t;
+  t.indptr.push_back(0);
+  for (int64_t len : lens) {
+    int64_t pages = ceilDiv(len, pageSize);
+    for (int64_t p = 0; p < pages; ++p)
+      t.indices.push_back(static_cast<int32_t>(t.indices.size()));
+    t.indptr.push_back(static_cast<int32_t>(t.indices.size()));
+    // Requests without pages get a garbage last_page_len: it must be ignored.
+    t.lastPageLen.push_back(
+        static_cast<int32_t>(pages ? len - (pages - 1) * pageSize : 0));
+  }
+  return t;
+}
+
+/// Random kv lengths: batch in [0, maxBatch], lengths in [0, maxLen] with
+/// plenty of zeros, and some exact multiples of `chunk` when chunk > 0.
+std::vector<int64_t> randomLens(std::mt19937 &rng, int64_t maxBatch,
+                                int64_t maxLen, int64_t chunk = 0) {
+  std::vector<int64_t> lens(static_cast<size_t>(uniform(rng, 0, maxBatch)));
+  for (int64_t &len : lens) {
+    int64_t kind = uniform(rng, 0, 9);
+    if (kind == 0)
+      len = 0;
+    else if (kind == 1 && chunk > 0)
+      len = std::min(maxLen, chunk * uniform(rng, 1, 8));
+    else if (kind == 2)
+      len = uniform(rng, 1, 3);
+    else
+      len = uniform(rng, 1, maxLen);
+  }
+  return lens;
+}
+
+/// Checks that `work` is planFixedChunks(lens, chunk): CSR well formed,
+/// items of each request contiguous, in order, non-empty, at most `chunk`
+/// tokens, starting at multiples of `chunk`, every token covered exactly once.
+::testing::AssertionResult checkWorkList(const WorkList &work,
+                                         const std::vector<int64_t> &lens,
+                                         int64_t chunk) {
+  int64_t batch = static_cast<int64_t>(lens.size());
+  int64_t n = work.size();
+  if (static_cast<int64_t>(work.indptr.size()) != batch + 1)
+    return ::testing::AssertionFailure() << "indptr has " << work.indptr.size()
+                                         << " entries, batch " << batch;
+  if (static_cast<int64_t>(work.start.size()) != n ||
+      static_cast<int64_t>(work.end.size()) != n)
+    return ::testing::AssertionFailure() << "request/start/end sizes differ";
+  if (work.indptr[0] != 0 || work.indptr[batch] != n)
+    return ::testing::AssertionFailure()
+           << "indptr[0] = " << work.indptr[0]
+           << ", indptr[B] = " << work.indptr[batch] << ", size " << n;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t lo = work.indptr[b], hi = work.indptr[b + 1];
+    if (hi < lo)
+      return ::testing::AssertionFailure() << "indptr decreases at " << b;
+    if (hi - lo != ceilDiv(lens[b], chunk))
+      return ::testing::AssertionFailure()
+             << "request " << b << " has " << hi - lo << " items, expected "
+             << ceilDiv(lens[b], chunk);
+    std::vector<int> covered(static_cast<size_t>(lens[b]), 0);
+    int64_t prevEnd = 0;
+    for (int64_t w = lo; w < hi; ++w) {
+      int64_t s = work.start[w], e = work.end[w];
+      if (work.request[w] != b)
+        return ::testing::AssertionFailure()
+               << "item " << w << " names request " << work.request[w]
+               << ", expected " << b;
+      if (s != prevEnd)
+        return ::testing::AssertionFailure()
+               << "item " << w << " starts at " << s << ", previous ended at "
+               << prevEnd;
+      if (s % chunk != 0 || e <= s || e - s > chunk || e > lens[b])
+        return ::testing::AssertionFailure()
+               << "item " << w << " = [" << s << ", " << e << ") bad for chunk "
+               << chunk << ", len " << lens[b];
+      for (int64_t t = s; t < e; ++t)
+        ++covered[static_cast<size_t>(t)];
+      prevEnd = e;
+    }
+    for (int64_t t = 0; t < lens[b]; ++t)
+      if (covered[static_cast<size_t>(t)] != 1)
+        return ::testing::AssertionFailure()
+               << "token " << t << " of request " << b << " covered "
+               << covered[static_cast<size_t>(t)] << " times";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// numKVHeads * sum_b ceil(lens[b] / chunk).
+int64_t ctas(const std::vector<int64_t> &lens, int64_t numKVHeads,
+             int64_t chunk) {
+  int64_t items = 0;
+  for (int64_t len : lens)
+    items += ceilDiv(len, chunk);
+  return items * numKVHeads;
+}
+
+//===----------------------------------------------------------------------===//
+// kvLengths / validatePageTable
+//===----------------------------------------------------------------------===//
+
+// Page size 4: request 0 owns 3 pages (10 tokens), request 1 none, request 2
+// one full page; 10 pages in the cache.
+const std::vector<int32_t> kIndptr = {0, 3, 3, 4};
+const std::vector<int32_t> kIndices = {7, 0, 9, 2};
+const std::vector<int32_t> kLast = {2, 0, 4};
+
+TEST(PageTable, ValidTablePasses) {
+  std::vector<int64_t> lens;
+  Status s = kvLengths(kIndptr.data(), kLast.data(), 3, 4, lens);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_EQ(lens, (std::vector<int64_t>{10, 0, 4}));
+  s = validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(), 3, 4,
+                        10);
+  EXPECT_TRUE(s) << s.message;
+  EXPECT_TRUE(s.message.empty());
+}
+
+TEST(PageTable, EmptyBatchPasses) {
+  int32_t indptr = 0;
+  std::vector<int64_t> lens = {5};
+  Status s = kvLengths(&indptr, nullptr, 0, 16, lens);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_TRUE(lens.empty());
+  EXPECT_TRUE(validatePageTable(&indptr, nullptr, nullptr, 0, 16, 0));
+}
+
+TEST(PageTable, RandomTablesMatchLengths) {
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    int64_t pageSize = uniform(rng, 1, 64);
+    std::vector<int64_t> lens = randomLens(rng, 64, 5000);
+    Table t = makeTable(lens, pageSize);
+    std::vector<int64_t> got;
+    Status s = kvLengths(t.indptr.data(), t.lastPageLen.data(),
+                         static_cast<int64_t>(lens.size()), pageSize, got);
+    ASSERT_TRUE(s) << s.message;
+    EXPECT_EQ(got, lens);
+    s = validatePageTable(t.indptr.data(), t.indices.data(),
+                          t.lastPageLen.data(),
+                          static_cast<int64_t>(lens.size()), pageSize,
+                          static_cast<int64_t>(t.indices.size()));
+    EXPECT_TRUE(s) << s.message;
+  }
+}
+
+/// Expects `s` to be an error whose message contains `what`.
+void expectError(const Status &s, const std::string &what) {
+  EXPECT_FALSE(s);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find(what), std::string::npos)
+      << "message: \"" << s.message << "\", expected to contain \"" << what
+      << "\"";
+}
+
+TEST(PageTable, PageIndexOutOfRange) {
+  std::vector<int32_t> indices = kIndices;
+  indices[2] = 10;
+  expectError(
+      validatePageTable(kIndptr.data(), indices.data(), kLast.data(), 3, 4, 10),
+      "kv_indices[2] = 10 out of range [0, 10)");
+  indices[2] = 9;
+  indices[3] = -1;
+  expectError(
+      validatePageTable(kIndptr.data(), indices.data(), kLast.data(), 3, 4, 10),
+      "kv_indices[3] = -1 out of range [0, 10)");
+  // kvLengths does not look at indices.
+  std::vector<int64_t> lens;
+  EXPECT_TRUE(kvLengths(kIndptr.data(), kLast.data(), 3, 4, lens));
+}
+
+TEST(PageTable, LastPageLenZero) {
+  std::vector<int32_t> last = kLast;
+  last[2] = 0;
+  std::vector<int64_t> lens = {1, 2};
+  Status s = kvLengths(kIndptr.data(), last.data(), 3, 4, lens);
+  expectError(s, "kv_last_page_len[2] = 0 not in [1, 4]");
+  EXPECT_TRUE(lens.empty());
+  expectError(
+      validatePageTable(kIndptr.data(), kIndices.data(), last.data(), 3, 4, 10),
+      "kv_last_page_len[2] = 0 not in [1, 4]");
+}
+
+TEST(PageTable, LastPageLenAbovePageSize) {
+  std::vector<int32_t> last = kLast;
+  last[0] = 5;
+  std::vector<int64_t> lens;
+  expectError(kvLengths(kIndptr.data(), last.data(), 3, 4, lens),
+              "kv_last_page_len[0] = 5 not in [1, 4]");
+  expectError(
+      validatePageTable(kIndptr.data(), kIndices.data(), last.data(), 3, 4, 10),
+      "kv_last_page_len[0] = 5 not in [1, 4]");
+}
+
+TEST(PageTable, IndptrNotMonotonic) {
+  std::vector<int32_t> indptr = {0, 3, 2, 4};
+  std::vector<int64_t> lens;
+  expectError(kvLengths(indptr.data(), kLast.data(), 3, 4, lens),
+              "kv_indptr not non-decreasing at b = 1: kv_indptr[1] = 3 > "
+              "kv_indptr[2] = 2");
+  expectError(
+      validatePageTable(indptr.data(), kIndices.data(), kLast.data(), 3, 4, 10),
+      "kv_indptr not non-decreasing at b = 1");
+}
+
+TEST(PageTable, IndptrNotStartingAtZero) {
+  std::vector<int32_t> indptr = {1, 3, 3, 4};
+  std::vector<int64_t> lens;
+  expectError(kvLengths(indptr.data(), kLast.data(), 3, 4, lens),
+              "kv_indptr[0] = 1, expected 0");
+  expectError(
+      validatePageTable(indptr.data(), kIndices.data(), kLast.data(), 3, 4, 10),
+      "kv_indptr[0] = 1, expected 0");
+}
+
+TEST(PageTable, BadSizes) {
+  std::vector<int64_t> lens;
+  expectError(kvLengths(kIndptr.data(), kLast.data(), -1, 4, lens),
+              "batch = -1 is negative");
+  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
+                                -1, 4, 10),
+              "batch = -1 is negative");
+  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
+                                3, 0, 10),
+              "page_size = 0 must be positive");
+  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
+                                3, 4, -2),
+              "num_pages = -2 is negative");
+  expectError(
+      validatePageTable(nullptr, kIndices.data(), kLast.data(), 3, 4, 10),
+      "kv_indptr is null");
+  expectError(
+      validatePageTable(kIndptr.data(), nullptr, kLast.data(), 3, 4, 10),
+      "kv_indices is null");
+}
+
+//===----------------------------------------------------------------------===//
+// planFixedChunks / workListBound
+//===----------------------------------------------------------------------===//
+
+TEST(FixedChunks, HandComputed) {
+  WorkList w = planFixedChunks({10, 0, 4, 8}, 4);
+  EXPECT_EQ(w.indptr, (std::vector<int32_t>{0, 3, 3, 4, 6}));
+  EXPECT_EQ(w.request, (std::vector<int32_t>{0, 0, 0, 2, 3, 3}));
+  EXPECT_EQ(w.start, (std::vector<int32_t>{0, 4, 8, 0, 0, 4}));
+  EXPECT_EQ(w.end, (std::vector<int32_t>{4, 8, 10, 4, 4, 8}));
+  EXPECT_EQ(w.size(), 6);
+
+  WorkList empty = planFixedChunks({}, 7);
+  EXPECT_EQ(empty.indptr, (std::vector<int32_t>{0}));
+  EXPECT_EQ(empty.size(), 0);
+}
+
+TEST(FixedChunks, WorkListBoundHandComputed) {
+  // 4 requests over 6 pages of 4 tokens (24 tokens at most), chunk 4:
+  // 4 + ceil(24 / 4) = 10.
+  EXPECT_EQ(workListBound(4, 6, 4, 4), 10);
+  EXPECT_EQ(workListBound(4, 6, 4, 5), 4 + 5);
+  EXPECT_EQ(workListBound(0, 0, 16, 256), 0);
+  // Worst case is reached: each request one token past a chunk boundary.
+  std::vector<int64_t> lens = {5, 5, 5};
+  EXPECT_EQ(planFixedChunks(lens, 4).size(), 6);
+  EXPECT_GE(workListBound(3, 3, 5, 4), 6);
+}
+
+TEST(FixedChunks, RandomCoverage) {
+  // >= 2000 random batches: exact cover, CSR shape, and the static bound.
+  for (uint32_t seed = 1; seed <= 2500; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    int64_t chunk =
+        uniform(rng, 0, 9) == 0 ? uniform(rng, 1, 4) : uniform(rng, 1, 600);
+    int64_t pageSize = uniform(rng, 1, 64);
+    std::vector<int64_t> lens = randomLens(rng, 64, 5000, chunk);
+    int64_t batch = static_cast<int64_t>(lens.size());
+    Table t = makeTable(lens, pageSize);
+    std::vector<int64_t> got;
+    Status s =
+        kvLengths(t.indptr.data(), t.lastPageLen.data(), batch, pageSize, got);
+    ASSERT_TRUE(s) << s.message;
+    ASSERT_EQ(got, lens);
+
+    WorkList work = planFixedChunks(got, chunk);
+    ASSERT_TRUE(checkWorkList(work, lens, chunk)) << "chunk " << chunk;
+    EXPECT_LE(work.size(),
+              workListBound(batch, t.indptr[batch], pageSize, chunk));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// chooseChunkSize
+//===----------------------------------------------------------------------===//
+
+TEST(ChunkSize, NoSplitAtLargeBatch) {
+  // 256 requests x 8 kv heads already fill 132 SMs x 2 CTAs.
+  std::vector<int64_t> lens(256, 4096);
+  lens[3] = 4100;
+  int64_t c = chooseChunkSize(lens, 8, 132 * 2, 16);
+  EXPECT_GE(c, 4100);
+  EXPECT_EQ(c % 16, 0);
+  WorkList w = planFixedChunks(lens, c);
+  EXPECT_EQ(w.size(), 256);
+}
+
+TEST(ChunkSize, NoSplitWhenEveryRequestFitsMinChunk) {
+  // One request, plenty of CTAs, but 250 tokens fit one minimal chunk.
+  int64_t c = chooseChunkSize({250, 0, 17}, 1, 1000, 16);
+  EXPECT_GE(c, 250);
+  EXPECT_EQ(planFixedChunks({250, 0, 17}, c).size(), 2);
+  // Empty and all-zero batches: a valid (positive) chunk, no items.
+  EXPECT_GE(chooseChunkSize({}, 8, 132, 16), 1);
+  EXPECT_GE(chooseChunkSize({0, 0}, 8, 132, 16), 1);
+}
+
+TEST(ChunkSize, SplitsBatchOne32k) {
+  const int64_t kvHeads = 8, maxCTAs = 132, pageSize = 16;
+  std::vector<int64_t> lens = {32768};
+  int64_t c = chooseChunkSize(lens, kvHeads, maxCTAs, pageSize);
+  EXPECT_LT(c, 32768);
+  EXPECT_GE(c, 256);
+  EXPECT_EQ(c % pageSize, 0);
+  EXPECT_LE(ctas(lens, kvHeads, c), maxCTAs);
+  // Smallest such chunk: 132 / 8 = 16 chunks of 2048.
+  EXPECT_EQ(c, 2048);
+  EXPECT_GT(ctas(lens, kvHeads, c - pageSize), maxCTAs);
+
+  // Non-power-of-two page size.
+  c = chooseChunkSize(lens, kvHeads, maxCTAs, 24);
+  EXPECT_EQ(c % 24, 0);
+  EXPECT_LE(ctas(lens, kvHeads, c), maxCTAs);
+  EXPECT_GT(ctas(lens, kvHeads, c - 24), maxCTAs);
+}
+
+TEST(ChunkSize, MoreSMsNeverGrowTheChunk) {
+  std::vector<int64_t> lens = {32768, 1000, 7, 0, 12000};
+  int64_t prev = chooseChunkSize(lens, 4, 1, 16);
+  for (int64_t sms = 2; sms <= 600; ++sms) {
+    int64_t c = chooseChunkSize(lens, 4, sms, 16);
+    EXPECT_LE(c, prev) << "sms " << sms;
+    prev = c;
+  }
+}
+
+TEST(ChunkSize, RandomRule) {
+  int splits = 0;
+  for (uint32_t seed = 1; seed <= 500; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::vector<int64_t> lens = randomLens(rng, 16, 40000);
+    int64_t batch = static_cast<int64_t>(lens.size());
+    int64_t kvHeads = uniform(rng, 1, 8);
+    int64_t pageSize = uniform(rng, 1, 64);
+    int64_t minChunk = uniform(rng, 1, 512);
+    int64_t maxCTAs = uniform(rng, 1, 1000);
+    int64_t maxLen = 0;
+    for (int64_t len : lens)
+      maxLen = std::max(maxLen, len);
+    int64_t minC = ceilDiv(minChunk, pageSize) * pageSize;
+
+    int64_t c = chooseChunkSize(lens, kvHeads, maxCTAs, pageSize, minChunk);
+    ASSERT_GE(c, 1);
+    EXPECT_EQ(c % pageSize, 0);
+    if (batch * kvHeads >= maxCTAs || maxLen <= minC) {
+      EXPECT_GE(c, maxLen);
+    } else {
+      EXPECT_GE(c, minC);
+      EXPECT_LE(ctas(lens, kvHeads, c), maxCTAs);
+      if (c - pageSize >= minC) {
+        EXPECT_GT(ctas(lens, kvHeads, c - pageSize), maxCTAs);
+      }
+      ++splits;
+    }
+    int64_t more = chooseChunkSize(
+        lens, kvHeads, maxCTAs + uniform(rng, 1, 500), pageSize, minChunk);
+    EXPECT_LE(more, c);
+  }
+  EXPECT_GT(splits, 100) << "too few random cases exercise the split rule";
+}
+
+//===----------------------------------------------------------------------===//
+// planDecode
+//===----------------------------------------------------------------------===//
+
+TEST(PlanDecode, SmallTableNoSplit) {
+  DecodePlan plan;
+  Status s = planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 100, 1, plan);
+  ASSERT_TRUE(s) << s.message;
+  // Lengths {10, 0, 4}, all within one minimal chunk.
+  EXPECT_FALSE(plan.split);
+  EXPECT_EQ(plan.chunkSize, 12);
+  EXPECT_EQ(plan.work.indptr, (std::vector<int32_t>{0, 1, 1, 2}));
+  EXPECT_EQ(plan.work.request, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(plan.work.start, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(plan.work.end, (std::vector<int32_t>{10, 4}));
+  EXPECT_EQ(plan.maxItemsBound, 3 + 2);
+}
+
+TEST(PlanDecode, SmallTableSplit) {
+  // Page size 16: request 0 owns 64 full pages (1024 tokens), request 1 owns
+  // 40 pages with 5 tokens in the last (629 tokens). 2 kv heads on 4 SMs x 2
+  // CTAs: at most 4 items; chunk 256 would give 7, chunk 512 gives 2 + 2.
+  std::vector<int32_t> indptr = {0, 64, 104};
+  std::vector<int32_t> last = {16, 5};
+  DecodePlan plan;
+  Status s = planDecode(indptr.data(), last.data(), 2, 16, 2, 4, 2, plan);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.chunkSize, 512);
+  EXPECT_EQ(plan.work.indptr, (std::vector<int32_t>{0, 2, 4}));
+  EXPECT_EQ(plan.work.request, (std::vector<int32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(plan.work.start, (std::vector<int32_t>{0, 512, 0, 512}));
+  EXPECT_EQ(plan.work.end, (std::vector<int32_t>{512, 1024, 512, 629}));
+  EXPECT_EQ(plan.maxItemsBound, 2 + 4); // 2 + ceil(1653 / 512)
+  EXPECT_LE(plan.work.size(), workListBound(2, 104, 16, plan.chunkSize));
+}
+
+TEST(PlanDecode, Errors) {
+  DecodePlan plan;
+  plan.chunkSize = -7;
+  std::vector<int32_t> last = kLast;
+  last[0] = 0;
+  expectError(planDecode(kIndptr.data(), last.data(), 3, 4, 1, 100, 1, plan),
+              "kv_last_page_len[0] = 0 not in [1, 4]");
+  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 0, 100, 1, plan),
+              "num_kv_heads = 0 must be positive");
+  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 0, 1, plan),
+              "num_sms = 0 must be positive");
+  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 100, -1, plan),
+              "ctas_per_sm = -1 must be positive");
+  expectError(planDecode(kIndptr.data(), kLast.data(), -3, 4, 1, 100, 1, plan),
+              "batch = -3 is negative");
+  EXPECT_EQ(plan.chunkSize, -7) << "plan written on failure";
+}
+
+TEST(PlanDecode, RandomMatchesParts) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    int64_t pageSize = uniform(rng, 1, 64);
+    std::vector<int64_t> lens = randomLens(rng, 32, 20000);
+    int64_t batch = static_cast<int64_t>(lens.size());
+    Table t = makeTable(lens, pageSize);
+    int64_t kvHeads = uniform(rng, 1, 8), sms = uniform(rng, 1, 132),
+            perSM = uniform(rng, 1, 4);
+    DecodePlan plan;
+    Status s = planDecode(t.indptr.data(), t.lastPageLen.data(), batch,
+                          pageSize, kvHeads, sms, perSM, plan);
+    ASSERT_TRUE(s) << s.message;
+    EXPECT_EQ(plan.chunkSize,
+              chooseChunkSize(lens, kvHeads, sms * perSM, pageSize));
+    ASSERT_TRUE(checkWorkList(plan.work, lens, plan.chunkSize));
+    bool split = false;
+    for (int64_t b = 0; b < batch; ++b)
+      split |= plan.work.indptr[b + 1] - plan.work.indptr[b] > 1;
+    EXPECT_EQ(plan.split, split);
+    EXPECT_LE(plan.work.size(), plan.maxItemsBound);
+    EXPECT_LE(plan.maxItemsBound,
+              workListBound(batch, t.indptr[batch], pageSize, plan.chunkSize));
+  }
+}
+
+} // namespace
