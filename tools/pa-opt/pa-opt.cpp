@@ -14,6 +14,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -21,9 +22,11 @@ int main(int argc, char **argv) {
   mlir::pa::registerPATransformsPasses();
   mlir::pa::registerPAConversionPasses();
   mlir::pa::registerPipelines();
+  mlir::pa::registerGPUPipelines();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
   registry.insert<mlir::pa::PADialect>();
   mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
   return mlir::asMainReturnCode(

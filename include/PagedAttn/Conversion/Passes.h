@@ -3,6 +3,7 @@
 #ifndef PAGEDATTN_CONVERSION_PASSES_H
 #define PAGEDATTN_CONVERSION_PASSES_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {

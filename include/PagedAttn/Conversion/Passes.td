@@ -35,4 +35,45 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
                            "::mlir::cf::ControlFlowDialect"];
 }
 
+def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Tile memref-form decode, decode_partial and merge_segments into GPU kernels";
+  let description = [{
+    Each `pa.decode`, `pa.decode_partial` and `pa.merge_segments` (memref
+    form) becomes a `gpu.func` kernel in the `gpu.module @pa_kernels` (named
+    `pa_decode`, `pa_decode_partial`, `pa_merge_segments`; a suffix is added
+    when a name repeats) whose arguments are the op's operands in order, and
+    a `gpu.launch_func` in its place.
+
+    The attention kernels use a CTA per (work item or request, KV head), so
+    the GQA group's `g` query heads share every K/V load. A CTA has
+    `threads` threads split into lane groups of `D / V` lanes, `V` elements
+    = 16 bytes per lane (one `vector.load` with alignment 16 per lane and
+    token: `ld.global.v4`); the groups walk the tokens, `unroll` tokens per
+    group at a time with all their page lookups and loads issued before the
+    arithmetic. Every group keeps an online-softmax state (in base 2, `ex2`)
+    per query head; dot products are reduced across the group's lanes by
+    `gpu.subgroup_reduce` (clustered), which `pa-warp-shuffle-reduce` turns
+    into butterfly shuffles. At the end the groups' states are merged
+    through workgroup (shared) memory with the merge operator, and the
+    threads of the CTA write `o` (16-bit stores, coalesced) and `lse`.
+
+    `merge_segments` uses a CTA per segment, threads over (head, dim).
+
+    Requirements (checked, with an error): identity-layout memrefs, static
+    head dim and query heads, `D / V` a power of two <= 32.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"128",
+           "Threads per CTA">,
+    Option<"unroll", "unroll", "int64_t", /*default=*/"4",
+           "Tokens per lane group in flight">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // PAGEDATTN_CONVERSION_PASSES_TD

@@ -37,6 +37,34 @@ void buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOptions &opts);
 /// Registers `pa-lower-to-cpu` with the global pass pipeline registry.
 void registerPipelines();
 
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target SM (sm_80, sm_90, ...)"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("gpu-module-to-binary format: isa (PTX), bin (cubin), "
+                     "fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<bool> splitKV{
+      *this, "split-kv",
+      llvm::cl::desc("Rewrite pa.decode into split-KV with the work list as "
+                     "function arguments (runtime planner)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
+  PassOptions::Option<int64_t> unroll{
+      *this, "unroll", llvm::cl::desc("Tokens per lane group in flight"),
+      llvm::cl::init(4)};
+};
+
+/// Adds the passes of `pa-lower-to-nvvm` to `pm` (a module pass manager).
+void buildLowerToNVVMPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &opts);
+
+/// Registers `pa-lower-to-nvvm`.
+void registerGPUPipelines();
+
 } // namespace pa
 } // namespace mlir
 

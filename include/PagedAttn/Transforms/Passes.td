@@ -64,4 +64,28 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def PAWarpShuffleReduce : Pass<"pa-warp-shuffle-reduce"> {
+  let summary = "Lower clustered gpu.subgroup_reduce to butterfly shuffles";
+  let description = [{
+    `gpu.subgroup_reduce <add|maxnumf|maximumf|minnumf|minimumf|mul> %x
+    cluster(size = N)` on a scalar f32/i32 becomes log2(N) steps of
+    `gpu.shuffle xor` (offsets N/2, ..., 1; width 32) and the combining op,
+    so every lane of the cluster ends with the cluster's result: the
+    `shfl.sync.bfly` trees of the decode kernels. Only contiguous clusters
+    (stride 1) of a power-of-two size <= 32 are handled; others are left
+    alone.
+
+    ```mlir
+    %r = gpu.subgroup_reduce add %x cluster(size = 4) : (f32) -> f32
+    // becomes
+    %s1, %v1 = gpu.shuffle xor %x, %c2, %c32 : f32
+    %a1 = arith.addf %x, %s1 : f32
+    %s2, %v2 = gpu.shuffle xor %a1, %c1, %c32 : f32
+    %r = arith.addf %a1, %s2 : f32
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // PAGEDATTN_TRANSFORMS_PASSES_TD

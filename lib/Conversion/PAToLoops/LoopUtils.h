@@ -16,6 +16,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace mlir::pa::loops {
 
@@ -34,17 +35,17 @@ struct Emitter {
   Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
 
   Value add(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
+    if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
       return arith::AddFOp::create(b, loc, x, y);
     return arith::AddIOp::create(b, loc, x, y);
   }
   Value sub(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
+    if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
       return arith::SubFOp::create(b, loc, x, y);
     return arith::SubIOp::create(b, loc, x, y);
   }
   Value mul(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
+    if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
       return arith::MulFOp::create(b, loc, x, y);
     return arith::MulIOp::create(b, loc, x, y);
   }

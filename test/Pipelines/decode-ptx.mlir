@@ -1,0 +1,31 @@
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | FileCheck %s --check-prefix=SM80
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local"
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv=true" | FileCheck %s --check-prefix=SPLIT
+
+// The decode kernel's PTX has what the passes promise: 16-byte global loads
+// of K/V rows (and q), butterfly shuffles for the dot products, shared memory
+// for the cross-group merge with a barrier, ex2 for the softmax, and no
+// local memory (spills or register arrays).
+
+// CHECK: gpu.binary @pa_kernels
+// CHECK-SAME: .target sm_90
+// CHECK-SAME: .entry pa_decode(
+// CHECK-SAME: ld.global.v4.b32
+// CHECK-SAME: shfl.sync.bfly.b32
+// CHECK-SAME: ex2.approx.ftz.f32
+// CHECK-SAME: st.shared
+// CHECK-SAME: bar.sync
+// CHECK-SAME: ld.shared
+// SM80: .target sm_80
+// SM80-SAME: .entry pa_decode(
+// With split-KV the program is decode_partial + merge_segments kernels.
+// SPLIT: .entry pa_decode_partial(
+// SPLIT-SAME: shfl.sync.bfly.b32
+// SPLIT-SAME: .entry pa_merge_segments(
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #cache}
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
