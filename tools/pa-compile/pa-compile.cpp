@@ -49,9 +49,9 @@ static cl::opt<std::string> chip("chip", cl::init("sm_90"),
 static cl::opt<int64_t> threads("cta-threads", cl::init(128),
                                cl::desc("Threads per CTA"));
 static cl::opt<int64_t> unroll(
-    "tokens-in-flight", cl::init(0),
-    cl::desc("Tokens per lane group in flight (0: 8 for GQA groups >= 4, "
-             "else 4; measured on an H200, docs/PERFORMANCE.md)"));
+    "tokens-in-flight", cl::init(8),
+    cl::desc("Tokens per lane group in flight (8 was fastest for GQA 4 and "
+             "MHA on an H200, docs/PERFORMANCE.md)"));
 static cl::opt<std::string> outDir("o", cl::Required,
                                    cl::desc("Output bundle directory"));
 
@@ -163,7 +163,7 @@ FailureOr<std::string> compile(MLIRContext &ctx, StringRef source,
   opts.chip = chip;
   opts.format = format.str();
   opts.threads = threads;
-  opts.unroll = unroll > 0 ? unroll : (group >= 4 ? 8 : 4);
+  opts.unroll = unroll;
   pa::buildLowerToNVVMPipeline(pm, opts);
   if (failed(pm.run(*module)))
     return failure();

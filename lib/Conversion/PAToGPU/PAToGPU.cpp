@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -65,6 +66,18 @@ struct KernelEmitter : Emitter {
   }
   Value splat(Value x, VectorType t) {
     return vector::BroadcastOp::create(b, loc, t, x);
+  }
+  /// <x, y> over `n` lanes of two f32 vectors as a chain of fused
+  /// multiply-adds (fma.rn.f32; a mul + add pair would not fuse).
+  Value dot(Value x, Value y, int64_t n) {
+    Value acc;
+    for (int64_t i = 0; i < n; ++i) {
+      Value xi = vector::ExtractOp::create(b, loc, x, i);
+      Value yi = vector::ExtractOp::create(b, loc, y, i);
+      acc = acc ? math::FmaOp::create(b, loc, xi, yi, acc).getResult()
+                : mul(xi, yi);
+    }
+    return acc;
   }
 };
 
@@ -304,8 +317,7 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
             SmallVector<Value> sc;
             Value mt = m[j];
             for (int64_t u = 0; u < c.unroll; ++u) {
-              Value part = vector::ReductionOp::create(
-                  b, loc, vector::CombiningKind::ADD, e.mul(qv[j], kf[u]));
+              Value part = e.dot(qv[j], kf[u], c.vec);
               Value s = gpu::SubgroupReduceOp::create(
                   b, loc, part, gpu::AllReduceOperation::ADD,
                   /*uniform=*/false, static_cast<uint32_t>(c.lanes));
@@ -334,7 +346,8 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
             for (int64_t u = 0; u < c.unroll; ++u) {
               Value p = e.ex2(e.sub(sc[u], mSafe));
               lsum = e.add(lsum, p);
-              accj = e.add(accj, e.mul(e.splat(p, vecF32), vf[u]));
+              accj = math::FmaOp::create(b, loc, e.splat(p, vecF32), vf[u],
+                                         accj);
             }
             l[j] = lsum;
             acc[j] = accj;

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The one script to run on the device machine (see docs/Runtime.md):
+#
+#   bench/run_gpu.sh BIN_DIR BUNDLES_DIR
+#
+# BIN_DIR holds pa-gpu-runner and pa-roofs.cubin (bench/stage_gpu.sh puts
+# them there; if the binary cannot start on the device, it is rebuilt there
+# with bench/build_runner.sh), BUNDLES_DIR one sub-directory per bundle.
+#   1. `pa-gpu-runner check` on every bundle (one process each, so a
+#      faulting kernel cannot take the others down);
+#   2. `pa-gpu-runner bench` on the GQA-4 bundle (head_dim 128, page_size 16,
+#      kv_heads 8, group 4, f16) and the MHA bundle (kv_heads 32, group 1):
+#      the first match, bundles not named fixture-* first; override with
+#      PA_BENCH_GQA4=DIR / PA_BENCH_MHA=DIR, extra flags in PA_BENCH_ARGS;
+#   3. bench/sdpa_baseline.py (PyTorch SDPA flash + cuDNN, contiguous KV).
+# Everything lands under $OUT (default ./gpu-out): env.txt, check.log,
+# bench.log, bench_gqa4.md, bench_mha.md, sdpa.md, sdpa.log. PA_SKIP_CHECK=1,
+# PA_SKIP_BENCH=1, PA_SKIP_SDPA=1 skip a step. Exit code non-zero if any
+# check or bench failed.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="$(cd "${1:?usage: run_gpu.sh BIN_DIR BUNDLES_DIR}" && pwd)"
+bundles="$(cd "${2:?usage: run_gpu.sh BIN_DIR BUNDLES_DIR}" && pwd)"
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+runner="$bin/pa-gpu-runner"
+status=0
+
+{
+  date -u
+  uname -a
+  ldd --version 2>&1 | head -1
+  nvidia-smi 2>&1
+} >"$out/env.txt"
+
+if ! "$runner" --help >/dev/null 2>&1; then
+  echo "carried pa-gpu-runner does not start here:" | tee -a "$out/env.txt"
+  "$runner" --help 2>&1 | head -3 | tee -a "$out/env.txt"
+  echo "rebuilding it with bench/build_runner.sh" | tee -a "$out/env.txt"
+  if "$here/build_runner.sh" /tmp/pa-runner-build >>"$out/env.txt" 2>&1; then
+    runner=/tmp/pa-runner-build/pa-gpu-runner
+  else
+    tail -20 "$out/env.txt"
+    echo "FATAL: no runnable pa-gpu-runner"
+    exit 2
+  fi
+fi
+
+# 1. Correctness of every bundle.
+if [[ "${PA_SKIP_CHECK:-0}" != 1 ]]; then
+  : >"$out/check.log"
+  for d in "$bundles"/*/; do
+    d="${d%/}"
+    [[ -f "$d/bundle.manifest" ]] || continue
+    echo "=== check $(basename "$d")" | tee -a "$out/check.log"
+    timeout 300 "$runner" check "$d" 2>&1 | tee -a "$out/check.log" || status=1
+  done
+fi
+
+# 2. Benchmark of the GQA-4 and MHA bundles.
+config_has() { # DIR KEY VALUE...: the manifest's config line has these pairs
+  local cfg
+  cfg=" $(grep -m1 '^[[:space:]]*config' "$1/bundle.manifest" | sed 's/#.*//') "
+  shift
+  while (($#)); do
+    [[ "$cfg" =~ [[:space:]]$1[[:space:]]+$2[[:space:]] ]] || return 1
+    shift 2
+  done
+}
+pick() { # KV_HEADS GROUP
+  local d
+  for pass in real fixture; do
+    for d in "$bundles"/*/; do
+      d="${d%/}"
+      [[ -f "$d/bundle.manifest" ]] || continue
+      if [[ $pass == real ]]; then [[ "$(basename "$d")" != fixture-* ]] || continue
+      else [[ "$(basename "$d")" == fixture-* ]] || continue; fi
+      if config_has "$d" head_dim 128 page_size 16 kv_heads "$1" group "$2" dtype f16; then
+        echo "$d"
+        return
+      fi
+    done
+  done
+}
+if [[ "${PA_SKIP_BENCH:-0}" != 1 ]]; then
+  : >"$out/bench.log"
+  gqa4="${PA_BENCH_GQA4:-$(pick 8 4)}"
+  mha="${PA_BENCH_MHA:-$(pick 32 1)}"
+  for pair in "gqa4:$gqa4" "mha:$mha"; do
+    name="${pair%%:*}" dir="${pair#*:}"
+    if [[ -z "$dir" ]]; then
+      echo "=== bench $name: no bundle with that configuration" | tee -a "$out/bench.log"
+      continue
+    fi
+    echo "=== bench $name: $dir" | tee -a "$out/bench.log"
+    # shellcheck disable=SC2086
+    timeout 400 "$runner" bench ${PA_BENCH_ARGS:-} --out "$out/bench_$name.md" "$dir" \
+      2>&1 | tee -a "$out/bench.log" || status=1
+  done
+fi
+
+# 3. PyTorch SDPA on the same shapes.
+if [[ "${PA_SKIP_SDPA:-0}" != 1 ]]; then
+  timeout 400 python3 "$here/sdpa_baseline.py" --out "$out/sdpa.md" 2>&1 |
+    tee "$out/sdpa.log" || echo "sdpa_baseline.py failed (see sdpa.log)"
+fi
+
+# Summary last (the tail of the output is what comes back first).
+echo
+echo "================ summary ================"
+for f in "$out/sdpa.md" "$out/bench_gqa4.md" "$out/bench_mha.md"; do
+  [[ -f "$f" ]] && { cat "$f"; echo; }
+done
+if [[ -f "$out/check.log" ]]; then
+  grep -E '^(=== check|\| |seed |  FATAL)' "$out/check.log"
+fi
+echo "run_gpu.sh: $([[ $status == 0 ]] && echo "all checks and benches passed" || echo "FAILURES (exit $status)")"
+exit $status

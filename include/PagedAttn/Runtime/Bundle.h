@@ -1,0 +1,270 @@
+//===- Bundle.h - kernel bundle manifest and kernel parameters --*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A kernel bundle is what `pa-compile` writes for one configuration: a
+// directory with a line-based `bundle.manifest` and the cubin (or PTX) files
+// it names. This header holds the pure-C++ half of the runtime, usable and
+// testable without a GPU:
+//
+//   * the manifest parser (strict: an unknown key, role, kernel or symbol is
+//     an error naming the line);
+//   * the shapes of every argument role for given problem sizes;
+//   * launch-grid resolution (symbols batch, kv_heads, num_q_heads,
+//     work_capacity);
+//   * parameter packing: MLIR's memref calling convention for GPU kernels,
+//     where a rank-R memref is 3 + 2R scalar parameters (allocated pointer,
+//     aligned pointer, offset, sizes[R], strides[R]).
+//
+// The format and the ABI are documented in docs/Runtime.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_RUNTIME_BUNDLE_H
+#define PAGEDATTN_RUNTIME_BUNDLE_H
+
+#include "PagedAttn/Runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pa::rt {
+
+//===----------------------------------------------------------------------===//
+// Configuration
+//===----------------------------------------------------------------------===//
+
+/// Element type of q, the KV cache and o.
+enum class DType { F16, BF16, F32 };
+/// Paged KV cache layout: [.., P, Hkv, D] (NHD) or [.., Hkv, P, D] (HND).
+enum class CacheLayout { NHD, HND };
+/// One cache tensor holding K and V (`kv joint`) or two (`kv split`).
+enum class KVStorage { Joint, Split };
+/// Element type of a kernel argument.
+enum class ElemType { F16, BF16, F32, I32 };
+
+/// Size in bytes of one element of `t`.
+int64_t elementBytes(DType t);
+/// Manifest spelling: "f16", "bf16", "f32", "nhd", "joint", ...
+const char *toString(DType t);
+const char *toString(CacheLayout l);
+const char *toString(KVStorage s);
+const char *toString(ElemType t);
+/// The argument element type that holds values of `t`.
+ElemType toElemType(DType t);
+
+/// The `config` line: what every kernel of the bundle is specialized for.
+struct BundleConfig {
+  int64_t headDim = 0, pageSize = 0, kvHeads = 0, group = 0;
+  CacheLayout layout = CacheLayout::NHD;
+  DType dtype = DType::F16;
+  KVStorage kv = KVStorage::Joint;
+
+  /// Hq = kv_heads * group.
+  int64_t numQHeads() const { return kvHeads * group; }
+  /// A one-line summary, e.g. "D128 P16 Hkv8 g4 nhd f16 joint".
+  std::string str() const;
+
+  bool operator==(const BundleConfig &o) const {
+    return headDim == o.headDim && pageSize == o.pageSize &&
+           kvHeads == o.kvHeads && group == o.group && layout == o.layout &&
+           dtype == o.dtype && kv == o.kv;
+  }
+  bool operator!=(const BundleConfig &o) const { return !(*this == o); }
+};
+
+//===----------------------------------------------------------------------===//
+// Kernels and their arguments
+//===----------------------------------------------------------------------===//
+
+/// The kernels a bundle may hold (manifest names in parentheses).
+enum class KernelKind {
+  Decode,        ///< (decode) one pass over every request's KV
+  DecodePartial, ///< (decode_partial) split-KV: one state per work item
+  MergeSegments, ///< (merge_segments) split-KV: merges a request's items
+};
+constexpr int kNumKernelKinds = 3;
+const char *toString(KernelKind k);
+
+/// Argument roles; the manifest spelling is toString(role).
+enum class ArgRole {
+  Q,
+  KV,
+  K,
+  V,
+  KVIndptr,
+  KVIndices,
+  KVLastPageLen,
+  O,
+  LSE,
+  WorkIndptr,
+  WorkRequest,
+  WorkStart,
+  WorkEnd,
+  OPart,
+  LSEPart,
+};
+constexpr int kNumArgRoles = 15;
+const char *toString(ArgRole r);
+
+/// One `arg ROLE memref RANK TYPE` line.
+struct ArgSpec {
+  ArgRole role = ArgRole::Q;
+  int64_t rank = 0;
+  ElemType type = ElemType::F32;
+  /// 1-based manifest line (for messages).
+  int line = 0;
+};
+
+/// A grid extent: an integer or a symbol resolved at launch.
+enum class GridSymbol { Literal, Batch, KVHeads, NumQHeads, WorkCapacity };
+const char *toString(GridSymbol s);
+
+struct GridExtent {
+  GridSymbol symbol = GridSymbol::Literal;
+  /// The value when symbol == Literal.
+  int64_t value = 1;
+};
+
+/// `launch grid X Y Z block X Y Z smem BYTES`; smem is the dynamic shared
+/// memory passed to cuLaunchKernel.
+struct LaunchSpec {
+  std::array<GridExtent, 3> grid;
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t sharedBytes = 0;
+};
+
+/// `kernel NAME FILE SYMBOL` with its `arg` lines and its `launch` line.
+struct KernelSpec {
+  KernelKind kind = KernelKind::Decode;
+  /// Binary file name, relative to the bundle directory.
+  std::string file;
+  /// The kernel's symbol in that binary.
+  std::string symbol;
+  /// In parameter order.
+  std::vector<ArgSpec> args;
+  LaunchSpec launch;
+  int line = 0;
+
+  /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
+  int64_t numParams() const;
+};
+
+/// A parsed bundle.manifest.
+struct Manifest {
+  int64_t version = 0;
+  BundleConfig config;
+  /// In manifest order; at most one per KernelKind.
+  std::vector<KernelSpec> kernels;
+
+  /// The kernel of kind `k`, or null.
+  const KernelSpec *find(KernelKind k) const;
+  /// True iff both split-KV kernels (decode_partial, merge_segments) exist.
+  bool hasSplitKernels() const {
+    return find(KernelKind::DecodePartial) && find(KernelKind::MergeSegments);
+  }
+};
+
+/// Parses and validates manifest text. Errors read
+/// "<source>:<line>: <what> (in '<line text>')". Besides syntax it checks:
+/// the `pa-bundle 1` header, exactly one complete `config` line before any
+/// kernel, known kernel names (each at most once), exactly one `launch` per
+/// kernel, each kernel's argument roles (the required set for its kind and
+/// the bundle's `kv` storage, each once) with the rank and element type the
+/// ABI fixes, positive literals and block sizes (at most 1024 threads), a
+/// `decode` kernel, decode_partial and merge_segments together or not at
+/// all, relative file names without "..", and a final `end`.
+/// `out` is only written on success.
+Status parseManifest(std::string_view text, Manifest &out,
+                     std::string_view source = "bundle.manifest");
+
+/// Reads `<dir>/bundle.manifest` and parses it.
+Status readManifest(const std::string &dir, Manifest &out);
+
+/// Reads a whole file into `out` (binary).
+Status readFile(const std::string &path, std::string &out);
+
+//===----------------------------------------------------------------------===//
+// Shapes, grids and parameter packing
+//===----------------------------------------------------------------------===//
+
+/// Run-time sizes of one launch.
+struct ProblemDims {
+  /// B: number of requests.
+  int64_t batch = 0;
+  /// N: pages in the cache.
+  int64_t numPages = 0;
+  /// kv_indptr[B]: entries of kv_indices.
+  int64_t nnz = 0;
+  /// Wcap: rows of the work list and of o_part / lse_part.
+  int64_t workCapacity = 0;
+};
+
+/// The row-major shape of role `r` (docs/Runtime.md, "Shapes"):
+/// q, o [B, Hq, D]; kv [N, 2, P, Hkv, D] (NHD) / [N, 2, Hkv, P, D] (HND);
+/// k, v [N, P, Hkv, D] / [N, Hkv, P, D]; kv_indptr, work_indptr [B+1];
+/// kv_indices [nnz]; kv_last_page_len [B]; lse [B, Hq]; work_request,
+/// work_start, work_end [Wcap]; o_part [Wcap, Hq, D]; lse_part [Wcap, Hq].
+std::vector<int64_t> roleShape(const BundleConfig &c, ArgRole r,
+                               const ProblemDims &dims);
+
+/// Row-major contiguous strides of `shape` (the last one is 1).
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+
+/// Resolves a launch grid. Fails if an extent is not positive or does not
+/// fit the 32-bit grid dimension (x < 2^31, y and z < 65536).
+Status resolveGrid(const LaunchSpec &l, const BundleConfig &c,
+                   const ProblemDims &dims, std::array<uint32_t, 3> &grid);
+
+/// A device buffer bound to a role: its address and its row-major shape.
+struct TensorArg {
+  uint64_t ptr = 0;
+  std::vector<int64_t> shape;
+  bool bound = false;
+};
+
+/// Role -> tensor bindings of one launch.
+class ArgBindings {
+public:
+  /// Binds role `r` (replacing an earlier binding).
+  void bind(ArgRole r, uint64_t ptr, std::vector<int64_t> shape);
+  /// The binding of `r`, or null.
+  const TensorArg *get(ArgRole r) const;
+
+private:
+  std::array<TensorArg, kNumArgRoles> args;
+};
+
+/// The flat scalar parameter list of one launch: one 8-byte word per
+/// parameter (pointers and int64 alike), and the void*[] that cuLaunchKernel
+/// takes as kernelParams.
+class PackedParams {
+public:
+  /// The words, in parameter order.
+  const std::vector<uint64_t> &words() const { return values; }
+  /// One pointer per word, valid until this object is modified or destroyed.
+  void **kernelParams();
+  size_t size() const { return values.size(); }
+
+  void clear() { values.clear(); }
+  void push(uint64_t word) { values.push_back(word); }
+
+private:
+  std::vector<uint64_t> values;
+  std::vector<void *> pointers;
+};
+
+/// Packs the parameters of kernel `k` from `b`: for every argument in order,
+/// ptr, ptr, 0, shape..., contiguousStrides(shape).... Fails if a role is not
+/// bound, if a binding's rank differs from the manifest's, or if a size is
+/// negative. `out` is cleared first.
+Status packParams(const KernelSpec &k, const ArgBindings &b, PackedParams &out);
+
+} // namespace pa::rt
+
+#endif // PAGEDATTN_RUNTIME_BUNDLE_H

@@ -1,0 +1,157 @@
+/*===- pa_runtime.h - C API of the PagedAttn GPU runtime ----------*- C -*-===//
+ *
+ * Part of the PagedAttn project.
+ *
+ *===----------------------------------------------------------------------===//
+ *
+ * Loads kernel bundles written by pa-compile, plans split-KV decode steps and
+ * launches them, through the CUDA driver API only (libcuda). C-compatible, so
+ * that C, Python (ctypes, torch tensors by data_ptr()) and other engines can
+ * call it.
+ *
+ * Conventions:
+ *   - Every function that can fail returns PA_SUCCESS (0) or PA_ERROR (1);
+ *     pa_last_error() then holds a message naming the failed check or CUDA
+ *     call (with cuGetErrorString's text). The message is per thread.
+ *   - Device pointers are CUdeviceptr values (pa_deviceptr), streams are
+ *     CUstream handles (pa_stream; NULL = the legacy default stream).
+ *   - All calls after pa_init() use the CUDA context current on the calling
+ *     thread; pa_init() makes the device's primary context current.
+ *   - Every buffer is row-major and contiguous; shapes are in
+ *     docs/Runtime.md.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PAGEDATTN_RUNTIME_PA_RUNTIME_H
+#define PAGEDATTN_RUNTIME_PA_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Return codes. */
+#define PA_SUCCESS 0
+#define PA_ERROR 1
+
+/** A CUdeviceptr. */
+typedef uint64_t pa_deviceptr;
+/** A CUstream (NULL: the legacy default stream). */
+typedef void *pa_stream;
+
+/** A loaded bundle (its modules and functions). Opaque. */
+typedef struct pa_bundle pa_bundle;
+/** A decode plan: work list and split-KV workspace on the device. Opaque. */
+typedef struct pa_plan pa_plan;
+
+/** Enumerations of pa_bundle_config (values of the manifest's spellings). */
+enum { PA_DTYPE_F16 = 0, PA_DTYPE_BF16 = 1, PA_DTYPE_F32 = 2 };
+enum { PA_LAYOUT_NHD = 0, PA_LAYOUT_HND = 1 };
+enum { PA_KV_JOINT = 0, PA_KV_SPLIT = 1 };
+
+/** The bundle's `config` line. */
+typedef struct pa_bundle_config {
+  int64_t head_dim, page_size, kv_heads, group;
+  int64_t num_q_heads; /**< kv_heads * group */
+  int dtype;           /**< PA_DTYPE_* */
+  int layout;          /**< PA_LAYOUT_* */
+  int kv_storage;      /**< PA_KV_JOINT or PA_KV_SPLIT */
+  int has_split_kernels; /**< decode_partial + merge_segments present */
+} pa_bundle_config;
+
+/** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
+typedef struct pa_plan_options {
+  /** CTAs per SM assumed by the planner (its budget is SMs * this); 0: the
+   *  occupancy of decode_partial at its launch block and smem. */
+  int64_t ctas_per_sm;
+  /** > 0: use this chunk size (tokens per work item) instead of the
+   *  planner's choice, e.g. to force split-KV in tests; needs the split
+   *  kernels when some request is longer than it. */
+  int64_t force_chunk;
+} pa_plan_options;
+
+/** What a plan decided. */
+typedef struct pa_plan_info {
+  int64_t batch;
+  int64_t chunk_size;     /**< tokens per work item */
+  int split;              /**< 1: decode_partial + merge_segments */
+  int64_t num_work_items; /**< = work capacity Wcap of the launch */
+  int64_t nnz;            /**< kv_indptr[batch] the plan was made with */
+  int64_t num_sms, ctas_per_sm;
+} pa_plan_info;
+
+/** Arguments of one decode step (device pointers, sizes). */
+typedef struct pa_decode_args {
+  pa_deviceptr q;                /**< [B, Hq, D], bundle dtype */
+  pa_deviceptr kv;               /**< joint cache, or 0 for kv split */
+  pa_deviceptr k, v;             /**< split caches, or 0 for kv joint */
+  pa_deviceptr kv_indptr;        /**< [B+1] int32 */
+  pa_deviceptr kv_indices;       /**< [nnz] int32 */
+  pa_deviceptr kv_last_page_len; /**< [B] int32 */
+  pa_deviceptr o;                /**< [B, Hq, D], bundle dtype (written) */
+  pa_deviceptr lse;              /**< [B, Hq] float (written) */
+  int64_t batch;                 /**< B; must equal the plan's */
+  int64_t num_q_heads;           /**< Hq; must equal kv_heads * group */
+  int64_t head_dim;              /**< D; must equal the bundle's */
+  int64_t num_pages;             /**< N: pages in the cache */
+  int64_t nnz;                   /**< kv_indptr[B]; must equal the plan's */
+  /** Nonzero: checked mode. Copies the page table to the host, validates it
+   *  (pa::rt::validatePageTable), checks it against the plan and fails with
+   *  that message before any launch; after the launches, synchronizes the
+   *  stream and reports a faulting kernel by name. */
+  int checked;
+} pa_decode_args;
+
+/** Initializes the driver, retains the primary context of `device` and makes
+ *  it current on the calling thread. Safe to call again (per thread). */
+int pa_init(int device);
+
+/** Releases the primary contexts retained by pa_init(). Free every bundle and
+ *  plan first. */
+void pa_shutdown(void);
+
+/** The message of the calling thread's last failure ("" if none). */
+const char *pa_last_error(void);
+
+/** Reads `<dir>/bundle.manifest`, loads every kernel binary (cubin or PTX,
+ *  cuModuleLoadDataEx; the JIT error log is part of a failure message) and
+ *  looks up every kernel symbol. */
+int pa_bundle_load(const char *dir, pa_bundle **out);
+
+/** Unloads the modules and frees the bundle. NULL is ignored. */
+void pa_bundle_free(pa_bundle *bundle);
+
+/** Copies the bundle's configuration to `out`. */
+int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out);
+
+/** Plans a decode step from the HOST copies of the page table: computes the
+ *  kv lengths, picks the chunk size (pa::rt::planDecode with the device's SM
+ *  count), uploads the work list and allocates the f32 partial-state
+ *  workspace (o_part, lse_part) when it splits. Fails on an invalid table. */
+int pa_decode_plan(pa_bundle *bundle, const int32_t *kv_indptr,
+                   const int32_t *kv_last_page_len, int64_t batch,
+                   const pa_plan_options *options, pa_plan **out);
+
+/** Copies what the plan decided to `out`. */
+int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out);
+
+/** Frees the plan's device buffers. NULL is ignored. Do not free a plan
+ *  while a launch that uses it may still run (synchronize first). */
+void pa_plan_free(pa_plan *plan);
+
+/** Enqueues the decode step on `stream`: `decode` once, or `decode_partial`
+ *  then `merge_segments` when the plan splits. Checks the arguments against
+ *  the bundle and the plan first (batch, num_q_heads, head_dim, nnz, joint
+ *  vs split cache); in checked mode also the page table (see
+ *  pa_decode_args.checked). The plan must have been made for a bundle with
+ *  the same configuration; it may serve any number of runs whose page table
+ *  has the same kv lengths. */
+int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
+                  const pa_decode_args *args, pa_stream stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PAGEDATTN_RUNTIME_PA_RUNTIME_H */

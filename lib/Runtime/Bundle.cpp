@@ -1,0 +1,768 @@
+//===- Bundle.cpp - kernel bundle manifest and kernel parameters ----------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The strict line-based manifest parser, role shapes, grid resolution and
+// memref-descriptor parameter packing. Pure C++ (no CUDA), no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Runtime/Bundle.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+using namespace pa::rt;
+
+namespace {
+
+/// Returns an error Status whose message is the concatenation of `parts`.
+template <typename... Ts> Status fail(const Ts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return Status::error(os.str());
+}
+
+/// Looks `name` up in `table` (pairs of spelling and value).
+template <typename T, size_t N>
+bool lookup(const std::pair<const char *, T> (&table)[N], std::string_view name,
+            T &out) {
+  for (const auto &[spelling, value] : table)
+    if (name == spelling) {
+      out = value;
+      return true;
+    }
+  return false;
+}
+
+/// The spellings of `table`, as "'a', 'b', 'c'".
+template <typename T, size_t N>
+std::string spellings(const std::pair<const char *, T> (&table)[N]) {
+  std::string s;
+  for (size_t i = 0; i < N; ++i) {
+    if (i)
+      s += ", ";
+    s += "'";
+    s += table[i].first;
+    s += "'";
+  }
+  return s;
+}
+
+const std::pair<const char *, DType> kDTypes[] = {
+    {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32}};
+const std::pair<const char *, CacheLayout> kLayouts[] = {
+    {"nhd", CacheLayout::NHD}, {"hnd", CacheLayout::HND}};
+const std::pair<const char *, KVStorage> kStorages[] = {
+    {"joint", KVStorage::Joint}, {"split", KVStorage::Split}};
+const std::pair<const char *, ElemType> kElemTypes[] = {{"f16", ElemType::F16},
+                                                        {"bf16", ElemType::BF16},
+                                                        {"f32", ElemType::F32},
+                                                        {"i32", ElemType::I32}};
+const std::pair<const char *, KernelKind> kKernelKinds[] = {
+    {"decode", KernelKind::Decode},
+    {"decode_partial", KernelKind::DecodePartial},
+    {"merge_segments", KernelKind::MergeSegments}};
+const std::pair<const char *, ArgRole> kRoles[] = {
+    {"q", ArgRole::Q},
+    {"kv", ArgRole::KV},
+    {"k", ArgRole::K},
+    {"v", ArgRole::V},
+    {"kv_indptr", ArgRole::KVIndptr},
+    {"kv_indices", ArgRole::KVIndices},
+    {"kv_last_page_len", ArgRole::KVLastPageLen},
+    {"o", ArgRole::O},
+    {"lse", ArgRole::LSE},
+    {"work_indptr", ArgRole::WorkIndptr},
+    {"work_request", ArgRole::WorkRequest},
+    {"work_start", ArgRole::WorkStart},
+    {"work_end", ArgRole::WorkEnd},
+    {"o_part", ArgRole::OPart},
+    {"lse_part", ArgRole::LSEPart}};
+const std::pair<const char *, GridSymbol> kGridSymbols[] = {
+    {"batch", GridSymbol::Batch},
+    {"kv_heads", GridSymbol::KVHeads},
+    {"num_q_heads", GridSymbol::NumQHeads},
+    {"work_capacity", GridSymbol::WorkCapacity}};
+
+template <typename T, size_t N>
+const char *spellingOf(const std::pair<const char *, T> (&table)[N], T v) {
+  for (const auto &[spelling, value] : table)
+    if (value == v)
+      return spelling;
+  return "?";
+}
+
+/// The rank and element type the ABI fixes for role `r`.
+void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
+                 ElemType &type) {
+  switch (r) {
+  case ArgRole::Q:
+  case ArgRole::O:
+    rank = 3;
+    type = toElemType(c.dtype);
+    return;
+  case ArgRole::KV:
+    rank = 5;
+    type = toElemType(c.dtype);
+    return;
+  case ArgRole::K:
+  case ArgRole::V:
+    rank = 4;
+    type = toElemType(c.dtype);
+    return;
+  case ArgRole::KVIndptr:
+  case ArgRole::KVIndices:
+  case ArgRole::KVLastPageLen:
+  case ArgRole::WorkIndptr:
+  case ArgRole::WorkRequest:
+  case ArgRole::WorkStart:
+  case ArgRole::WorkEnd:
+    rank = 1;
+    type = ElemType::I32;
+    return;
+  case ArgRole::LSE:
+  case ArgRole::LSEPart:
+    rank = 2;
+    type = ElemType::F32;
+    return;
+  case ArgRole::OPart:
+    rank = 3;
+    type = ElemType::F32;
+    return;
+  }
+  rank = 0;
+  type = ElemType::F32;
+}
+
+/// The roles kernel kind `k` takes, for KV storage `s` (order-free).
+std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
+  std::vector<ArgRole> roles;
+  roles.reserve(12);
+  bool cache = k != KernelKind::MergeSegments;
+  if (cache) {
+    roles.push_back(ArgRole::Q);
+    if (s == KVStorage::Joint) {
+      roles.push_back(ArgRole::KV);
+    } else {
+      roles.push_back(ArgRole::K);
+      roles.push_back(ArgRole::V);
+    }
+    roles.push_back(ArgRole::KVIndptr);
+    roles.push_back(ArgRole::KVIndices);
+    roles.push_back(ArgRole::KVLastPageLen);
+  }
+  if (k != KernelKind::Decode) {
+    roles.push_back(ArgRole::WorkIndptr);
+    if (k == KernelKind::DecodePartial) {
+      roles.push_back(ArgRole::WorkRequest);
+      roles.push_back(ArgRole::WorkStart);
+      roles.push_back(ArgRole::WorkEnd);
+    }
+    roles.push_back(ArgRole::OPart);
+    roles.push_back(ArgRole::LSEPart);
+  }
+  if (k != KernelKind::DecodePartial) {
+    roles.push_back(ArgRole::O);
+    roles.push_back(ArgRole::LSE);
+  }
+  return roles;
+}
+
+/// Splits `line` at whitespace, dropping everything from '#' on.
+std::vector<std::string_view> tokenize(std::string_view line) {
+  if (size_t hash = line.find('#'); hash != std::string_view::npos)
+    line = line.substr(0, hash);
+  std::vector<std::string_view> tokens;
+  size_t i = 0;
+  auto isSpace = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+  };
+  while (i < line.size()) {
+    while (i < line.size() && isSpace(line[i]))
+      ++i;
+    size_t j = i;
+    while (j < line.size() && !isSpace(line[j]))
+      ++j;
+    if (j > i)
+      tokens.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return tokens;
+}
+
+/// Parses a decimal int64 (optional leading '-'); the whole token must match.
+bool parseInt(std::string_view tok, int64_t &out) {
+  if (tok.empty())
+    return false;
+  const char *first = tok.data(), *last = tok.data() + tok.size();
+  auto [ptr, ec] = std::from_chars(first, last, out);
+  return ec == std::errc() && ptr == last;
+}
+
+/// The manifest parser: one instance per parse.
+class Parser {
+public:
+  Parser(std::string_view text, std::string_view source)
+      : text(text), source(source) {}
+
+  Status run(Manifest &out);
+
+private:
+  /// "<source>:<line>: <msg> (in '<text>')".
+  template <typename... Ts> Status lineError(const Ts &...parts) {
+    std::ostringstream os;
+    os << source << ":" << lineNo << ": ";
+    (os << ... << parts);
+    os << " (in '" << lineText << "')";
+    return Status::error(os.str());
+  }
+
+  Status parseHeader(const std::vector<std::string_view> &t);
+  Status parseConfig(const std::vector<std::string_view> &t);
+  Status parseKernel(const std::vector<std::string_view> &t);
+  Status parseArg(const std::vector<std::string_view> &t);
+  Status parseLaunch(const std::vector<std::string_view> &t);
+  Status closeKernel();
+  Status finish();
+
+  std::string_view text, source;
+  int lineNo = 0;
+  std::string_view lineText;
+
+  Manifest m;
+  bool haveHeader = false, haveConfig = false, haveEnd = false;
+  /// The kernel being read (last of m.kernels), if any.
+  bool inKernel = false, kernelHasLaunch = false;
+};
+
+Status Parser::run(Manifest &out) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(
+        pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+    ++lineNo;
+    std::vector<std::string_view> t = tokenize(line);
+    if (t.empty())
+      continue;
+    // The line as shown in messages: without the comment and outer blanks.
+    lineText = line.substr(0, line.find('#'));
+    while (!lineText.empty() &&
+           (lineText.back() == ' ' || lineText.back() == '\t' ||
+            lineText.back() == '\r'))
+      lineText.remove_suffix(1);
+    while (!lineText.empty() &&
+           (lineText.front() == ' ' || lineText.front() == '\t'))
+      lineText.remove_prefix(1);
+
+    if (haveEnd)
+      return lineError("text after 'end'");
+    if (!haveHeader) {
+      if (Status s = parseHeader(t); !s)
+        return s;
+      continue;
+    }
+    Status s = Status::success();
+    if (t[0] == "config")
+      s = parseConfig(t);
+    else if (t[0] == "kernel")
+      s = parseKernel(t);
+    else if (t[0] == "arg")
+      s = parseArg(t);
+    else if (t[0] == "launch")
+      s = parseLaunch(t);
+    else if (t[0] == "end") {
+      if (t.size() != 1)
+        return lineError("'end' takes no operands");
+      s = closeKernel();
+      haveEnd = true;
+    } else if (t[0] == "pa-bundle")
+      s = lineError("duplicate 'pa-bundle' header");
+    else
+      s = lineError("unknown directive '", t[0],
+                    "' (expected config, kernel, arg, launch or end)");
+    if (!s)
+      return s;
+  }
+  if (Status s = finish(); !s)
+    return s;
+  out = std::move(m);
+  return Status::success();
+}
+
+Status Parser::parseHeader(const std::vector<std::string_view> &t) {
+  if (t[0] != "pa-bundle")
+    return lineError("expected the header 'pa-bundle 1' before '", t[0], "'");
+  if (t.size() != 2)
+    return lineError("expected 'pa-bundle VERSION'");
+  int64_t v = 0;
+  if (!parseInt(t[1], v))
+    return lineError("bundle version '", t[1], "' is not an integer");
+  if (v != 1)
+    return lineError("unsupported bundle version ", v,
+                     " (this runtime reads version 1)");
+  m.version = v;
+  haveHeader = true;
+  return Status::success();
+}
+
+Status Parser::parseConfig(const std::vector<std::string_view> &t) {
+  if (inKernel || !m.kernels.empty())
+    return lineError("'config' must come before the first kernel");
+  if (haveConfig)
+    return lineError("duplicate 'config' line");
+  if ((t.size() - 1) % 2 != 0)
+    return lineError("'config' expects KEY VALUE pairs");
+  BundleConfig c;
+  enum Key { HeadDim, PageSize, KVHeads, Group, Layout, Dtype, Kv, NumKeys };
+  const std::pair<const char *, Key> keys[] = {
+      {"head_dim", HeadDim}, {"page_size", PageSize}, {"kv_heads", KVHeads},
+      {"group", Group},      {"layout", Layout},      {"dtype", Dtype},
+      {"kv", Kv}};
+  bool seen[NumKeys] = {};
+  for (size_t i = 1; i + 1 < t.size(); i += 2) {
+    Key key;
+    if (!lookup(keys, t[i], key))
+      return lineError("unknown config key '", t[i], "' (expected one of ",
+                       spellings(keys), ")");
+    if (seen[key])
+      return lineError("duplicate config key '", t[i], "'");
+    seen[key] = true;
+    std::string_view val = t[i + 1];
+    int64_t *intField = nullptr;
+    switch (key) {
+    case HeadDim:
+      intField = &c.headDim;
+      break;
+    case PageSize:
+      intField = &c.pageSize;
+      break;
+    case KVHeads:
+      intField = &c.kvHeads;
+      break;
+    case Group:
+      intField = &c.group;
+      break;
+    case Layout:
+      if (!lookup(kLayouts, val, c.layout))
+        return lineError("unknown layout '", val, "' (expected ",
+                         spellings(kLayouts), ")");
+      break;
+    case Dtype:
+      if (!lookup(kDTypes, val, c.dtype))
+        return lineError("unknown dtype '", val, "' (expected ",
+                         spellings(kDTypes), ")");
+      break;
+    case Kv:
+      if (!lookup(kStorages, val, c.kv))
+        return lineError("unknown kv storage '", val, "' (expected ",
+                         spellings(kStorages), ")");
+      break;
+    case NumKeys:
+      break;
+    }
+    if (intField) {
+      if (!parseInt(val, *intField))
+        return lineError("config ", t[i], " '", val, "' is not an integer");
+      if (*intField <= 0 || *intField > (int64_t(1) << 20))
+        return lineError("config ", t[i], " = ", *intField,
+                         " must be in [1, 2^20]");
+    }
+  }
+  for (const auto &[spelling, key] : keys)
+    if (!seen[key])
+      return lineError("config is missing key '", spelling, "'");
+  m.config = c;
+  haveConfig = true;
+  return Status::success();
+}
+
+Status Parser::parseKernel(const std::vector<std::string_view> &t) {
+  if (!haveConfig)
+    return lineError("'kernel' before the 'config' line");
+  if (Status s = closeKernel(); !s)
+    return s;
+  if (t.size() != 4)
+    return lineError("expected 'kernel NAME FILE SYMBOL'");
+  KernelSpec k;
+  if (!lookup(kKernelKinds, t[1], k.kind))
+    return lineError("unknown kernel '", t[1], "' (expected one of ",
+                     spellings(kKernelKinds), ")");
+  if (m.find(k.kind))
+    return lineError("duplicate kernel '", t[1], "'");
+  std::string_view file = t[2];
+  if (file.front() == '/')
+    return lineError("kernel file '", file,
+                     "' must be relative to the bundle directory");
+  for (size_t i = 0; i <= file.size();) {
+    size_t j = std::min(file.find('/', i), file.size());
+    if (file.substr(i, j - i) == "..")
+      return lineError("kernel file '", file, "' must not contain '..'");
+    i = j + 1;
+  }
+  k.file = std::string(file);
+  k.symbol = std::string(t[3]);
+  k.line = lineNo;
+  m.kernels.push_back(std::move(k));
+  inKernel = true;
+  kernelHasLaunch = false;
+  return Status::success();
+}
+
+Status Parser::parseArg(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'arg' outside a kernel");
+  if (kernelHasLaunch)
+    return lineError("'arg' after the kernel's 'launch' line");
+  if (t.size() != 5)
+    return lineError("expected 'arg ROLE memref RANK TYPE'");
+  KernelSpec &k = m.kernels.back();
+  ArgSpec a;
+  a.line = lineNo;
+  if (!lookup(kRoles, t[1], a.role))
+    return lineError("unknown argument role '", t[1], "' (expected one of ",
+                     spellings(kRoles), ")");
+  if (t[2] != "memref")
+    return lineError("unknown argument kind '", t[2],
+                     "' (only 'memref' is supported)");
+  if (!parseInt(t[3], a.rank))
+    return lineError("memref rank '", t[3], "' is not an integer");
+  if (!lookup(kElemTypes, t[4], a.type))
+    return lineError("unknown element type '", t[4], "' (expected ",
+                     spellings(kElemTypes), ")");
+  std::vector<ArgRole> allowed = requiredRoles(k.kind, m.config.kv);
+  if (std::find(allowed.begin(), allowed.end(), a.role) == allowed.end())
+    return lineError("role '", t[1], "' is not an argument of kernel '",
+                     toString(k.kind), "' with kv ", toString(m.config.kv));
+  for (const ArgSpec &prev : k.args)
+    if (prev.role == a.role)
+      return lineError("duplicate argument role '", t[1], "' (first on line ",
+                       prev.line, ")");
+  int64_t rank;
+  ElemType type;
+  expectedArg(m.config, a.role, rank, type);
+  if (a.rank != rank)
+    return lineError("role '", t[1], "' must be a memref of rank ", rank,
+                     ", got ", a.rank);
+  if (a.type != type)
+    return lineError("role '", t[1], "' must have element type ",
+                     toString(type), " (bundle dtype ",
+                     toString(m.config.dtype), "), got ", t[4]);
+  k.args.push_back(a);
+  return Status::success();
+}
+
+Status Parser::parseLaunch(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'launch' outside a kernel");
+  if (kernelHasLaunch)
+    return lineError("duplicate 'launch' line for kernel '",
+                     toString(m.kernels.back().kind), "'");
+  if (t.size() != 11 || t[1] != "grid" || t[5] != "block" || t[9] != "smem")
+    return lineError("expected 'launch grid X Y Z block X Y Z smem BYTES'");
+  LaunchSpec l;
+  for (int i = 0; i < 3; ++i) {
+    std::string_view tok = t[2 + i];
+    GridExtent &g = l.grid[i];
+    if (lookup(kGridSymbols, tok, g.symbol))
+      continue;
+    g.symbol = GridSymbol::Literal;
+    if (!parseInt(tok, g.value))
+      return lineError("grid extent '", tok,
+                       "' is neither an integer nor one of ",
+                       spellings(kGridSymbols));
+    if (g.value <= 0)
+      return lineError("grid extent ", g.value, " must be positive");
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::string_view tok = t[6 + i];
+    if (!parseInt(tok, l.block[i]))
+      return lineError("block extent '", tok, "' is not an integer");
+    if (l.block[i] <= 0 || l.block[i] > 1024)
+      return lineError("block extent ", l.block[i], " must be in [1, 1024]");
+  }
+  if (l.block[0] * l.block[1] * l.block[2] > 1024)
+    return lineError("block of ", l.block[0] * l.block[1] * l.block[2],
+                     " threads exceeds 1024");
+  if (l.block[2] > 64)
+    return lineError("block z extent ", l.block[2], " exceeds 64");
+  if (!parseInt(t[10], l.sharedBytes))
+    return lineError("smem '", t[10], "' is not an integer");
+  if (l.sharedBytes < 0 || l.sharedBytes > (int64_t(1) << 30))
+    return lineError("smem ", l.sharedBytes, " out of range");
+  m.kernels.back().launch = l;
+  kernelHasLaunch = true;
+  return Status::success();
+}
+
+Status Parser::closeKernel() {
+  if (!inKernel)
+    return Status::success();
+  inKernel = false;
+  const KernelSpec &k = m.kernels.back();
+  auto kernelError = [&](const std::string &msg) {
+    std::ostringstream os;
+    os << source << ":" << k.line << ": kernel '" << toString(k.kind)
+       << "': " << msg;
+    return Status::error(os.str());
+  };
+  if (!kernelHasLaunch)
+    return kernelError("missing 'launch' line");
+  for (ArgRole r : requiredRoles(k.kind, m.config.kv)) {
+    bool found = false;
+    for (const ArgSpec &a : k.args)
+      found |= a.role == r;
+    if (!found)
+      return kernelError(std::string("missing argument role '") + toString(r) +
+                         "'");
+  }
+  return Status::success();
+}
+
+Status Parser::finish() {
+  std::ostringstream os;
+  os << source << ":" << lineNo << ": ";
+  if (!haveHeader)
+    return Status::error(os.str() + "empty manifest (expected 'pa-bundle 1')");
+  if (!haveConfig)
+    return Status::error(os.str() + "missing 'config' line");
+  if (!haveEnd)
+    return Status::error(os.str() +
+                         "missing 'end' (truncated manifest?)");
+  if (!m.find(KernelKind::Decode))
+    return Status::error(os.str() + "the bundle has no 'decode' kernel");
+  bool partial = m.find(KernelKind::DecodePartial) != nullptr;
+  bool merge = m.find(KernelKind::MergeSegments) != nullptr;
+  if (partial != merge)
+    return Status::error(os.str() +
+                         "'decode_partial' and 'merge_segments' come together "
+                         "(split-KV needs both)");
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+int64_t pa::rt::elementBytes(DType t) { return t == DType::F32 ? 4 : 2; }
+const char *pa::rt::toString(DType t) { return spellingOf(kDTypes, t); }
+const char *pa::rt::toString(CacheLayout l) { return spellingOf(kLayouts, l); }
+const char *pa::rt::toString(KVStorage s) { return spellingOf(kStorages, s); }
+const char *pa::rt::toString(ElemType t) { return spellingOf(kElemTypes, t); }
+const char *pa::rt::toString(KernelKind k) {
+  return spellingOf(kKernelKinds, k);
+}
+const char *pa::rt::toString(ArgRole r) { return spellingOf(kRoles, r); }
+const char *pa::rt::toString(GridSymbol s) {
+  if (s == GridSymbol::Literal)
+    return "literal";
+  return spellingOf(kGridSymbols, s);
+}
+
+ElemType pa::rt::toElemType(DType t) {
+  switch (t) {
+  case DType::F16:
+    return ElemType::F16;
+  case DType::BF16:
+    return ElemType::BF16;
+  case DType::F32:
+    return ElemType::F32;
+  }
+  return ElemType::F32;
+}
+
+std::string BundleConfig::str() const {
+  std::ostringstream os;
+  os << "D" << headDim << " P" << pageSize << " Hkv" << kvHeads << " g"
+     << group << " " << toString(layout) << " " << toString(dtype) << " "
+     << toString(kv);
+  return os.str();
+}
+
+int64_t KernelSpec::numParams() const {
+  int64_t n = 0;
+  for (const ArgSpec &a : args)
+    n += 3 + 2 * a.rank;
+  return n;
+}
+
+const KernelSpec *Manifest::find(KernelKind k) const {
+  for (const KernelSpec &s : kernels)
+    if (s.kind == k)
+      return &s;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+Status pa::rt::parseManifest(std::string_view text, Manifest &out,
+                             std::string_view source) {
+  return Parser(text, source).run(out);
+}
+
+Status pa::rt::readFile(const std::string &path, std::string &out) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return fail("cannot open '", path, "'");
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    data.append(buf, n);
+  bool bad = std::ferror(f) != 0;
+  std::fclose(f);
+  if (bad)
+    return fail("error reading '", path, "'");
+  out = std::move(data);
+  return Status::success();
+}
+
+Status pa::rt::readManifest(const std::string &dir, Manifest &out) {
+  std::string path = dir.empty() ? "bundle.manifest" : dir + "/bundle.manifest";
+  std::string text;
+  if (Status s = readFile(path, text); !s)
+    return s;
+  return parseManifest(text, out, path);
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes, grids, packing
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
+                                       const ProblemDims &d) {
+  int64_t hq = c.numQHeads(), hkv = c.kvHeads, p = c.pageSize, hd = c.headDim;
+  bool nhd = c.layout == CacheLayout::NHD;
+  switch (r) {
+  case ArgRole::Q:
+  case ArgRole::O:
+    return {d.batch, hq, hd};
+  case ArgRole::KV:
+    return nhd ? std::vector<int64_t>{d.numPages, 2, p, hkv, hd}
+               : std::vector<int64_t>{d.numPages, 2, hkv, p, hd};
+  case ArgRole::K:
+  case ArgRole::V:
+    return nhd ? std::vector<int64_t>{d.numPages, p, hkv, hd}
+               : std::vector<int64_t>{d.numPages, hkv, p, hd};
+  case ArgRole::KVIndptr:
+  case ArgRole::WorkIndptr:
+    return {d.batch + 1};
+  case ArgRole::KVIndices:
+    return {d.nnz};
+  case ArgRole::KVLastPageLen:
+    return {d.batch};
+  case ArgRole::LSE:
+    return {d.batch, hq};
+  case ArgRole::WorkRequest:
+  case ArgRole::WorkStart:
+  case ArgRole::WorkEnd:
+    return {d.workCapacity};
+  case ArgRole::OPart:
+    return {d.workCapacity, hq, hd};
+  case ArgRole::LSEPart:
+    return {d.workCapacity, hq};
+  }
+  return {};
+}
+
+std::vector<int64_t>
+pa::rt::contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+Status pa::rt::resolveGrid(const LaunchSpec &l, const BundleConfig &c,
+                           const ProblemDims &d,
+                           std::array<uint32_t, 3> &grid) {
+  static const char *axes[] = {"x", "y", "z"};
+  const int64_t limits[] = {std::numeric_limits<int32_t>::max(), 65535, 65535};
+  for (int i = 0; i < 3; ++i) {
+    const GridExtent &g = l.grid[i];
+    int64_t v = 0;
+    switch (g.symbol) {
+    case GridSymbol::Literal:
+      v = g.value;
+      break;
+    case GridSymbol::Batch:
+      v = d.batch;
+      break;
+    case GridSymbol::KVHeads:
+      v = c.kvHeads;
+      break;
+    case GridSymbol::NumQHeads:
+      v = c.numQHeads();
+      break;
+    case GridSymbol::WorkCapacity:
+      v = d.workCapacity;
+      break;
+    }
+    if (v <= 0)
+      return fail("grid ", axes[i], " = ", toString(g.symbol), " = ", v,
+                  " is not positive");
+    if (v > limits[i])
+      return fail("grid ", axes[i], " = ", toString(g.symbol), " = ", v,
+                  " exceeds the limit ", limits[i]);
+    grid[i] = static_cast<uint32_t>(v);
+  }
+  return Status::success();
+}
+
+void ArgBindings::bind(ArgRole r, uint64_t ptr, std::vector<int64_t> shape) {
+  TensorArg &a = args[static_cast<size_t>(r)];
+  a.ptr = ptr;
+  a.shape = std::move(shape);
+  a.bound = true;
+}
+
+const TensorArg *ArgBindings::get(ArgRole r) const {
+  const TensorArg &a = args[static_cast<size_t>(r)];
+  return a.bound ? &a : nullptr;
+}
+
+void **PackedParams::kernelParams() {
+  pointers.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    pointers[i] = &values[i];
+  return pointers.data();
+}
+
+Status pa::rt::packParams(const KernelSpec &k, const ArgBindings &b,
+                          PackedParams &out) {
+  out.clear();
+  for (const ArgSpec &a : k.args) {
+    const TensorArg *t = b.get(a.role);
+    if (!t)
+      return fail("kernel '", toString(k.kind), "': argument role '",
+                  toString(a.role), "' is not bound");
+    if (static_cast<int64_t>(t->shape.size()) != a.rank)
+      return fail("kernel '", toString(k.kind), "': argument '",
+                  toString(a.role), "' is bound with rank ", t->shape.size(),
+                  ", the manifest says ", a.rank);
+    for (size_t i = 0; i < t->shape.size(); ++i)
+      if (t->shape[i] < 0)
+        return fail("kernel '", toString(k.kind), "': argument '",
+                    toString(a.role), "' has negative size ", t->shape[i],
+                    " in dimension ", i);
+    out.push(t->ptr); // allocated pointer
+    out.push(t->ptr); // aligned pointer
+    out.push(0);      // offset
+    for (int64_t s : t->shape)
+      out.push(static_cast<uint64_t>(s));
+    for (int64_t s : contiguousStrides(t->shape))
+      out.push(static_cast<uint64_t>(s));
+  }
+  return Status::success();
+}

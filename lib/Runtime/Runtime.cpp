@@ -1,0 +1,627 @@
+//===- Runtime.cpp - C API of the GPU runtime (CUDA driver API) -----------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements pa_runtime.h on top of the CUDA driver API (libcuda only, no
+// CUDA runtime): bundle loading, decode planning (pa::rt::planDecode),
+// argument checks, checked mode (pa::rt::validatePageTable on a host copy of
+// the page table) and the launches. Builds with -fno-exceptions: failures
+// travel as pa::rt::Status and end in the per-thread pa_last_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Runtime/pa_runtime.h"
+
+#include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/Runtime/Planner.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace pa::rt;
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+thread_local std::string lastError;
+
+/// Returns an error Status whose message is the concatenation of `parts`.
+template <typename... Ts> Status fail(const Ts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return Status::error(os.str());
+}
+
+/// Status of a driver call: "<what> failed: CUDA_ERROR_X (text)".
+Status cuCheck(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return Status::success();
+  const char *name = nullptr, *text = nullptr;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+    name = "unknown CUresult";
+  if (cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
+    text = "no description";
+  return fail(what, " failed: ", name, " (", static_cast<int>(r), "): ", text);
+}
+
+/// Evaluates a driver call and returns its failure Status from the caller.
+#define PA_CU(call)                                                            \
+  do {                                                                         \
+    if (Status paStatus_ = cuCheck((call), #call); !paStatus_)                 \
+      return paStatus_;                                                        \
+  } while (0)
+
+/// Returns a Status from the caller when it is an error.
+#define PA_TRY(expr)                                                           \
+  do {                                                                         \
+    if (Status paStatus_ = (expr); !paStatus_)                                 \
+      return paStatus_;                                                        \
+  } while (0)
+
+/// Records `s` as the thread's last error; returns the C API code.
+int report(const Status &s) {
+  if (s) {
+    return PA_SUCCESS;
+  }
+  lastError = s.message;
+  return PA_ERROR;
+}
+
+/// Fails unless a CUDA context is current on this thread.
+Status requireContext(CUcontext *out = nullptr) {
+  CUcontext ctx = nullptr;
+  CUresult r = cuCtxGetCurrent(&ctx);
+  if (r == CUDA_ERROR_NOT_INITIALIZED)
+    return fail("the CUDA driver is not initialized: call pa_init first");
+  PA_CU(r);
+  if (!ctx)
+    return fail("no CUDA context is current on this thread: call pa_init "
+                "first");
+  if (out)
+    *out = ctx;
+  return Status::success();
+}
+
+/// Makes `ctx` current for the lifetime of the guard (used by the frees,
+/// which may run on a thread without a current context).
+class ContextGuard {
+public:
+  explicit ContextGuard(CUcontext ctx) {
+    pushed = ctx && cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
+  }
+  ~ContextGuard() {
+    if (pushed) {
+      CUcontext dummy;
+      cuCtxPopCurrent(&dummy);
+    }
+  }
+  ContextGuard(const ContextGuard &) = delete;
+  ContextGuard &operator=(const ContextGuard &) = delete;
+
+private:
+  bool pushed = false;
+};
+
+std::mutex initMutex;
+/// Primary contexts retained by pa_init, by device ordinal.
+std::map<int, std::pair<CUdevice, CUcontext>> retained;
+
+/// ceil(a / b) for a >= 0, b >= 1.
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Bundle and plan objects
+//===----------------------------------------------------------------------===//
+
+struct pa_bundle {
+  std::string dir;
+  Manifest manifest;
+  CUcontext ctx = nullptr;
+  /// Loaded binaries, by file name (kernels may share one).
+  std::vector<std::pair<std::string, CUmodule>> modules;
+  /// By KernelKind; null when the bundle lacks the kernel.
+  CUfunction functions[kNumKernelKinds] = {};
+
+  CUfunction function(KernelKind k) const {
+    return functions[static_cast<int>(k)];
+  }
+  bool hasSplit() const {
+    return function(KernelKind::DecodePartial) &&
+           function(KernelKind::MergeSegments);
+  }
+  void unload() {
+    ContextGuard guard(ctx);
+    for (auto &m : modules)
+      cuModuleUnload(m.second);
+    modules.clear();
+  }
+};
+
+struct pa_plan {
+  BundleConfig config;
+  CUcontext ctx = nullptr;
+  int64_t batch = 0, nnz = 0, numSMs = 0, ctasPerSM = 0;
+  DecodePlan plan;
+  std::vector<int64_t> kvLens;
+  /// Device copies of plan.work and the split-KV workspace (split only).
+  CUdeviceptr workIndptr = 0, workRequest = 0, workStart = 0, workEnd = 0;
+  CUdeviceptr oPart = 0, lsePart = 0;
+  /// Wcap: rows of the work arrays and of o_part / lse_part.
+  int64_t workCapacity = 0;
+
+  void release() {
+    ContextGuard guard(ctx);
+    for (CUdeviceptr *p :
+         {&workIndptr, &workRequest, &workStart, &workEnd, &oPart, &lsePart}) {
+      if (*p)
+        cuMemFree(*p);
+      *p = 0;
+    }
+  }
+};
+
+namespace {
+
+/// Loads every kernel binary of `b` and looks its functions up.
+Status loadBundle(pa_bundle &b) {
+  PA_TRY(requireContext(&b.ctx));
+  PA_TRY(readManifest(b.dir, b.manifest));
+  for (const KernelSpec &k : b.manifest.kernels) {
+    CUmodule module = nullptr;
+    for (auto &m : b.modules)
+      if (m.first == k.file)
+        module = m.second;
+    std::string path = b.dir + "/" + k.file;
+    if (!module) {
+      std::string image;
+      PA_TRY(readFile(path, image));
+      image.push_back('\0'); // PTX text must be NUL-terminated
+      char errorLog[8192] = {0};
+      CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void *values[] = {errorLog,
+                        reinterpret_cast<void *>(uintptr_t(sizeof(errorLog)))};
+      CUresult r =
+          cuModuleLoadDataEx(&module, image.data(), 2, options, values);
+      if (r != CUDA_SUCCESS) {
+        std::string what = "cuModuleLoadDataEx('" + path + "')";
+        Status s = cuCheck(r, what.c_str());
+        if (errorLog[0])
+          s.message += "; JIT log: " + std::string(errorLog);
+        return s;
+      }
+      b.modules.emplace_back(k.file, module);
+    }
+    CUfunction fn = nullptr;
+    CUresult r = cuModuleGetFunction(&fn, module, k.symbol.c_str());
+    if (r != CUDA_SUCCESS) {
+      std::string what = "cuModuleGetFunction('" + k.symbol + "') for kernel '" +
+                         toString(k.kind) + "' in '" + path + "'";
+      return cuCheck(r, what.c_str());
+    }
+    // ABI check: the kernel must take exactly numParams() 8-byte scalars
+    // (skipped on drivers without cuFuncGetParamInfo).
+    size_t offset = 0, size = 0;
+    CUresult pr = cuFuncGetParamInfo(fn, 0, &offset, &size);
+    if (pr == CUDA_SUCCESS) {
+      int64_t n = k.numParams();
+      for (int64_t i = 0; i < n; ++i) {
+        pr = cuFuncGetParamInfo(fn, static_cast<size_t>(i), &offset, &size);
+        if (pr != CUDA_SUCCESS)
+          return fail("kernel '", toString(k.kind), "' (", k.symbol, " in '",
+                      path, "') takes ", i,
+                      " parameters, the manifest's memref arguments need ", n);
+        if (offset != static_cast<size_t>(8 * i) || size != 8)
+          return fail("kernel '", toString(k.kind), "' (", k.symbol,
+                      "): parameter ", i, " is ", size, " bytes at offset ",
+                      offset, ", the memref ABI needs 8 bytes at offset ",
+                      8 * i);
+      }
+      if (cuFuncGetParamInfo(fn, static_cast<size_t>(n), &offset, &size) ==
+          CUDA_SUCCESS)
+        return fail("kernel '", toString(k.kind), "' (", k.symbol,
+                    ") takes more than the ", n,
+                    " parameters the manifest's memref arguments need");
+    }
+    if (k.launch.sharedBytes > 48 * 1024) {
+      std::string what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
+                         std::to_string(k.launch.sharedBytes) + ") for '" +
+                         k.symbol + "'";
+      PA_TRY(cuCheck(cuFuncSetAttribute(
+                         fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                         static_cast<int>(k.launch.sharedBytes)),
+                     what.c_str()));
+    }
+    b.functions[static_cast<int>(k.kind)] = fn;
+  }
+  return Status::success();
+}
+
+/// Allocates `bytes` (at least 1) and copies `data` to it when non-null.
+Status upload(CUdeviceptr &dst, const void *data, size_t bytes) {
+  PA_CU(cuMemAlloc(&dst, std::max<size_t>(bytes, 1)));
+  if (data && bytes)
+    PA_CU(cuMemcpyHtoD(dst, data, bytes));
+  return Status::success();
+}
+
+Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
+                const int32_t *lastPageLen, int64_t batch,
+                const pa_plan_options *options, pa_plan &p) {
+  PA_TRY(requireContext(&p.ctx));
+  const BundleConfig &c = b.manifest.config;
+  p.config = c;
+  p.batch = batch;
+  PA_TRY(kvLengths(kvIndptr, lastPageLen, batch, c.pageSize, p.kvLens));
+  p.nnz = kvIndptr[batch];
+
+  CUdevice dev;
+  PA_CU(cuCtxGetDevice(&dev));
+  int sms = 0;
+  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             dev));
+  p.numSMs = sms;
+  int64_t forceChunk = options ? options->force_chunk : 0;
+  p.ctasPerSM = options ? options->ctas_per_sm : 0;
+  if (p.ctasPerSM < 0)
+    return fail("ctas_per_sm = ", p.ctasPerSM, " is negative");
+  if (forceChunk < 0)
+    return fail("force_chunk = ", forceChunk, " is negative");
+  if (p.ctasPerSM == 0) {
+    p.ctasPerSM = 1;
+    if (const KernelSpec *k = b.manifest.find(KernelKind::DecodePartial);
+        k && b.function(KernelKind::DecodePartial)) {
+      int blocks = 0;
+      int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
+                                     k->launch.block[2]);
+      PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, b.function(KernelKind::DecodePartial), threads,
+          static_cast<size_t>(k->launch.sharedBytes)));
+      p.ctasPerSM = std::max(blocks, 1);
+    }
+  }
+
+  int64_t maxLen = 0;
+  for (int64_t len : p.kvLens)
+    maxLen = std::max(maxLen, len);
+  if (maxLen > std::numeric_limits<int32_t>::max())
+    return fail("kv_len = ", maxLen,
+                " exceeds INT32_MAX (work items hold int32 token offsets)");
+  if (!b.hasSplit() && forceChunk == 0) {
+    // No split kernels: one work item per request.
+    forceChunk = std::max<int64_t>(ceilDiv(std::max<int64_t>(maxLen, 1),
+                                           c.pageSize) *
+                                       c.pageSize,
+                                   1);
+  }
+  if (forceChunk > 0) {
+    p.plan.chunkSize = forceChunk;
+    p.plan.work = planFixedChunks(p.kvLens, forceChunk);
+    p.plan.split = false;
+    int64_t total = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      total += p.kvLens[i];
+      if (p.plan.work.indptr[i + 1] - p.plan.work.indptr[i] > 1)
+        p.plan.split = true;
+    }
+    p.plan.maxItemsBound = batch + ceilDiv(total, forceChunk);
+  } else {
+    PA_TRY(planDecode(kvIndptr, lastPageLen, batch, c.pageSize, c.kvHeads,
+                      p.numSMs, p.ctasPerSM, p.plan));
+  }
+  if (p.plan.split && !b.hasSplit())
+    return fail("the plan splits KV (chunk ", p.plan.chunkSize,
+                " tokens) but bundle '", b.dir,
+                "' has no decode_partial / merge_segments kernels");
+  if (!p.plan.split)
+    return Status::success();
+
+  const WorkList &w = p.plan.work;
+  p.workCapacity = w.size();
+  PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
+  PA_TRY(upload(p.workRequest, w.request.data(), w.request.size() * 4));
+  PA_TRY(upload(p.workStart, w.start.data(), w.start.size() * 4));
+  PA_TRY(upload(p.workEnd, w.end.data(), w.end.size() * 4));
+  size_t rows = static_cast<size_t>(p.workCapacity * c.numQHeads());
+  PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
+  PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+  return Status::success();
+}
+
+/// Copies `count` int32 values from the device (ordered on `stream`).
+Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
+                CUstream stream, const char *what) {
+  out.assign(static_cast<size_t>(std::max<int64_t>(count, 0)), 0);
+  if (count <= 0)
+    return Status::success();
+  if (!src)
+    return fail(what, " is null (it needs ", count, " entries)");
+  std::string call = std::string("cuMemcpyDtoHAsync(") + what + ")";
+  PA_TRY(cuCheck(cuMemcpyDtoHAsync(out.data(), src, out.size() * 4, stream),
+                 call.c_str()));
+  PA_CU(cuStreamSynchronize(stream));
+  return Status::success();
+}
+
+/// Checked mode: validates the device page table on the host against the
+/// cache, the nnz argument and the plan.
+Status checkPageTable(const BundleConfig &c, const pa_plan &p,
+                      const pa_decode_args &a, CUstream stream) {
+  std::vector<int32_t> indptr, lastLen, indices;
+  PA_TRY(download(indptr, a.kv_indptr, a.batch + 1, stream, "kv_indptr"));
+  PA_TRY(download(lastLen, a.kv_last_page_len, a.batch, stream,
+                  "kv_last_page_len"));
+  std::vector<int64_t> lens;
+  PA_TRY(kvLengths(indptr.data(), lastLen.data(), a.batch, c.pageSize, lens));
+  if (indptr[a.batch] != a.nnz)
+    return fail("size mismatch: kv_indptr[", a.batch, "] = ", indptr[a.batch],
+                " on the device, but nnz (entries of kv_indices) = ", a.nnz);
+  PA_TRY(download(indices, a.kv_indices, a.nnz, stream, "kv_indices"));
+  PA_TRY(validatePageTable(indptr.data(), indices.data(), lastLen.data(),
+                           a.batch, c.pageSize, a.num_pages));
+  for (int64_t b = 0; b < a.batch; ++b)
+    if (lens[b] != p.kvLens[b])
+      return fail("the page table does not match the plan: kv_len[", b,
+                  "] = ", lens[b], " on the device, the plan was made for ",
+                  p.kvLens[b]);
+  return Status::success();
+}
+
+/// Packs and launches kernel `kind` of `b`; in checked mode synchronizes and
+/// names the kernel on an asynchronous fault.
+Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
+              const ProblemDims &dims, CUstream stream, bool checked) {
+  const KernelSpec *k = b.manifest.find(kind);
+  CUfunction fn = b.function(kind);
+  if (!k || !fn)
+    return fail("bundle '", b.dir, "' has no '", toString(kind), "' kernel");
+  PackedParams params;
+  PA_TRY(packParams(*k, args, params));
+  std::array<uint32_t, 3> grid;
+  if (Status s = resolveGrid(k->launch, b.manifest.config, dims, grid); !s)
+    return fail("kernel '", toString(kind), "': ", s.message);
+  std::string what = std::string("cuLaunchKernel(") + k->symbol + ")";
+  PA_TRY(cuCheck(cuLaunchKernel(fn, grid[0], grid[1], grid[2],
+                                static_cast<unsigned>(k->launch.block[0]),
+                                static_cast<unsigned>(k->launch.block[1]),
+                                static_cast<unsigned>(k->launch.block[2]),
+                                static_cast<unsigned>(k->launch.sharedBytes),
+                                stream, params.kernelParams(), nullptr),
+                 what.c_str()));
+  if (checked) {
+    std::string sync = std::string("cuStreamSynchronize after kernel '") +
+                       toString(kind) + "' (" + k->symbol + ")";
+    PA_TRY(cuCheck(cuStreamSynchronize(stream), sync.c_str()));
+  }
+  return Status::success();
+}
+
+Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
+                 CUstream stream) {
+  PA_TRY(requireContext());
+  const BundleConfig &c = b.manifest.config;
+  if (p.config != c)
+    return fail("the plan was made for a bundle with config '", p.config.str(),
+                "', this bundle's is '", c.str(), "'");
+  if (a.batch != p.batch)
+    return fail("batch = ", a.batch, " but the plan was made for batch ",
+                p.batch);
+  if (a.num_q_heads != c.numQHeads())
+    return fail("num_q_heads = ", a.num_q_heads, " but the bundle has kv_heads ",
+                c.kvHeads, " * group ", c.group, " = ", c.numQHeads());
+  if (a.head_dim != c.headDim)
+    return fail("head_dim = ", a.head_dim, " but the bundle's is ", c.headDim);
+  if (a.num_pages < 0)
+    return fail("num_pages = ", a.num_pages, " is negative");
+  if (a.nnz != p.nnz)
+    return fail("size mismatch: nnz = ", a.nnz,
+                " but the plan was made with kv_indptr[", p.batch, "] = ", p.nnz);
+  bool joint = c.kv == KVStorage::Joint;
+  if (joint && (a.k || a.v))
+    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
+                "k / v");
+  if (!joint && a.kv)
+    return fail("the bundle stores K and V apart (kv split): pass k and v, "
+                "not kv");
+  if (p.batch == 0)
+    return Status::success();
+  struct {
+    const char *name;
+    pa_deviceptr ptr;
+    bool needed;
+  } required[] = {{"q", a.q, true},
+                  {"o", a.o, true},
+                  {"lse", a.lse, true},
+                  {"kv_indptr", a.kv_indptr, true},
+                  {"kv_last_page_len", a.kv_last_page_len, true},
+                  {"kv_indices", a.kv_indices, a.nnz > 0},
+                  {"kv", a.kv, joint && a.num_pages > 0},
+                  {"k", a.k, !joint && a.num_pages > 0},
+                  {"v", a.v, !joint && a.num_pages > 0}};
+  for (const auto &r : required)
+    if (r.needed && !r.ptr)
+      return fail("argument '", r.name, "' is null");
+
+  if (a.checked)
+    PA_TRY(checkPageTable(c, p, a, stream));
+
+  ProblemDims dims;
+  dims.batch = p.batch;
+  dims.numPages = a.num_pages;
+  dims.nnz = a.nnz;
+  dims.workCapacity = p.workCapacity;
+  ArgBindings args;
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
+  bind(ArgRole::Q, a.q);
+  if (joint) {
+    bind(ArgRole::KV, a.kv);
+  } else {
+    bind(ArgRole::K, a.k);
+    bind(ArgRole::V, a.v);
+  }
+  bind(ArgRole::KVIndptr, a.kv_indptr);
+  bind(ArgRole::KVIndices, a.kv_indices);
+  bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
+  bind(ArgRole::O, a.o);
+  bind(ArgRole::LSE, a.lse);
+  bool checked = a.checked != 0;
+  if (!p.plan.split)
+    return launch(b, KernelKind::Decode, args, dims, stream, checked);
+
+  bind(ArgRole::WorkIndptr, p.workIndptr);
+  bind(ArgRole::WorkRequest, p.workRequest);
+  bind(ArgRole::WorkStart, p.workStart);
+  bind(ArgRole::WorkEnd, p.workEnd);
+  bind(ArgRole::OPart, p.oPart);
+  bind(ArgRole::LSEPart, p.lsePart);
+  PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked));
+  return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
+}
+
+Status initDevice(int device) {
+  PA_CU(cuInit(0));
+  int count = 0;
+  PA_CU(cuDeviceGetCount(&count));
+  if (device < 0 || device >= count)
+    return fail("device ", device, " does not exist (", count,
+                " CUDA devices)");
+  std::lock_guard<std::mutex> lock(initMutex);
+  auto it = retained.find(device);
+  if (it == retained.end()) {
+    CUdevice dev;
+    PA_CU(cuDeviceGet(&dev, device));
+    CUcontext ctx = nullptr;
+    PA_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    it = retained.emplace(device, std::make_pair(dev, ctx)).first;
+  }
+  PA_CU(cuCtxSetCurrent(it->second.second));
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+int pa_init(int device) { return report(initDevice(device)); }
+
+void pa_shutdown(void) {
+  std::lock_guard<std::mutex> lock(initMutex);
+  for (auto &entry : retained)
+    cuDevicePrimaryCtxRelease(entry.second.first);
+  retained.clear();
+}
+
+const char *pa_last_error(void) { return lastError.c_str(); }
+
+int pa_bundle_load(const char *dir, pa_bundle **out) {
+  if (!dir || !out)
+    return report(fail("pa_bundle_load: null argument"));
+  *out = nullptr;
+  pa_bundle *b = new pa_bundle;
+  b->dir = dir;
+  while (b->dir.size() > 1 && b->dir.back() == '/')
+    b->dir.pop_back();
+  if (Status s = loadBundle(*b); !s) {
+    b->unload();
+    delete b;
+    return report(fail("loading bundle '", dir, "': ", s.message));
+  }
+  *out = b;
+  return PA_SUCCESS;
+}
+
+void pa_bundle_free(pa_bundle *bundle) {
+  if (!bundle)
+    return;
+  bundle->unload();
+  delete bundle;
+}
+
+int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
+  if (!bundle || !out)
+    return report(fail("pa_bundle_get_config: null argument"));
+  const BundleConfig &c = bundle->manifest.config;
+  out->head_dim = c.headDim;
+  out->page_size = c.pageSize;
+  out->kv_heads = c.kvHeads;
+  out->group = c.group;
+  out->num_q_heads = c.numQHeads();
+  out->dtype = c.dtype == DType::F16    ? PA_DTYPE_F16
+               : c.dtype == DType::BF16 ? PA_DTYPE_BF16
+                                        : PA_DTYPE_F32;
+  out->layout = c.layout == CacheLayout::NHD ? PA_LAYOUT_NHD : PA_LAYOUT_HND;
+  out->kv_storage = c.kv == KVStorage::Joint ? PA_KV_JOINT : PA_KV_SPLIT;
+  out->has_split_kernels = bundle->hasSplit() ? 1 : 0;
+  return PA_SUCCESS;
+}
+
+int pa_decode_plan(pa_bundle *bundle, const int32_t *kv_indptr,
+                   const int32_t *kv_last_page_len, int64_t batch,
+                   const pa_plan_options *options, pa_plan **out) {
+  if (!bundle || !out)
+    return report(fail("pa_decode_plan: null argument"));
+  *out = nullptr;
+  pa_plan *p = new pa_plan;
+  if (Status s = makePlan(*bundle, kv_indptr, kv_last_page_len, batch,
+                          options, *p);
+      !s) {
+    p->release();
+    delete p;
+    return report(fail("pa_decode_plan: ", s.message));
+  }
+  *out = p;
+  return PA_SUCCESS;
+}
+
+int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out) {
+  if (!plan || !out)
+    return report(fail("pa_plan_get_info: null argument"));
+  out->batch = plan->batch;
+  out->chunk_size = plan->plan.chunkSize;
+  out->split = plan->plan.split ? 1 : 0;
+  out->num_work_items = plan->plan.work.size();
+  out->nnz = plan->nnz;
+  out->num_sms = plan->numSMs;
+  out->ctas_per_sm = plan->ctasPerSM;
+  return PA_SUCCESS;
+}
+
+void pa_plan_free(pa_plan *plan) {
+  if (!plan)
+    return;
+  plan->release();
+  delete plan;
+}
+
+int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
+                  const pa_decode_args *args, pa_stream stream) {
+  if (!bundle || !plan || !args)
+    return report(fail("pa_decode_run: null argument"));
+  if (Status s =
+          runDecode(*bundle, *plan, *args, static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_decode_run: ", s.message));
+  return PA_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,392 @@
+//===- Bench.cpp - the decode benchmark of pa-gpu-runner ------------------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `pa-gpu-runner bench BUNDLE_DIR`: batch x kv_len decode steps through the
+// runtime's C API, with a random page order, against two ceilings measured
+// in the same run (docs/Runtime.md, "Benchmark"):
+//
+//   * copy: cuMemcpyDtoDAsync of >= 4 GiB, bytes read + written;
+//   * read roof: bench/roofs.cu's 16-byte-load read kernels over >= 4 GiB
+//     (the faster of the read-only-path and streaming variants).
+//
+// Every timed call: L2 evicted first (cuMemsetD8Async of 256 MiB, outside
+// the events), CUDA events around the call, input sets rotated; median of
+// the timed calls after warm-up. Bandwidth = (K + V bytes read + q + o
+// bytes) / time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "GpuUtil.h"
+
+#include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/Runtime/pa_runtime.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace pa::runner;
+namespace rt = pa::rt;
+
+namespace {
+
+constexpr size_t kFlushBytes = size_t(256) << 20;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// Timing statistics of one measured call, in microseconds.
+struct Timing {
+  double medianUs = 0, minUs = 0, maxUs = 0;
+};
+
+/// Owned CUDA events.
+struct EventPairs {
+  std::vector<CUevent> start, stop;
+  explicit EventPairs(int n) {
+    start.resize(static_cast<size_t>(n), nullptr);
+    stop.resize(static_cast<size_t>(n), nullptr);
+    for (int i = 0; i < n; ++i) {
+      PA_CU(cuEventCreate(&start[i], CU_EVENT_DEFAULT));
+      PA_CU(cuEventCreate(&stop[i], CU_EVENT_DEFAULT));
+    }
+  }
+  ~EventPairs() {
+    for (CUevent e : start)
+      if (e)
+        cuEventDestroy(e);
+    for (CUevent e : stop)
+      if (e)
+        cuEventDestroy(e);
+  }
+};
+
+/// Times `call(i)` (i counts all calls, warm-up included): `warmup` untimed
+/// calls, then `reps` timed ones, each after an untimed L2 eviction.
+Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
+                 const std::function<void(int)> &call) {
+  EventPairs ev(reps);
+  for (int i = 0; i < warmup; ++i) {
+    PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes,
+                          stream));
+    call(i);
+  }
+  for (int i = 0; i < reps; ++i) {
+    PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i + 7),
+                          kFlushBytes, stream));
+    PA_CU(cuEventRecord(ev.start[i], stream));
+    call(warmup + i);
+    PA_CU(cuEventRecord(ev.stop[i], stream));
+  }
+  PA_CU(cuStreamSynchronize(stream));
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    PA_CU(cuEventElapsedTime(&ms, ev.start[i], ev.stop[i]));
+    us.push_back(1000.0 * ms);
+  }
+  Timing t;
+  t.medianUs = median(us);
+  t.minUs = *std::min_element(us.begin(), us.end());
+  t.maxUs = *std::max_element(us.begin(), us.end());
+  return t;
+}
+
+/// Bytes per microsecond -> GB/s (10^9 bytes per second).
+double gbps(double bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
+
+std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char *format, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, format);
+  std::vsnprintf(buf, sizeof(buf), format, ap);
+  va_end(ap);
+  return buf;
+}
+
+struct Ceilings {
+  double copyGBs = 0, readGBs = 0, readNcGBs = 0, readCsGBs = 0;
+  double bytes = 0;
+};
+
+Ceilings measureCeilings(const BenchOptions &o, const Roofs &roofs,
+                         const DeviceInfo &dev, CUstream stream,
+                         CUdeviceptr flush) {
+  Ceilings c;
+  size_t bytes = static_cast<size_t>(o.ceilingGiB * kGiB) / 16 * 16;
+  c.bytes = static_cast<double>(bytes);
+  DeviceBuffer src(bytes), dst(bytes), sink(8);
+  roofs.fillUniform(src.get(), bytes / 4, PA_DTYPE_F32, o.seed, -1.f, 1.f,
+                    stream);
+  PA_CU(cuMemsetD8Async(dst.get(), 0, bytes, stream));
+  PA_CU(cuMemsetD8Async(sink.get(), 0, 8, stream));
+  int reps = std::max(o.reps / 2, 10);
+
+  Timing copy = timeCalls(stream, flush, 2, reps, [&](int) {
+    PA_CU(cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, stream));
+  });
+  c.copyGBs = gbps(2.0 * static_cast<double>(bytes), copy.medianUs);
+
+  for (int variant = 0; variant < 2; ++variant) {
+    CUfunction fn = variant == 0 ? roofs.readRoof : roofs.readRoofStreaming;
+    int perSM = 0;
+    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, fn, 256, 0));
+    unsigned grid = static_cast<unsigned>(std::max(perSM, 1) * dev.smCount);
+    CUdeviceptr p = src.get(), out = sink.get();
+    uint64_t n16 = bytes / 16;
+    void *params[] = {&p, &n16, &out};
+    Timing t = timeCalls(stream, flush, 2, reps, [&](int) {
+      PA_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params,
+                           nullptr));
+    });
+    (variant == 0 ? c.readNcGBs : c.readCsGBs) =
+        gbps(static_cast<double>(bytes), t.medianUs);
+  }
+  c.readGBs = std::max(c.readNcGBs, c.readCsGBs);
+  return c;
+}
+
+/// One benchmark row.
+struct Row {
+  int64_t batch = 0, len = 0;
+  std::string skipped;
+  int sets = 0;
+  pa_plan_info info{};
+  Timing t;
+  double bytes = 0, gbs = 0;
+  bool sane = true;
+};
+
+Row benchOne(const BenchOptions &o, pa_bundle *bundle,
+             const rt::BundleConfig &c, const Roofs &roofs, CUstream stream,
+             CUdeviceptr flush, int64_t B, int64_t L) {
+  Row row;
+  row.batch = B;
+  row.len = L;
+  const int64_t P = c.pageSize, Hkv = c.kvHeads, Hq = c.numQHeads(),
+                D = c.headDim, eb = rt::elementBytes(c.dtype);
+  const int64_t ppr = (L + P - 1) / P;
+  const int64_t pagesPerSet = B * ppr;
+  const double pageBytes = 2.0 * P * Hkv * D * eb; // K and V
+  const double setBytes = pageBytes * pagesPerSet;
+  if (setBytes > o.maxKVGiB * kGiB) {
+    row.skipped = fmt("KV %.3g GiB > %.3g GiB", setBytes / kGiB, o.maxKVGiB);
+    return row;
+  }
+  size_t freeB = 0, totalB = 0;
+  PA_CU(cuMemGetInfo(&freeB, &totalB));
+  double avail = static_cast<double>(freeB) - 4.0 * kGiB;
+  int64_t sets = std::min<int64_t>(
+      o.maxSets, static_cast<int64_t>(std::floor(avail / setBytes)));
+  if (sets < 1) {
+    row.skipped = fmt("KV %.3g GiB does not fit (%.3g GiB free)",
+                      setBytes / kGiB, static_cast<double>(freeB) / kGiB);
+    return row;
+  }
+  int64_t numPages = sets * pagesPerSet;
+  if (numPages > std::numeric_limits<int32_t>::max()) {
+    row.skipped = "more than INT32_MAX pages";
+    return row;
+  }
+  row.sets = static_cast<int>(sets);
+
+  // The cache pool(s): random contents, random page order per set.
+  bool joint = c.kv == rt::KVStorage::Joint;
+  size_t poolBytes = static_cast<size_t>(pageBytes * static_cast<double>(numPages));
+  DeviceBuffer pool0(joint ? poolBytes : poolBytes / 2);
+  DeviceBuffer pool1(joint ? 0 : poolBytes / 2);
+  int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
+              : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
+                                           : PA_DTYPE_F32;
+  roofs.fillUniform(pool0.get(), pool0.size() / eb, dtype, o.seed + 1, -1.f,
+                    1.f, stream);
+  if (!joint)
+    roofs.fillUniform(pool1.get(), pool1.size() / eb, dtype, o.seed + 2, -1.f,
+                      1.f, stream);
+  std::vector<int32_t> perm(static_cast<size_t>(numPages));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937_64 rng(o.seed * 7919u + static_cast<uint64_t>(B * 100003 + L));
+  std::shuffle(perm.begin(), perm.end(), rng);
+
+  std::vector<int32_t> indptr(static_cast<size_t>(B + 1)),
+      last(static_cast<size_t>(B), static_cast<int32_t>(L - (ppr - 1) * P));
+  for (int64_t b = 0; b <= B; ++b)
+    indptr[b] = static_cast<int32_t>(b * ppr);
+  DeviceBuffer dIndptr = uploadVector(indptr), dLast = uploadVector(last);
+  std::vector<DeviceBuffer> dIndices, dQ, dO, dLse;
+  size_t qBytes = static_cast<size_t>(B * Hq * D * eb);
+  for (int64_t s = 0; s < sets; ++s) {
+    std::vector<int32_t> idx(perm.begin() + s * pagesPerSet,
+                             perm.begin() + (s + 1) * pagesPerSet);
+    dIndices.push_back(uploadVector(idx));
+    dQ.emplace_back(qBytes);
+    roofs.fillUniform(dQ.back().get(), qBytes / eb, dtype,
+                      o.seed + 10 + static_cast<uint32_t>(s), -1.f, 1.f,
+                      stream);
+    dO.emplace_back(qBytes);
+    dLse.emplace_back(static_cast<size_t>(B * Hq * 4));
+  }
+  PA_CU(cuStreamSynchronize(stream));
+
+  pa_plan_options popts{};
+  popts.ctas_per_sm = o.ctasPerSM;
+  popts.force_chunk = o.forceChunk;
+  pa_plan *plan = nullptr;
+  PA_RT(pa_decode_plan(bundle, indptr.data(), last.data(), B, &popts, &plan));
+  struct PlanGuard {
+    pa_plan *p;
+    ~PlanGuard() { pa_plan_free(p); }
+  } guard{plan};
+  PA_RT(pa_plan_get_info(plan, &row.info));
+
+  auto call = [&](int i) {
+    size_t s = static_cast<size_t>(i % sets);
+    pa_decode_args a;
+    std::memset(&a, 0, sizeof(a));
+    a.q = dQ[s].get();
+    if (joint) {
+      a.kv = pool0.get();
+    } else {
+      a.k = pool0.get();
+      a.v = pool1.get();
+    }
+    a.kv_indptr = dIndptr.get();
+    a.kv_indices = dIndices[s].get();
+    a.kv_last_page_len = dLast.get();
+    a.o = dO[s].get();
+    a.lse = dLse[s].get();
+    a.batch = B;
+    a.num_q_heads = Hq;
+    a.head_dim = D;
+    a.num_pages = numPages;
+    a.nnz = pagesPerSet;
+    a.checked = 0;
+    PA_RT(pa_decode_run(bundle, plan, &a, stream));
+  };
+  row.t = timeCalls(stream, flush, o.warmup, o.reps, call);
+
+  // Sanity: every lse of the first set is finite (a broken kernel that
+  // returns early would otherwise look fast).
+  std::vector<float> lse(static_cast<size_t>(B * Hq));
+  dLse[0].download(lse.data(), lse.size() * 4);
+  for (float v : lse)
+    row.sane &= std::isfinite(v);
+
+  row.bytes = 2.0 * static_cast<double>(B) * L * Hkv * D * eb +
+              2.0 * static_cast<double>(qBytes);
+  row.gbs = gbps(row.bytes, row.t.medianUs);
+  return row;
+}
+
+} // namespace
+
+int pa::runner::runBench(const BenchOptions &o) {
+  std::string report;
+  auto out = [&](const std::string &line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    report += line + "\n";
+  };
+  int rc = 0;
+  pa_bundle *bundle = nullptr;
+  CUstream stream = nullptr;
+  try {
+    PA_RT(pa_init(o.device));
+    DeviceInfo dev = queryDevice();
+    Roofs roofs;
+    roofs.load(o.roofs);
+    PA_RT(pa_bundle_load(o.bundle.c_str(), &bundle));
+    pa_bundle_config bc{};
+    PA_RT(pa_bundle_get_config(bundle, &bc));
+    rt::Manifest m;
+    if (rt::Status s = rt::readManifest(o.bundle, m); !s)
+      throw Failure(s.message);
+    const rt::BundleConfig &c = m.config;
+    PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    DeviceBuffer flush(kFlushBytes);
+
+    out("## PagedAttn decode benchmark");
+    out("");
+    out(fmt("- device: %s (sm_%d%d, %d SMs, L2 %.0f MiB, %.1f GiB, driver "
+            "%d)",
+            dev.name.c_str(), dev.ccMajor, dev.ccMinor, dev.smCount,
+            static_cast<double>(dev.l2Bytes) / (1 << 20),
+            static_cast<double>(dev.totalBytes) / kGiB, dev.driverVersion));
+    out("- date: " + utcNow());
+    out(fmt("- bundle: `%s` (%s, Hq %" PRId64 ", %s)", o.bundle.c_str(),
+            c.str().c_str(), c.numQHeads(),
+            bc.has_split_kernels ? "split-KV kernels" : "decode only"));
+    out(fmt("- method: median of %d timed calls after %d warm-up calls, CUDA "
+            "events around each call, L2 evicted before every call "
+            "(cuMemsetD8Async of 256 MiB, not timed), up to %d input sets "
+            "(KV caches with their own random page order) rotated; "
+            "GB/s = (K+V bytes read + q + o bytes) / time, 1 GB = 1e9 B",
+            o.reps, o.warmup, o.maxSets));
+
+    Ceilings ceil = measureCeilings(o, roofs, dev, stream, flush.get());
+    out(fmt("- read roof: **%.0f GB/s** (16-byte loads over %.3g GiB: "
+            "read-only path %.0f, streaming %.0f)",
+            ceil.readGBs, ceil.bytes / kGiB, ceil.readNcGBs, ceil.readCsGBs));
+    out(fmt("- copy: **%.0f GB/s** (cuMemcpyDtoD of %.3g GiB, read + write "
+            "counted)",
+            ceil.copyGBs, ceil.bytes / kGiB));
+    out("");
+    out("| B | kv_len | Hq/Hkv | plan (chunk, items) | sets | time us | min us "
+        "| GB/s | % read roof | % copy |");
+    out("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    for (int64_t B : o.batches)
+      for (int64_t L : o.lengths) {
+        Row r = benchOne(o, bundle, c, roofs, stream, flush.get(), B, L);
+        std::string heads = fmt("%" PRId64 "/%" PRId64, c.numQHeads(),
+                                c.kvHeads);
+        if (!r.skipped.empty()) {
+          out(fmt("| %" PRId64 " | %" PRId64 " | %s | skipped: %s | | | | | "
+                  "| |",
+                  B, L, heads.c_str(), r.skipped.c_str()));
+          continue;
+        }
+        std::string planStr =
+            r.info.split
+                ? fmt("split %" PRId64 ", %" PRId64, r.info.chunk_size,
+                      r.info.num_work_items)
+                : fmt("one pass, %" PRId64, r.info.num_work_items);
+        out(fmt("| %" PRId64 " | %" PRId64 " | %s | %s | %d | %.1f | %.1f | "
+                "%.0f | %.1f | %.1f |%s",
+                B, L, heads.c_str(), planStr.c_str(), r.sets, r.t.medianUs,
+                r.t.minUs, r.gbs, 100.0 * r.gbs / ceil.readGBs,
+                100.0 * r.gbs / ceil.copyGBs,
+                r.sane ? "" : " INVALID: non-finite lse"));
+        if (!r.sane)
+          rc = 1;
+      }
+  } catch (const Failure &f) {
+    out(std::string("FATAL: ") + f.what());
+    rc = 1;
+  }
+  if (stream)
+    cuStreamDestroy(stream);
+  pa_bundle_free(bundle);
+  if (!o.out.empty()) {
+    if (std::FILE *f = std::fopen(o.out.c_str(), "w")) {
+      std::fputs(report.c_str(), f);
+      std::fclose(f);
+    } else {
+      std::fprintf(stderr, "cannot write %s\n", o.out.c_str());
+      rc = 1;
+    }
+  }
+  return rc;
+}

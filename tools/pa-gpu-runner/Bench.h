@@ -1,0 +1,44 @@
+//===- Bench.h - the decode benchmark of pa-gpu-runner ----------*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H
+#define PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pa::runner {
+
+struct BenchOptions {
+  std::string bundle;
+  /// Markdown report file ("" = stdout only).
+  std::string out;
+  /// pa-roofs.cubin ("" = $PA_ROOFS_CUBIN, then beside the executable).
+  std::string roofs;
+  std::vector<int64_t> batches = {1, 16, 64, 256};
+  std::vector<int64_t> lengths = {512, 2048, 8192, 32768};
+  int warmup = 5;
+  /// Timed calls per configuration (median reported).
+  int reps = 30;
+  /// Skip configurations whose KV cache (one input set) exceeds this.
+  double maxKVGiB = 60;
+  /// At most this many input sets (KV caches) rotated.
+  int maxSets = 4;
+  /// Bytes of each ceiling's buffer (copy: read + write of this size).
+  double ceilingGiB = 4;
+  /// Planner options (0 = defaults).
+  int64_t ctasPerSM = 0, forceChunk = 0;
+  uint32_t seed = 1;
+  int device = 0;
+};
+
+/// Runs the benchmark; returns the process exit code.
+int runBench(const BenchOptions &opts);
+
+} // namespace pa::runner
+
+#endif // PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H

@@ -1,0 +1,207 @@
+//===- GpuUtil.cpp - helpers of pa-gpu-runner -----------------------------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuUtil.h"
+
+#include "PagedAttn/Runtime/Bundle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+#include <unistd.h>
+
+using namespace pa::runner;
+
+void pa::runner::cuCheck(CUresult r, const char *what, const char *file,
+                         int line) {
+  if (r == CUDA_SUCCESS)
+    return;
+  const char *name = nullptr, *text = nullptr;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+    name = "unknown CUresult";
+  if (cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
+    text = "no description";
+  std::ostringstream os;
+  os << what << " failed: " << name << " (" << static_cast<int>(r)
+     << "): " << text << " [" << file << ":" << line << "]";
+  throw Failure(os.str());
+}
+
+void pa::runner::paCheck(int rc, const char *what) {
+  if (rc == PA_SUCCESS)
+    return;
+  throw Failure(std::string(what) + ": " + pa_last_error());
+}
+
+void DeviceBuffer::allocate(size_t n) {
+  reset();
+  PA_CU(cuMemAlloc(&ptr, std::max<size_t>(n, 1)));
+  bytes = n;
+}
+
+void DeviceBuffer::reset() {
+  if (ptr)
+    cuMemFree(ptr);
+  ptr = 0;
+  bytes = 0;
+}
+
+void DeviceBuffer::upload(const void *src, size_t n) {
+  allocate(n);
+  if (n)
+    PA_CU(cuMemcpyHtoD(ptr, src, n));
+}
+
+void DeviceBuffer::download(void *dst, size_t n) const {
+  if (n > bytes)
+    throw Failure("DeviceBuffer::download of " + std::to_string(n) +
+                  " bytes from a buffer of " + std::to_string(bytes));
+  if (n)
+    PA_CU(cuMemcpyDtoH(dst, ptr, n));
+}
+
+//===----------------------------------------------------------------------===//
+// Numbers
+//===----------------------------------------------------------------------===//
+
+namespace {
+uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float bitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+} // namespace
+
+float pa::runner::halfToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0) {
+    float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31)
+    return bitsFloat(sign | 0x7f800000 | (mant << 13));
+  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t pa::runner::floatToHalf(float f) {
+  uint32_t x = floatBits(f);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  x &= 0x7fffffff;
+  if (x >= 0x7f800000) // inf or NaN
+    return sign | (x > 0x7f800000 ? 0x7e00 : 0x7c00);
+  if (x >= 0x477ff000) // >= 65520: rounds to inf
+    return sign | 0x7c00;
+  if (x < 0x38800000) { // below 2^-14: subnormal half (or zero)
+    float a = bitsFloat(x) * 16777216.0f; // exact scaling by 2^24
+    return sign | static_cast<uint16_t>(std::nearbyint(a));
+  }
+  uint32_t odd = (x >> 13) & 1;
+  x += 0xc8000fffu + odd; // rebias the exponent by -112, round to even
+  return sign | static_cast<uint16_t>(x >> 13);
+}
+
+float pa::runner::bf16ToFloat(uint16_t h) {
+  return bitsFloat(static_cast<uint32_t>(h) << 16);
+}
+
+uint16_t pa::runner::floatToBf16(float f) {
+  uint32_t x = floatBits(f);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+double pa::runner::median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+//===----------------------------------------------------------------------===//
+// Device and roofs
+//===----------------------------------------------------------------------===//
+
+DeviceInfo pa::runner::queryDevice() {
+  DeviceInfo info;
+  CUdevice dev;
+  PA_CU(cuCtxGetDevice(&dev));
+  char name[256] = {0};
+  PA_CU(cuDeviceGetName(name, sizeof(name) - 1, dev));
+  info.name = name;
+  PA_CU(cuDeviceGetAttribute(&info.smCount,
+                             CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  PA_CU(cuDeviceGetAttribute(
+      &info.ccMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  PA_CU(cuDeviceGetAttribute(
+      &info.ccMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+  int l2 = 0;
+  PA_CU(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+  info.l2Bytes = l2;
+  PA_CU(cuMemGetInfo(&info.freeBytes, &info.totalBytes));
+  PA_CU(cuDriverGetVersion(&info.driverVersion));
+  return info;
+}
+
+void Roofs::load(const std::string &path) {
+  std::string file = path;
+  if (file.empty()) {
+    if (const char *env = std::getenv("PA_ROOFS_CUBIN"))
+      file = env;
+  }
+  if (file.empty()) {
+    char exe[4096] = {0};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+    file = dir + "/pa-roofs.cubin";
+  }
+  std::string image;
+  if (pa::rt::Status s = pa::rt::readFile(file, image); !s)
+    throw Failure("roofs module: " + s.message +
+                  " (build it with ninja pa-roofs, or pass --roofs)");
+  PA_CU(cuModuleLoadData(&module, image.data()));
+  PA_CU(cuModuleGetFunction(&readRoof, module, "pa_read_roof"));
+  PA_CU(cuModuleGetFunction(&readRoofStreaming, module, "pa_read_roof_cs"));
+  PA_CU(cuModuleGetFunction(&fill, module, "pa_fill_uniform"));
+}
+
+Roofs::~Roofs() {
+  if (module)
+    cuModuleUnload(module);
+}
+
+void Roofs::fillUniform(CUdeviceptr dst, uint64_t count, int dtype,
+                        uint32_t seed, float lo, float hi,
+                        CUstream stream) const {
+  if (count == 0)
+    return;
+  void *params[] = {&dst, &count, &dtype, &seed, &lo, &hi};
+  unsigned blocks = static_cast<unsigned>(
+      std::min<uint64_t>((count + 255) / 256, 132u * 16u));
+  PA_CU(cuLaunchKernel(fill, blocks, 1, 1, 256, 1, 1, 0, stream, params,
+                       nullptr));
+}
+
+std::string pa::runner::utcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}

@@ -1,0 +1,140 @@
+//===- GpuUtil.h - helpers of pa-gpu-runner ---------------------*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Checked CUDA driver calls (every failure carries cuGetErrorString's text),
+// RAII device buffers and events, host-side f16/bf16 conversions, and the
+// roofs module (bench/roofs.cu: the read-roof and random-fill kernels). The
+// runner is a tool, not the library: it reports failures by throwing
+// pa::runner::Failure, caught per bundle.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_GPUUTIL_H
+#define PAGEDATTN_TOOLS_PA_GPU_RUNNER_GPUUTIL_H
+
+#include "PagedAttn/Runtime/pa_runtime.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pa::runner {
+
+/// A failed check of the runner.
+class Failure : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws Failure("<what> failed: NAME (code): text") unless r is success.
+void cuCheck(CUresult r, const char *what, const char *file, int line);
+/// Throws Failure("<what>: <pa_last_error()>") unless rc is PA_SUCCESS.
+void paCheck(int rc, const char *what);
+
+#define PA_CU(call) ::pa::runner::cuCheck((call), #call, __FILE__, __LINE__)
+#define PA_RT(call) ::pa::runner::paCheck((call), #call)
+
+/// An owned device allocation.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) { allocate(bytes); }
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr(o.ptr), bytes(o.bytes) {
+    o.ptr = 0;
+    o.bytes = 0;
+  }
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr = o.ptr;
+      bytes = o.bytes;
+      o.ptr = 0;
+      o.bytes = 0;
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  /// Frees the old allocation and allocates `n` bytes (at least 1).
+  void allocate(size_t n);
+  void reset();
+  /// Allocates and copies `n` bytes from `src`.
+  void upload(const void *src, size_t n);
+  /// Copies size() bytes (or `n`) to `dst`.
+  void download(void *dst, size_t n) const;
+
+  CUdeviceptr get() const { return ptr; }
+  size_t size() const { return bytes; }
+
+private:
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+};
+
+template <typename T> DeviceBuffer uploadVector(const std::vector<T> &v) {
+  DeviceBuffer b;
+  b.upload(v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+//===----------------------------------------------------------------------===//
+// Numbers
+//===----------------------------------------------------------------------===//
+
+float halfToFloat(uint16_t h);
+/// Round to nearest even; overflow to inf.
+uint16_t floatToHalf(float f);
+float bf16ToFloat(uint16_t h);
+/// Round to nearest even.
+uint16_t floatToBf16(float f);
+
+/// Median of `v` (copied, sorted); 0 for an empty vector.
+double median(std::vector<double> v);
+
+//===----------------------------------------------------------------------===//
+// Device and roofs module
+//===----------------------------------------------------------------------===//
+
+/// Name, SM count, L2 size, memory of the current device.
+struct DeviceInfo {
+  std::string name;
+  int smCount = 0, ccMajor = 0, ccMinor = 0;
+  int64_t l2Bytes = 0;
+  size_t freeBytes = 0, totalBytes = 0;
+  int driverVersion = 0;
+};
+DeviceInfo queryDevice();
+
+/// The kernels of bench/roofs.cu, loaded from pa-roofs.cubin.
+struct Roofs {
+  CUmodule module = nullptr;
+  /// pa_read_roof (read-only path loads), pa_read_roof_cs (streaming loads),
+  /// pa_fill_uniform.
+  CUfunction readRoof = nullptr, readRoofStreaming = nullptr, fill = nullptr;
+
+  /// Loads `path` (empty: $PA_ROOFS_CUBIN, then pa-roofs.cubin beside the
+  /// executable).
+  void load(const std::string &path);
+  ~Roofs();
+
+  /// Fills `count` elements of `dtype` (PA_DTYPE_*) at `dst` with hashed
+  /// uniform values in [lo, hi), on `stream`.
+  void fillUniform(CUdeviceptr dst, uint64_t count, int dtype, uint32_t seed,
+                   float lo, float hi, CUstream stream) const;
+};
+
+/// Current UTC time as "YYYY-MM-DD HH:MM UTC".
+std::string utcNow();
+
+} // namespace pa::runner
+
+#endif // PAGEDATTN_TOOLS_PA_GPU_RUNNER_GPUUTIL_H

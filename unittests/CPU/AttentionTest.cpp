@@ -1,0 +1,1048 @@
+//===- AttentionTest.cpp - CPU lowering of the attention ops vs pa::ref ---===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// pa.decode, pa.prefill, pa.cascade, split-KV (pa.plan_split_kv,
+// pa.decode_partial + pa.merge_segments, and the pipeline's split-kv-chunk
+// rewrite of pa.decode) and the pipeline's cascade-decompose rewrite, run
+// through pa-lower-to-cpu + the JIT on random inputs and compared with the
+// float64 reference.
+//
+// Static configuration (cache layout, page size, kv heads, head dim, dtype,
+// joint/split K/V, attention options) is fixed per compiled module; batch,
+// number of pages, Hq and all ragged sizes are dynamic, so one module serves
+// every random case of its configuration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "JitHarness.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <iostream>
+#include <numeric>
+#include <optional>
+
+using namespace pa_cpu_test;
+
+namespace {
+
+constexpr int kConfigs = 40;
+constexpr int kCasesPerConfig = 15;
+constexpr uint64_t kConfigSalt = 0xC0FF1CE;
+
+//===----------------------------------------------------------------------===//
+// Static configurations
+//===----------------------------------------------------------------------===//
+
+struct AttnConfig {
+  CacheConfig cache;
+  std::optional<float> smScale, softCap;
+  std::optional<int64_t> window;
+  bool causal = false, customMask = false, positions = false, alibi = false,
+       lseBase2 = false;
+  int64_t levels = 0;    // cascade
+  int64_t chunkSize = 0; // split-KV
+
+  /// The attribute dictionary of the op (with `cache`).
+  std::string attrDict() const {
+    std::ostringstream os;
+    os << "{cache = " << cache.attr();
+    if (causal)
+      os << ", causal";
+    if (smScale)
+      os << ", sm_scale = " << fmtF32(*smScale) << " : f32";
+    if (softCap)
+      os << ", logits_soft_cap = " << fmtF32(*softCap) << " : f32";
+    if (window)
+      os << ", window = " << *window << " : i64";
+    if (lseBase2)
+      os << ", lse_base2";
+    os << "}";
+    return os.str();
+  }
+
+  std::string str() const {
+    std::ostringstream os;
+    os << cache.str();
+    if (causal)
+      os << " causal";
+    if (customMask)
+      os << " custom-mask";
+    if (positions)
+      os << " q_positions";
+    if (alibi)
+      os << " alibi";
+    if (smScale)
+      os << " sm_scale=" << *smScale;
+    if (softCap)
+      os << " soft_cap=" << *softCap;
+    if (window)
+      os << " window=" << *window;
+    if (lseBase2)
+      os << " lse_base2";
+    if (levels)
+      os << " levels=" << levels;
+    if (chunkSize)
+      os << " chunk=" << chunkSize;
+    return os.str();
+  }
+
+  ref::AttnOptions refOptions(const std::vector<double> &slopes) const {
+    ref::AttnOptions o;
+    if (smScale)
+      o.smScale = static_cast<double>(*smScale);
+    if (softCap)
+      o.logitsSoftCap = static_cast<double>(*softCap);
+    o.window = window;
+    o.mask = customMask ? ref::MaskMode::Custom
+                        : (causal ? ref::MaskMode::Causal : ref::MaskMode::None);
+    if (alibi)
+      o.alibiSlopes = slopes;
+    o.lseBase2 = lseBase2;
+    return o;
+  }
+};
+
+/// A cache configuration: the first ones have the interesting page sizes
+/// (1, 16, 64, 3, 5, 7), then random 1..64; layouts, joint/split and
+/// f32/f16 cycle so that every combination appears.
+CacheConfig randomCacheConfig(Rng &rng, int idx) {
+  static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
+  CacheConfig c;
+  c.pageSize = idx < static_cast<int>(fixedP.size()) ? fixedP[idx]
+                                                     : rng.uniformInt(1, 64);
+  c.kvHeads = rng.uniformInt(1, 4);
+  c.headDim = rng.pick(std::vector<int64_t>{4, 8, 8, 16, 16, 32, 64, 12});
+  c.layout = idx % 2 == 0 ? ref::KVLayout::NHD : ref::KVLayout::HND;
+  c.joint = (idx / 2) % 2 == 0;
+  c.elem = (idx / 4) % 2 == 0 ? Elem::F32 : Elem::F16;
+  return c;
+}
+
+void randomCommonOptions(Rng &rng, AttnConfig &c, double p) {
+  if (rng.chance(p))
+    c.smScale = rng.pick(std::vector<float>{0.5f, 0.125f, 0.3f, 1.7f});
+  if (rng.chance(p))
+    c.softCap = rng.pick(std::vector<float>{1.5f, 5.0f, 30.0f});
+  if (rng.chance(p))
+    c.window = rng.pick(std::vector<int64_t>{1, 2, 5, 16, 33});
+  c.alibi = rng.chance(p);
+  c.lseBase2 = rng.chance(0.2);
+}
+
+AttnConfig randomDecodeConfig(Rng &rng, int idx) {
+  AttnConfig c;
+  c.cache = randomCacheConfig(rng, idx);
+  randomCommonOptions(rng, c, 0.3);
+  return c;
+}
+
+AttnConfig randomPrefillConfig(Rng &rng, int idx) {
+  AttnConfig c;
+  c.cache = randomCacheConfig(rng, idx);
+  randomCommonOptions(rng, c, 0.3);
+  // Mask modes cycle: none, causal, window, causal+window, custom.
+  switch (idx % 5) {
+  case 0:
+    c.window.reset();
+    break;
+  case 1:
+    c.causal = true;
+    c.window.reset();
+    break;
+  case 2:
+    if (!c.window)
+      c.window = rng.pick(std::vector<int64_t>{1, 3, 8, 20});
+    break;
+  case 3:
+    c.causal = true;
+    if (!c.window)
+      c.window = rng.pick(std::vector<int64_t>{1, 3, 8, 20});
+    break;
+  case 4:
+    c.customMask = true;
+    c.window.reset();
+    break;
+  }
+  c.positions = rng.chance(0.3);
+  return c;
+}
+
+AttnConfig randomCascadeConfig(Rng &rng, int idx) {
+  AttnConfig c;
+  c.cache = randomCacheConfig(rng, idx);
+  randomCommonOptions(rng, c, 0.25);
+  c.causal = rng.chance(0.5);
+  c.levels = idx % 2 == 0 ? 2 : 3;
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// IR text
+//===----------------------------------------------------------------------===//
+
+struct Types {
+  explicit Types(const AttnConfig &c)
+      : q("tensor<?x?x" + std::to_string(c.cache.headDim) + "x" +
+          elemName(c.cache.elem) + ">"),
+        oPart("tensor<?x?x" + std::to_string(c.cache.headDim) + "xf32>"),
+        lse("tensor<?x?xf32>"), idx("tensor<?xi32>"), f32v("tensor<?xf32>"),
+        mask("tensor<?xi8>"), cache(c.cache.tensorType()) {}
+  std::string q, oPart, lse, idx, f32v, mask, cache;
+};
+
+/// `kv(...)` operand list and the matching function arguments.
+std::string kvOperands(const AttnConfig &c, const Types &t) {
+  return c.cache.joint ? "kv(%k : " + t.cache + ")"
+                       : "kv(%k, %v : " + t.cache + ", " + t.cache + ")";
+}
+std::string kvArgs(const AttnConfig &c, const Types &t) {
+  return c.cache.joint ? "%k: " + t.cache
+                       : "%k: " + t.cache + ", %v: " + t.cache;
+}
+
+std::string decodeModule(const AttnConfig &c) {
+  Types t(c);
+  std::ostringstream os;
+  os << "func.func @decode(%q: " << t.q << ", " << kvArgs(c, t) << ", %ip: "
+     << t.idx << ", %ix: " << t.idx << ", %lp: " << t.idx;
+  if (c.alibi)
+    os << ", %al: " << t.f32v;
+  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
+     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << "  %r:2 = pa.decode q(%q : " << t.q << ") " << kvOperands(c, t)
+     << " pages(%ip, %ix, %lp : " << t.idx << ", " << t.idx << ", " << t.idx
+     << ")";
+  if (c.alibi)
+    os << " alibi(%al : " << t.f32v << ")";
+  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
+     << "\n";
+  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
+std::string prefillModule(const AttnConfig &c) {
+  Types t(c);
+  std::ostringstream os;
+  os << "func.func @prefill(%q: " << t.q << ", %qo: " << t.idx << ", "
+     << kvArgs(c, t) << ", %ip: " << t.idx << ", %ix: " << t.idx
+     << ", %lp: " << t.idx;
+  if (c.positions)
+    os << ", %pos: " << t.idx;
+  if (c.customMask)
+    os << ", %m: " << t.mask << ", %mi: " << t.idx;
+  if (c.alibi)
+    os << ", %al: " << t.f32v;
+  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
+     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << "  %r:2 = pa.prefill q(%q, %qo : " << t.q << ", " << t.idx << ") "
+     << kvOperands(c, t) << " pages(%ip, %ix, %lp : " << t.idx << ", "
+     << t.idx << ", " << t.idx << ")";
+  if (c.positions)
+    os << " positions(%pos : " << t.idx << ")";
+  if (c.customMask)
+    os << " mask(%m, %mi : " << t.mask << ", " << t.idx << ")";
+  if (c.alibi)
+    os << " alibi(%al : " << t.f32v << ")";
+  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
+     << "\n";
+  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
+std::string cascadeModule(const AttnConfig &c) {
+  Types t(c);
+  int64_t L = c.levels;
+  auto list = [&](const char *prefix) {
+    std::string s;
+    for (int64_t l = 0; l < L; ++l)
+      s += (l ? ", %" : "%") + std::string(prefix) + std::to_string(l);
+    return s;
+  };
+  auto types = [&]() {
+    std::string s;
+    for (int64_t l = 0; l < L; ++l)
+      s += (l ? ", " : "") + t.idx;
+    return s;
+  };
+  std::ostringstream os;
+  os << "func.func @cascade(%q: " << t.q << ", " << kvArgs(c, t);
+  for (const char *p : {"qo", "ip", "ix", "lp"})
+    for (int64_t l = 0; l < L; ++l)
+      os << ", %" << p << l << ": " << t.idx;
+  if (c.alibi)
+    os << ", %al: " << t.f32v;
+  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
+     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << "  %r:2 = pa.cascade q(%q : " << t.q << ") " << kvOperands(c, t)
+     << " qo_indptrs(" << list("qo") << " : " << types() << ")"
+     << " kv_indptrs(" << list("ip") << " : " << types() << ")"
+     << " kv_indices(" << list("ix") << " : " << types() << ")"
+     << " kv_last_page_lens(" << list("lp") << " : " << types() << ")";
+  if (c.alibi)
+    os << " alibi(%al : " << t.f32v << ")";
+  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
+     << "\n";
+  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
+std::string planFunc(int64_t pageSize, int64_t chunk) {
+  std::string i = "tensor<?xi32>";
+  std::ostringstream os;
+  os << "func.func @plan(%ip: " << i << ", %lp: " << i << ", %wi: " << i
+     << ", %wr: " << i << ", %ws: " << i << ", %we: " << i << ") -> (" << i
+     << ", " << i << ", " << i << ", " << i
+     << ") attributes {llvm.emit_c_interface} {\n"
+     << "  %r:4 = pa.plan_split_kv pages(%ip, %lp : " << i << ", " << i
+     << ") outs(%wi, %wr, %ws, %we : " << i << ", " << i << ", " << i << ", "
+     << i << ") {chunk_size = " << chunk << " : i64, page_size = " << pageSize
+     << " : i64}\n"
+     << "  return %r#0, %r#1, %r#2, %r#3 : " << i << ", " << i << ", " << i
+     << ", " << i << "\n}\n";
+  return os.str();
+}
+
+/// decode_partial over a work list, then merge_segments over work_indptr;
+/// returns both the partial states and the merged ones.
+std::string partialFunc(const AttnConfig &c) {
+  Types t(c);
+  std::ostringstream os;
+  os << "func.func @partial(%q: " << t.q << ", " << kvArgs(c, t)
+     << ", %ip: " << t.idx << ", %ix: " << t.idx << ", %lp: " << t.idx
+     << ", %wi: " << t.idx << ", %wr: " << t.idx << ", %ws: " << t.idx
+     << ", %we: " << t.idx;
+  if (c.alibi)
+    os << ", %al: " << t.f32v;
+  os << ", %op0: " << t.oPart << ", %lp0: " << t.lse << ", %o0: " << t.q
+     << ", %l0: " << t.lse << ") -> (" << t.oPart << ", " << t.lse << ", "
+     << t.q << ", " << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << "  %p:2 = pa.decode_partial q(%q : " << t.q << ") " << kvOperands(c, t)
+     << " pages(%ip, %ix, %lp : " << t.idx << ", " << t.idx << ", " << t.idx
+     << ") work(%wi, %wr, %ws, %we : " << t.idx << ", " << t.idx << ", "
+     << t.idx << ", " << t.idx << ")";
+  if (c.alibi)
+    os << " alibi(%al : " << t.f32v << ")";
+  os << " outs(%op0, %lp0 : " << t.oPart << ", " << t.lse << ") "
+     << c.attrDict() << "\n";
+  os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
+     << t.lse << ") segments(%wi : " << t.idx << ") outs(%o0, %l0 : " << t.q
+     << ", " << t.lse << ")" << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
+  os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
+     << ", " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Random cases
+//===----------------------------------------------------------------------===//
+
+/// kv lengths of a decode-like case; the first cases are the edge cases.
+std::vector<int64_t> decodeLens(Rng &rng, int caseIdx, int64_t P,
+                                int64_t maxLen) {
+  std::vector<int64_t> lens;
+  switch (caseIdx) {
+  case 0: // empty batch
+    return lens;
+  case 1: // empty requests
+    lens.assign(rng.uniformInt(1, 3), 0);
+    return lens;
+  case 2: // last_page_len == P everywhere
+    for (int64_t b = 0, n = rng.uniformInt(1, 4); b < n; ++b)
+      lens.push_back(rng.uniformInt(1, std::max<int64_t>(1, maxLen / P)) * P);
+    return lens;
+  case 3: // a single page each
+    for (int64_t b = 0, n = rng.uniformInt(1, 4); b < n; ++b)
+      lens.push_back(rng.uniformInt(1, P));
+    return lens;
+  default:
+    for (int64_t b = 0, n = rng.uniformInt(1, 6); b < n; ++b)
+      lens.push_back(sampleLen(rng, P, maxLen));
+    return lens;
+  }
+}
+
+int64_t totalPages(const std::vector<int64_t> &lens, int64_t P) {
+  int64_t n = 0;
+  for (int64_t l : lens)
+    n += pagesFor(l, P);
+  return n;
+}
+
+/// Everything a paged attention call reads.
+struct PagedInputs {
+  int64_t numPages = 0, numQHeads = 0;
+  ref::PagedKV kv;
+  std::vector<HostArray> cache;
+  std::vector<double> q, slopes;
+  HostArray qArr, slopesArr;
+};
+
+/// Random cache (with `usedPages` + a few spare pages), q of `rows` rows and
+/// Hq = Hkv * g heads, ALiBi slopes.
+void randomPagedInputs(Rng &rng, const AttnConfig &c, int64_t usedPages,
+                       int64_t rows, PagedInputs &in) {
+  in.numPages = usedPages + rng.uniformInt(0, 3);
+  randomCache(rng, c.cache, in.numPages, in.kv, in.cache);
+  int64_t g = rng.uniformInt(1, 8);
+  in.numQHeads = c.cache.kvHeads * g;
+  in.q = randomValues(rng, rows * in.numQHeads * c.cache.headDim, c.cache.elem,
+                      -2, 2);
+  in.qArr = HostArray::fromDoubles(c.cache.elem, in.q,
+                                   {rows, in.numQHeads, c.cache.headDim});
+  in.slopes = randomValues(rng, in.numQHeads, Elem::F32, 0, 0.5);
+  in.slopesArr =
+      HostArray::fromDoubles(Elem::F32, in.slopes, {in.numQHeads});
+}
+
+std::string describeTable(const ref::PageTable &pt) {
+  std::vector<int64_t> lens;
+  for (int64_t b = 0; b < pt.batch(); ++b)
+    lens.push_back(pt.kvLen(b));
+  return "kv_len=" + join(lens) + " kv_indptr=" + join(pt.indptr) +
+         " kv_indices=" + join(pt.indices) +
+         " last_page_len=" + join(pt.lastPageLen);
+}
+
+/// Reports one failing case; returns false when the test should stop.
+struct FailureLog {
+  std::string test;
+  uint64_t seed;
+  int failures = 0;
+  bool report(int cfgIdx, const std::string &cfg, int caseIdx,
+              const std::string &msg) {
+    ADD_FAILURE() << test << " FAILED: seed=" << seed << " (PA_SEED env "
+                  << "overrides the base seed) config#" << cfgIdx << " ["
+                  << cfg << "] case#" << caseIdx << ": " << msg;
+    return ++failures < kMaxFailuresPerTest;
+  }
+  bool stop() const { return failures >= kMaxFailuresPerTest; }
+};
+
+//===----------------------------------------------------------------------===//
+// Decode
+//===----------------------------------------------------------------------===//
+
+std::string runDecodeCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                          int caseIdx, OpStats &stats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim;
+  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 80);
+  const int64_t B = static_cast<int64_t>(lens.size());
+  PagedInputs in;
+  randomPagedInputs(rng, c, totalPages(lens, P), B, in);
+  PagePool pool(rng, in.numPages);
+  ref::PageTable pt = makePageTable(rng, P, lens, pool);
+  PageTableArrays pta = pageTableArrays(pt);
+  HostArray o(c.cache.elem, {B, in.numQHeads, D});
+  HostArray lse(Elem::F32, {B, in.numQHeads});
+  o.fillBytes(0xFF);
+  lse.fillBytes(0xFF);
+
+  std::string desc = "B=" + std::to_string(B) +
+                     " Hq=" + std::to_string(in.numQHeads) +
+                     " num_pages=" + std::to_string(in.numPages) + " " +
+                     describeTable(pt);
+  std::vector<HostArray *> args{&in.qArr};
+  for (HostArray &a : in.cache)
+    args.push_back(&a);
+  args.insert(args.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
+  if (c.alibi)
+    args.push_back(&in.slopesArr);
+  args.insert(args.end(), {&o, &lse});
+  if (std::string err = m.call("decode", args); !err.empty())
+    return err + " (" + desc + ")";
+
+  ref::States expected;
+  try {
+    expected = ref::decode(in.q, in.numQHeads, in.kv, pt,
+                           c.refOptions(in.slopes));
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  StateResult r = compareStates(o, lse, expected, B);
+  stats.add(r, c.cache.elem);
+  if (!r.ok(c.cache.elem))
+    return r.str() + " (" + desc + ")";
+  return "";
+}
+
+/// Runs decode configurations through the pipeline with `pipeline`.
+void runDecodeTest(const std::string &testName, const PipelineConfig &base,
+                   bool randomChunk, int numConfigs, int casesPerConfig,
+                   const std::string &statName) {
+  uint64_t seed = baseSeed(testName, 1);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  OpStats stats(statName);
+  FailureLog log{testName, seed};
+  for (int ci = 0; ci < numConfigs && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, kConfigSalt));
+    AttnConfig c = randomDecodeConfig(crng, ci);
+    PipelineConfig pc = base;
+    if (randomChunk) {
+      pc.splitKVChunk = crng.pick(std::vector<int64_t>{
+          1, 3, c.cache.pageSize, 2 * c.cache.pageSize, 16, 64});
+      c.chunkSize = pc.splitKVChunk;
+    }
+    std::string err;
+    JitModule *m = compile(decodeModule(c), pc, err);
+    if (!m) {
+      log.report(ci, c.str(), -1, err);
+      continue;
+    }
+    ++stats.configs;
+    for (int k = 0; k < casesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg = runDecodeCase(*m, c, rng, k, stats);
+      if (!msg.empty())
+        log.report(ci, c.str(), k, msg);
+    }
+  }
+  stats.print();
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill
+//===----------------------------------------------------------------------===//
+
+std::string runPrefillCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                           int caseIdx, OpStats &stats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim;
+  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 64);
+  if (lens.size() > 5)
+    lens.resize(5);
+  const int64_t B = static_cast<int64_t>(lens.size());
+  std::vector<int64_t> qoLens(B);
+  for (int64_t b = 0; b < B; ++b) {
+    if (c.positions) {
+      qoLens[b] = rng.uniformInt(0, 6);
+    } else {
+      qoLens[b] = rng.uniformInt(0, std::min<int64_t>(lens[b], 6));
+      if (lens[b] <= 8 && rng.chance(0.2))
+        qoLens[b] = lens[b]; // a whole prefill
+    }
+  }
+  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
+  const int64_t Nq = qoIndptr.back();
+  PagedInputs in;
+  randomPagedInputs(rng, c, totalPages(lens, P), Nq, in);
+  PagePool pool(rng, in.numPages);
+  ref::PageTable pt = makePageTable(rng, P, lens, pool);
+  PageTableArrays pta = pageTableArrays(pt);
+  HostArray qoArr = HostArray::fromI32(qoIndptr);
+
+  std::vector<int32_t> positions;
+  if (c.positions)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < qoLens[b]; ++i)
+        positions.push_back(
+            static_cast<int32_t>(rng.uniformInt(0, lens[b] + 1)));
+  HostArray posArr = HostArray::fromI32(positions);
+
+  std::vector<uint8_t> packed;
+  std::vector<int32_t> maskIndptr;
+  if (c.customMask) {
+    std::vector<uint8_t> bits;
+    std::vector<int64_t> bitLens;
+    for (int64_t b = 0; b < B; ++b) {
+      bitLens.push_back(qoLens[b] * lens[b]);
+      for (int64_t i = 0; i < qoLens[b]; ++i) {
+        double p = rng.chance(0.2) ? 0.0 : rng.pick(std::vector<double>{0.3, 0.6, 1.0});
+        for (int64_t t = 0; t < lens[b]; ++t)
+          bits.push_back(rng.chance(p) ? 1 : 0);
+      }
+    }
+    std::tie(packed, maskIndptr) = ref::packMask(bits, indptrOf(bitLens));
+  }
+  HostArray maskArr = HostArray::fromBytes(Elem::I8, packed);
+  HostArray maskIndptrArr = HostArray::fromI32(maskIndptr);
+
+  HostArray o(c.cache.elem, {Nq, in.numQHeads, D});
+  HostArray lse(Elem::F32, {Nq, in.numQHeads});
+  o.fillBytes(0xFF);
+  lse.fillBytes(0xFF);
+
+  std::string desc = "B=" + std::to_string(B) +
+                     " Hq=" + std::to_string(in.numQHeads) +
+                     " qo_len=" + join(qoLens) +
+                     " num_pages=" + std::to_string(in.numPages) + " " +
+                     describeTable(pt);
+  if (c.positions)
+    desc += " q_positions=" + join(positions);
+  std::vector<HostArray *> args{&in.qArr, &qoArr};
+  for (HostArray &a : in.cache)
+    args.push_back(&a);
+  args.insert(args.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
+  if (c.positions)
+    args.push_back(&posArr);
+  if (c.customMask)
+    args.insert(args.end(), {&maskArr, &maskIndptrArr});
+  if (c.alibi)
+    args.push_back(&in.slopesArr);
+  args.insert(args.end(), {&o, &lse});
+  if (std::string err = m.call("prefill", args); !err.empty())
+    return err + " (" + desc + ")";
+
+  ref::States expected;
+  try {
+    expected = ref::prefill(in.q, in.numQHeads, qoIndptr, in.kv, pt,
+                            c.refOptions(in.slopes),
+                            c.positions ? &positions : nullptr,
+                            c.customMask ? &packed : nullptr,
+                            c.customMask ? &maskIndptr : nullptr);
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  StateResult r = compareStates(o, lse, expected, Nq);
+  stats.add(r, c.cache.elem);
+  if (!r.ok(c.cache.elem))
+    return r.str() + " (" + desc + ")";
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Cascade
+//===----------------------------------------------------------------------===//
+
+/// Splits n consecutive items into `groups` non-empty consecutive groups
+/// (n == 0: one empty group); returns the group sizes.
+std::vector<int64_t> randomGroups(Rng &rng, int64_t n, int64_t groups) {
+  if (n == 0)
+    return {0};
+  groups = std::max<int64_t>(1, std::min(groups, n));
+  std::vector<int64_t> cuts;
+  for (int64_t i = 1; i < n; ++i)
+    cuts.push_back(i);
+  rng.shuffle(cuts);
+  cuts.resize(groups - 1);
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<int64_t> sizes;
+  int64_t prev = 0;
+  for (int64_t cut : cuts) {
+    sizes.push_back(cut - prev);
+    prev = cut;
+  }
+  sizes.push_back(n - prev);
+  return sizes;
+}
+
+std::string runCascadeCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                           int caseIdx, OpStats &stats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim, L = c.levels;
+  // The last level has one segment per request.
+  int64_t B = caseIdx == 0 ? 0 : rng.uniformInt(1, 5);
+  std::vector<int64_t> qoLens(B);
+  for (int64_t &q : qoLens)
+    q = rng.uniformInt(0, 4);
+  const bool usesPositions = c.window || c.alibi;
+  // Segment structure of each level, as groups of consecutive requests.
+  std::vector<std::vector<int64_t>> groups(L);
+  groups[L - 1] = std::vector<int64_t>(B, 1);
+  if (B == 0)
+    groups[L - 1] = {};
+  groups[0] = randomGroups(rng, B, rng.uniformInt(1, 2));
+  if (L == 3)
+    groups[1] = randomGroups(rng, B, rng.uniformInt(1, std::max<int64_t>(B, 1)));
+  std::vector<std::vector<int32_t>> qoIndptrs(L);
+  std::vector<std::vector<int64_t>> lens(L);
+  for (int64_t l = 0; l < L; ++l) {
+    qoIndptrs[l].push_back(0);
+    int64_t req = 0;
+    const bool last = l == L - 1;
+    for (int64_t g : groups[l]) {
+      int64_t rows = 0;
+      for (int64_t i = 0; i < g; ++i)
+        rows += qoLens[req + i];
+      req += g;
+      qoIndptrs[l].push_back(qoIndptrs[l].back() + static_cast<int32_t>(rows));
+      int64_t len = sampleLen(rng, P, last ? 30 : 40);
+      if (caseIdx == 1)
+        len = 0; // every level empty: fully masked rows
+      if (caseIdx == 2)
+        len = rng.uniformInt(1, 3) * P; // full pages
+      if ((last && c.causal) || usesPositions)
+        len = std::max(len, rows);
+      lens[l].push_back(len);
+    }
+  }
+  const int64_t Nq = qoIndptrs[0].back();
+  int64_t used = 0;
+  for (auto &ls : lens)
+    used += totalPages(ls, P);
+  PagedInputs in;
+  randomPagedInputs(rng, c, used, Nq, in);
+  PagePool pool(rng, in.numPages);
+  std::vector<ref::PageTable> tables;
+  std::vector<PageTableArrays> tableArrs;
+  std::vector<HostArray> qoArrs;
+  for (int64_t l = 0; l < L; ++l) {
+    tables.push_back(makePageTable(rng, P, lens[l], pool));
+    tableArrs.push_back(pageTableArrays(tables.back()));
+    qoArrs.push_back(HostArray::fromI32(qoIndptrs[l]));
+  }
+  HostArray o(c.cache.elem, {Nq, in.numQHeads, D});
+  HostArray lse(Elem::F32, {Nq, in.numQHeads});
+  o.fillBytes(0xFF);
+  lse.fillBytes(0xFF);
+
+  std::ostringstream d;
+  d << "Nq=" << Nq << " Hq=" << in.numQHeads << " qo_len=" << join(qoLens)
+    << " num_pages=" << in.numPages;
+  for (int64_t l = 0; l < L; ++l)
+    d << " | level " << l << ": qo_indptr=" << join(qoIndptrs[l]) << " "
+      << describeTable(tables[l]);
+  std::string desc = d.str();
+
+  std::vector<HostArray *> args{&in.qArr};
+  for (HostArray &a : in.cache)
+    args.push_back(&a);
+  for (auto &a : qoArrs)
+    args.push_back(&a);
+  for (auto &t : tableArrs)
+    args.push_back(&t.indptr);
+  for (auto &t : tableArrs)
+    args.push_back(&t.indices);
+  for (auto &t : tableArrs)
+    args.push_back(&t.lastPageLen);
+  if (c.alibi)
+    args.push_back(&in.slopesArr);
+  args.insert(args.end(), {&o, &lse});
+  if (std::string err = m.call("cascade", args); !err.empty())
+    return err + " (" + desc + ")";
+
+  ref::States expected;
+  try {
+    expected = ref::cascade(in.q, in.numQHeads, qoIndptrs, tables, in.kv,
+                            c.refOptions(in.slopes));
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  StateResult r = compareStates(o, lse, expected, Nq);
+  stats.add(r, c.cache.elem);
+  if (!r.ok(c.cache.elem))
+    return r.str() + " (" + desc + ")";
+  return "";
+}
+
+void runCascadeTest(const std::string &testName, const PipelineConfig &pc,
+                    int numConfigs, int casesPerConfig,
+                    const std::string &statName) {
+  uint64_t seed = baseSeed(testName, 3);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  OpStats stats(statName);
+  FailureLog log{testName, seed};
+  for (int ci = 0; ci < numConfigs && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, kConfigSalt));
+    AttnConfig c = randomCascadeConfig(crng, ci);
+    std::string err;
+    JitModule *m = compile(cascadeModule(c), pc, err);
+    if (!m) {
+      log.report(ci, c.str(), -1, err);
+      continue;
+    }
+    ++stats.configs;
+    for (int k = 0; k < casesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg = runCascadeCase(*m, c, rng, k, stats);
+      if (!msg.empty())
+        log.report(ci, c.str(), k, msg);
+    }
+  }
+  stats.print();
+}
+
+//===----------------------------------------------------------------------===//
+// Split-KV
+//===----------------------------------------------------------------------===//
+
+/// The chunking rule of pa.plan_split_kv / pa::rt::planFixedChunks: chunk c
+/// of request b is [c*C, min((c+1)*C, len)).
+struct WorkList {
+  std::vector<int32_t> indptr{0}, request, start, end;
+};
+WorkList planChunks(const std::vector<int64_t> &lens, int64_t C) {
+  WorkList w;
+  for (size_t b = 0; b < lens.size(); ++b) {
+    for (int64_t s = 0; s < lens[b]; s += C) {
+      w.request.push_back(static_cast<int32_t>(b));
+      w.start.push_back(static_cast<int32_t>(s));
+      w.end.push_back(static_cast<int32_t>(std::min(s + C, lens[b])));
+    }
+    w.indptr.push_back(static_cast<int32_t>(w.request.size()));
+  }
+  return w;
+}
+
+/// The capacity the op's contract asks for: B + ceil(kv_indptr[B]*P / C).
+int64_t workCapacity(const ref::PageTable &pt, int64_t C) {
+  int64_t tokens = static_cast<int64_t>(pt.indptr.back()) * pt.pageSize;
+  return pt.batch() + (tokens + C - 1) / C;
+}
+
+std::string runPlanCase(JitModule &m, int64_t P, int64_t C, Rng &rng,
+                        int caseIdx, OpStats &stats) {
+  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 150);
+  if (caseIdx >= 4 && rng.chance(0.3))
+    for (int64_t b = 0, n = rng.uniformInt(0, 4); b < n; ++b)
+      lens.push_back(sampleLen(rng, P, 150));
+  PagePool pool(rng, totalPages(lens, P));
+  ref::PageTable pt = makePageTable(rng, P, lens, pool);
+  const int64_t B = pt.batch();
+  int64_t cap = workCapacity(pt, C);
+  HostArray ip = HostArray::fromI32(pt.indptr);
+  HostArray lp = HostArray::fromI32(pt.lastPageLen);
+  HostArray wi(Elem::I32, {B + 1}), wr(Elem::I32, {cap}),
+      ws(Elem::I32, {cap}), we(Elem::I32, {cap});
+  for (HostArray *a : {&wi, &wr, &ws, &we})
+    a->fillBytes(0xAB);
+  std::string desc = "P=" + std::to_string(P) + " C=" + std::to_string(C) +
+                     " " + describeTable(pt) +
+                     " capacity=" + std::to_string(cap);
+  if (std::string err = m.call("plan", {&ip, &lp, &wi, &wr, &ws, &we});
+      !err.empty())
+    return err + " (" + desc + ")";
+  WorkList w = planChunks(lens, C);
+  stats.addExact();
+  std::vector<int32_t> gotIndptr = wi.toI32();
+  if (gotIndptr != w.indptr)
+    return "work_indptr " + join(gotIndptr) + " != expected " +
+           join(w.indptr) + " (" + desc + ")";
+  int64_t W = static_cast<int64_t>(w.request.size());
+  auto prefix = [&](const HostArray &a) {
+    std::vector<int32_t> v = a.toI32();
+    v.resize(W);
+    return v;
+  };
+  if (prefix(wr) != w.request || prefix(ws) != w.start ||
+      prefix(we) != w.end)
+    return "work items differ: request " + join(prefix(wr)) + " start " +
+           join(prefix(ws)) + " end " + join(prefix(we)) +
+           "; expected request " + join(w.request) + " start " +
+           join(w.start) + " end " + join(w.end) + " (" + desc + ")";
+  return "";
+}
+
+/// decode_partial (each work row vs the float64 state over its chunk) and
+/// decode_partial + merge_segments (vs ref::decode).
+std::string runPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                           int caseIdx, OpStats &partialStats,
+                           OpStats &chainStats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim, C = c.chunkSize;
+  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 80);
+  const int64_t B = static_cast<int64_t>(lens.size());
+  PagedInputs in;
+  randomPagedInputs(rng, c, totalPages(lens, P), B, in);
+  PagePool pool(rng, in.numPages);
+  ref::PageTable pt = makePageTable(rng, P, lens, pool);
+  PageTableArrays pta = pageTableArrays(pt);
+  WorkList w = planChunks(lens, C);
+  const int64_t W = static_cast<int64_t>(w.request.size());
+  const int64_t cap = W + rng.uniformInt(0, 2);
+  auto padded = [&](std::vector<int32_t> v) {
+    v.resize(cap, 0);
+    return HostArray::fromI32(v);
+  };
+  HostArray wi = HostArray::fromI32(w.indptr), wr = padded(w.request),
+            ws = padded(w.start), we = padded(w.end);
+  const int64_t Hq = in.numQHeads;
+  HostArray op(Elem::F32, {cap, Hq, D}), lp(Elem::F32, {cap, Hq});
+  HostArray o(c.cache.elem, {B, Hq, D}), lse(Elem::F32, {B, Hq});
+  for (HostArray *a : {&op, &lp, &o, &lse})
+    a->fillBytes(0xFF);
+
+  std::string desc = "B=" + std::to_string(B) + " Hq=" + std::to_string(Hq) +
+                     " num_pages=" + std::to_string(in.numPages) + " " +
+                     describeTable(pt) + " work_indptr=" + join(w.indptr) +
+                     " W=" + std::to_string(W) +
+                     " capacity=" + std::to_string(cap);
+  std::vector<HostArray *> args{&in.qArr};
+  for (HostArray &a : in.cache)
+    args.push_back(&a);
+  args.insert(args.end(),
+              {&pta.indptr, &pta.indices, &pta.lastPageLen, &wi, &wr, &ws, &we});
+  if (c.alibi)
+    args.push_back(&in.slopesArr);
+  args.insert(args.end(), {&op, &lp, &o, &lse});
+  if (std::string err = m.call("partial", args); !err.empty())
+    return err + " (" + desc + ")";
+
+  ref::States expectedFull, expectedPart;
+  try {
+    ref::AttnOptions opts = c.refOptions(in.slopes);
+    expectedFull = ref::decode(in.q, Hq, in.kv, pt, opts);
+    // Work item w as a prefill request of its own: one query (q of its
+    // request) at position kv_len - 1, over the request's pages, with a
+    // custom mask that keeps the chunk's keys only.
+    ref::PageTable items;
+    items.pageSize = P;
+    items.indptr.push_back(0);
+    std::vector<double> qItems;
+    std::vector<int32_t> positions;
+    std::vector<uint8_t> bits;
+    std::vector<int64_t> bitLens;
+    for (int64_t i = 0; i < W; ++i) {
+      int64_t b = w.request[i];
+      for (int32_t p = pt.indptr[b]; p < pt.indptr[b + 1]; ++p)
+        items.indices.push_back(pt.indices[p]);
+      items.indptr.push_back(static_cast<int32_t>(items.indices.size()));
+      items.lastPageLen.push_back(pt.lastPageLen[b]);
+      qItems.insert(qItems.end(), in.q.begin() + b * Hq * D,
+                    in.q.begin() + (b + 1) * Hq * D);
+      positions.push_back(static_cast<int32_t>(lens[b] - 1));
+      for (int64_t t = 0; t < lens[b]; ++t)
+        bits.push_back(t >= w.start[i] && t < w.end[i]);
+      bitLens.push_back(lens[b]);
+    }
+    auto [packed, maskIndptr] = ref::packMask(bits, indptrOf(bitLens));
+    std::vector<int32_t> qo(W + 1);
+    std::iota(qo.begin(), qo.end(), 0);
+    opts.mask = ref::MaskMode::Custom;
+    expectedPart = ref::prefill(qItems, Hq, qo, in.kv, items, opts,
+                                &positions, &packed, &maskIndptr);
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  StateResult rp = compareStates(op, lp, expectedPart, W);
+  partialStats.add(rp, c.cache.elem);
+  // Partial states are f32; the data they come from may be f16.
+  if (!rp.ok(c.cache.elem == Elem::F32 ? Elem::F32 : Elem::F16))
+    return "decode_partial rows: " + rp.str() + " (" + desc + ")";
+  StateResult rf = compareStates(o, lse, expectedFull, B);
+  chainStats.add(rf, c.cache.elem);
+  if (!rf.ok(c.cache.elem))
+    return "decode_partial + merge_segments vs decode: " + rf.str() + " (" +
+           desc + ")";
+  return "";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Tests
+//===----------------------------------------------------------------------===//
+
+TEST(PACPUDifferential, Decode) {
+  runDecodeTest("Decode", PipelineConfig{}, /*randomChunk=*/false, kConfigs,
+                kCasesPerConfig, "pa.decode");
+}
+
+TEST(PACPUDifferential, Prefill) {
+  const std::string testName = "Prefill";
+  uint64_t seed = baseSeed(testName, 2);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  OpStats stats("pa.prefill");
+  FailureLog log{testName, seed};
+  // 45 configurations: 9 of each mask mode.
+  for (int ci = 0; ci < 45 && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, kConfigSalt));
+    AttnConfig c = randomPrefillConfig(crng, ci);
+    std::string err;
+    JitModule *m = compile(prefillModule(c), PipelineConfig{}, err);
+    if (!m) {
+      log.report(ci, c.str(), -1, err);
+      continue;
+    }
+    ++stats.configs;
+    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg = runPrefillCase(*m, c, rng, k, stats);
+      if (!msg.empty())
+        log.report(ci, c.str(), k, msg);
+    }
+  }
+  stats.print();
+}
+
+TEST(PACPUDifferential, Cascade) {
+  runCascadeTest("Cascade", PipelineConfig{}, kConfigs, kCasesPerConfig,
+                 "pa.cascade");
+}
+
+TEST(PACPUDifferential, CascadeDecomposed) {
+  PipelineConfig pc;
+  pc.cascadeDecompose = true;
+  runCascadeTest("CascadeDecomposed", pc, 20, 12,
+                 "pa.cascade (cascade-decompose=true)");
+}
+
+TEST(PACPUDifferential, DecodeSplitKVPipeline) {
+  runDecodeTest("DecodeSplitKVPipeline", PipelineConfig{},
+                /*randomChunk=*/true, 20, 12,
+                "pa.decode (split-kv-chunk > 0)");
+}
+
+TEST(PACPUDifferential, PlanSplitKV) {
+  const std::string testName = "PlanSplitKV";
+  uint64_t seed = baseSeed(testName, 4);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  OpStats stats("pa.plan_split_kv", false);
+  FailureLog log{testName, seed};
+  for (int ci = 0; ci < 30 && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, kConfigSalt));
+    static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
+    int64_t P = ci < 6 ? fixedP[ci] : crng.uniformInt(1, 64);
+    int64_t C = crng.pick(std::vector<int64_t>{1, 2, 7, P, 2 * P, 16, 33, 64,
+                                               256});
+    std::ostringstream cs;
+    cs << "P=" << P << " chunk_size=" << C;
+    std::string err;
+    JitModule *m = compile(planFunc(P, C), PipelineConfig{}, err);
+    if (!m) {
+      log.report(ci, cs.str(), -1, err);
+      continue;
+    }
+    ++stats.configs;
+    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg = runPlanCase(*m, P, C, rng, k, stats);
+      if (!msg.empty())
+        log.report(ci, cs.str(), k, msg);
+    }
+  }
+  stats.print();
+}
+
+TEST(PACPUDifferential, DecodePartialMergeSegments) {
+  const std::string testName = "DecodePartialMergeSegments";
+  uint64_t seed = baseSeed(testName, 5);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  OpStats partialStats("pa.decode_partial (rows vs per-chunk reference)");
+  OpStats chainStats("pa.decode_partial + pa.merge_segments (vs decode)");
+  FailureLog log{testName, seed};
+  for (int ci = 0; ci < kConfigs && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, kConfigSalt));
+    AttnConfig c = randomDecodeConfig(crng, ci);
+    c.chunkSize = crng.pick(std::vector<int64_t>{1, 3, c.cache.pageSize,
+                                                 2 * c.cache.pageSize, 16,
+                                                 64});
+    std::string err;
+    JitModule *m = compile(partialFunc(c), PipelineConfig{}, err);
+    if (!m) {
+      log.report(ci, c.str(), -1, err);
+      continue;
+    }
+    ++partialStats.configs;
+    ++chainStats.configs;
+    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg =
+          runPartialCase(*m, c, rng, k, partialStats, chainStats);
+      if (!msg.empty())
+        log.report(ci, c.str(), k, msg);
+    }
+  }
+  partialStats.print();
+  chainStats.print();
+}

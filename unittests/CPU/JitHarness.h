@@ -1,0 +1,335 @@
+//===- JitHarness.h - JIT + helpers of the CPU differential tests -*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CPU differential tests compile a pa program (tensor form, one
+// `func.func ... attributes {llvm.emit_c_interface}` per op) through
+// `pa::buildLowerToCPUPipeline`, JIT it with MLIR's ExecutionEngine and
+// compare what it computes with the float64 oracle `pa::ref`.
+//
+// This header provides
+//   * the JIT: compile() (cached per module text and pipeline options) and
+//     JitModule::call(), which calls `_mlir_ciface_<name>` with pointers to
+//     StridedMemRefType descriptors (rank 1..5, row-major, identity layout);
+//   * HostArray: a row-major host array in the memory representation of the
+//     lowered code (f32, IEEE f16 bits, bf16 bits, i32, i8, i1 as bytes);
+//   * random generation of page tables, paged caches, lengths;
+//   * comparison with the tolerances of the project, seeds and statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_UNITTESTS_CPU_JITHARNESS_H
+#define PAGEDATTN_UNITTESTS_CPU_JITHARNESS_H
+
+#include "PagedAttn/Reference/Reference.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace pa_cpu_test {
+
+namespace ref = pa::ref;
+
+//===----------------------------------------------------------------------===//
+// Number formats
+//===----------------------------------------------------------------------===//
+
+/// IEEE binary16 bits of `f`, round to nearest even (overflow -> inf, NaN
+/// stays NaN).
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
+/// bfloat16 bits of `f`, round to nearest even.
+uint16_t floatToBF16(float f);
+float bf16ToFloat(uint16_t h);
+
+//===----------------------------------------------------------------------===//
+// Host arrays
+//===----------------------------------------------------------------------===//
+
+enum class Elem { F32, F16, BF16, I32, I8, I1 };
+
+/// MLIR spelling of an element type ("f32", "f16", "bf16", "i32", "i8", "i1").
+const char *elemName(Elem e);
+/// Bytes per element in memory.
+int64_t elemBytes(Elem e);
+bool isFloat(Elem e);
+
+/// A row-major array in the representation the JIT code reads and writes.
+class HostArray {
+public:
+  HostArray() = default;
+  HostArray(Elem elem, std::vector<int64_t> shape);
+
+  static HostArray fromI32(const std::vector<int32_t> &v);
+  static HostArray fromI32(const std::vector<int32_t> &v,
+                           std::vector<int64_t> shape);
+  static HostArray fromBytes(Elem elem, const std::vector<uint8_t> &v);
+  /// Rounds every value to `elem` (float element types only).
+  static HostArray fromDoubles(Elem elem, const std::vector<double> &v,
+                               std::vector<int64_t> shape);
+
+  Elem elem() const { return elem_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t numel() const { return numel_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+
+  /// Element i as a double (integers exactly, halves widened).
+  double get(int64_t i) const;
+  /// Stores v at i, rounded to the element type (integers are truncated).
+  void set(int64_t i, double v);
+  int32_t getI32(int64_t i) const;
+  void setI32(int64_t i, int32_t v);
+
+  std::vector<double> toDoubles() const;
+  std::vector<int32_t> toI32() const;
+  std::vector<uint8_t> toBytes() const;
+
+  /// Fills every byte with `byte` (poisons outs: 0xFF gives NaN floats).
+  void fillBytes(uint8_t byte);
+
+  void *data();
+  const void *data() const;
+  /// True if both arrays hold exactly the same bytes and shape.
+  bool sameBits(const HostArray &other) const;
+
+private:
+  Elem elem_ = Elem::F32;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  std::vector<uint64_t> storage_; // 8-byte aligned
+};
+
+//===----------------------------------------------------------------------===//
+// JIT
+//===----------------------------------------------------------------------===//
+
+struct PipelineConfig {
+  bool cascadeDecompose = false;
+  int64_t splitKVChunk = 0;
+  std::string str() const;
+};
+
+class JitModule {
+public:
+  virtual ~JitModule();
+  /// Calls `_mlir_ciface_<fn>` with one memref descriptor per array (in
+  /// order). Returns an empty string on success, else the error.
+  ///
+  /// Results: the pipeline should drop results equivalent to the outs, and
+  /// then the function returns nothing. Where it keeps them (LLVM 22's
+  /// drop-equivalent-buffer-results skips public functions), the wrapper
+  /// takes a result pointer first; result k is then taken to be the k-th of
+  /// the last `#results` arguments (the outs, as the tests write them): if it
+  /// is not that very buffer, its contents are copied into it (counted by
+  /// numCopiedResults()).
+  virtual std::string call(const std::string &fn,
+                           const std::vector<HostArray *> &args) = 0;
+};
+
+/// Parses `mlirText`, runs pa-lower-to-cpu with `cfg` and creates an
+/// ExecutionEngine. Cached per (text, cfg): a second call is free. Returns
+/// null and sets `error` (diagnostics included) on failure.
+JitModule *compile(const std::string &mlirText, const PipelineConfig &cfg,
+                   std::string &error);
+
+/// Total wall time spent in compile() (parse + pipeline + JIT), in seconds,
+/// and the number of modules compiled.
+double totalCompileSeconds();
+int64_t numCompiledModules();
+/// Results that came back in a buffer other than their out argument (the
+/// harness copies them into the out); 0 when every op wrote its outs.
+int64_t numCopiedResults();
+
+//===----------------------------------------------------------------------===//
+// Seeds, random numbers
+//===----------------------------------------------------------------------===//
+
+/// The base seed of a test: `defaultSeed`, or PA_SEED (decimal or 0x hex)
+/// from the environment, mixed with the test's name.
+uint64_t baseSeed(const std::string &testName, uint64_t defaultSeed);
+/// splitmix64 of (a, b, c): a per-configuration / per-case seed.
+uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c = 0);
+
+class Rng {
+public:
+  explicit Rng(uint64_t seed) : gen(seed) {}
+  /// Uniform integer in [lo, hi] (inclusive).
+  int64_t uniformInt(int64_t lo, int64_t hi);
+  /// Uniform real in [lo, hi).
+  double uniform(double lo, double hi);
+  bool chance(double p);
+  template <typename T> const T &pick(const std::vector<T> &v) {
+    return v[uniformInt(0, static_cast<int64_t>(v.size()) - 1)];
+  }
+  template <typename T> void shuffle(std::vector<T> &v) {
+    for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i)
+      std::swap(v[i], v[uniformInt(0, i)]);
+  }
+  std::mt19937_64 gen;
+};
+
+/// `n` values uniform in [lo, hi), rounded to `elem`, as doubles.
+std::vector<double> randomValues(Rng &rng, int64_t n, Elem elem, double lo,
+                                 double hi);
+/// Rounds a double through `elem` (f32: through float, f16/bf16: through
+/// their bits).
+double roundTo(Elem elem, double v);
+
+//===----------------------------------------------------------------------===//
+// Paged KV caches and page tables
+//===----------------------------------------------------------------------===//
+
+struct CacheConfig {
+  ref::KVLayout layout = ref::KVLayout::NHD;
+  int64_t pageSize = 16, kvHeads = 1, headDim = 8;
+  Elem elem = Elem::F32;
+  bool joint = true;
+
+  /// `#pa.paged_kv<...>`
+  std::string attr() const;
+  /// Tensor type of one cache operand (`tensor<?x2xPxHxDxT>`, ...).
+  std::string tensorType() const;
+  /// Shape of one cache operand for `numPages` pages.
+  std::vector<int64_t> shape(int64_t numPages) const;
+  int64_t numOperands() const { return joint ? 1 : 2; }
+  std::string str() const;
+};
+
+/// Hands out distinct page indices of [0, numPages) in random order.
+class PagePool {
+public:
+  PagePool(Rng &rng, int64_t numPages);
+  int32_t take();
+  int64_t numPages() const { return static_cast<int64_t>(perm.size()); }
+
+private:
+  std::vector<int32_t> perm;
+  size_t next = 0;
+};
+
+/// Number of pages of a request of `len` tokens.
+inline int64_t pagesFor(int64_t len, int64_t pageSize) {
+  return (len + pageSize - 1) / pageSize;
+}
+
+/// A CSR page table with kv_len[b] == lens[b], pages taken from `pool`.
+/// Requests without tokens get no page and a random (ignored)
+/// last_page_len in [0, P].
+ref::PageTable makePageTable(Rng &rng, int64_t pageSize,
+                             const std::vector<int64_t> &lens, PagePool &pool);
+
+/// A random length in [0, maxLen]: 0, multiples of the page size
+/// (last_page_len == P), at most one page, or uniform.
+int64_t sampleLen(Rng &rng, int64_t pageSize, int64_t maxLen);
+
+/// A random cache of `numPages` pages, values uniform in [-1, 1) rounded to
+/// the element type: the reference view `kv` and the operand arrays `arrays`
+/// (1 joint or 2 split) hold the same values.
+void randomCache(Rng &rng, const CacheConfig &cfg, int64_t numPages,
+                 ref::PagedKV &kv, std::vector<HostArray> &arrays);
+/// The cache operand arrays for a reference cache.
+std::vector<HostArray> cacheArrays(const CacheConfig &cfg,
+                                   const ref::PagedKV &kv);
+
+/// Index arrays of a page table as operands.
+struct PageTableArrays {
+  HostArray indptr, indices, lastPageLen;
+};
+PageTableArrays pageTableArrays(const ref::PageTable &pt);
+
+//===----------------------------------------------------------------------===//
+// Comparison
+//===----------------------------------------------------------------------===//
+
+/// Tolerances of the project (by the data's element type).
+double oTolerance(Elem e);   // relative L2: 1e-5 f32, 2e-3 f16/bf16
+double lseTolerance(Elem e); // absolute: 1e-4 f32, 2e-3 f16/bf16
+
+/// ||x - ref|| / max(||ref||, tiny) over the first `n` elements; NaN/inf in x
+/// gives +inf.
+double relL2(const HostArray &x, const std::vector<double> &expected,
+             int64_t n);
+
+/// Compares lse: exactly -inf where the reference is -inf, finite and within
+/// `tol` elsewhere. Returns the largest absolute error over finite entries;
+/// sets `problem` (non-empty) on a -inf/NaN mismatch.
+double lseError(const HostArray &lse, const std::vector<double> &expected,
+                int64_t n, std::string &problem);
+
+struct StateResult {
+  double oErr = 0, lseErr = 0;
+  std::string problem;
+  bool ok(Elem e) const {
+    return problem.empty() && oErr <= oTolerance(e) &&
+           lseErr <= lseTolerance(e);
+  }
+  std::string str() const;
+};
+
+/// Compares (o, lse) with the first `rows` rows of a reference state.
+StateResult compareStates(const HostArray &o, const HostArray &lse,
+                          const ref::States &expected, int64_t rows);
+
+/// Per-op case counts and largest errors, printed at the end of each test.
+struct OpStats {
+  explicit OpStats(std::string name, bool hasLse = true)
+      : name(std::move(name)), hasLse(hasLse),
+        copiedAtStart(numCopiedResults()),
+        compileAtStart(totalCompileSeconds()) {}
+  /// Records a compared case; `e` is the element type of the data (the
+  /// errors are reported per type: f16 data has larger rounding error).
+  void add(const StateResult &r, Elem e = Elem::F32) {
+    ++cases;
+    maxO = std::max(maxO, r.oErr);
+    maxLse = std::max(maxLse, r.lseErr);
+    if (e == Elem::F32) {
+      maxOF32 = std::max(maxOF32, r.oErr);
+      maxLseF32 = std::max(maxLseF32, r.lseErr);
+    }
+  }
+  void addExact() { ++cases; }
+  void print() const;
+  std::string name;
+  bool hasLse;
+  int64_t copiedAtStart;
+  double compileAtStart;
+  int64_t cases = 0;
+  int64_t configs = 0;
+  double maxO = 0, maxLse = 0;       // over all cases
+  double maxOF32 = 0, maxLseF32 = 0; // over f32 cases only
+};
+
+//===----------------------------------------------------------------------===//
+// Misc
+//===----------------------------------------------------------------------===//
+
+template <typename T> std::string join(const std::vector<T> &v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    os << (i ? "," : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+/// Prints a float so that parsing it as f32 (or f64) gives the value back.
+std::string fmtF32(float v);
+std::string fmtF64(double v);
+
+/// Exclusive prefix sum with a leading 0 (an indptr of `lens`).
+std::vector<int32_t> indptrOf(const std::vector<int64_t> &lens);
+
+/// Stop a test after this many failing cases (the first ones tell enough).
+constexpr int kMaxFailuresPerTest = 5;
+
+} // namespace pa_cpu_test
+
+#endif // PAGEDATTN_UNITTESTS_CPU_JITHARNESS_H

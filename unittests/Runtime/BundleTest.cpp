@@ -1,0 +1,517 @@
+//===- BundleTest.cpp - tests of the bundle manifest and packing ----------===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The manifest parser on the contract's example and on one broken variant per
+// rule (each error must name the line), role shapes of both layouts and both
+// storages, grid resolution, and the memref-descriptor parameter packing.
+// No GPU needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Runtime/Bundle.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace pa::rt;
+
+namespace {
+
+/// The example manifest of the bundle contract (docs/Runtime.md), one entry
+/// per line; line i + 1 of the text is kExample[i].
+const std::vector<std::string> kExample = {
+    "pa-bundle 1",                                                         // 1
+    "config head_dim 128 page_size 16 kv_heads 8 group 4 layout nhd dtype "
+    "f16 kv joint",                                                        // 2
+    "kernel decode decode.cubin pa_decode",                                // 3
+    "arg q memref 3 f16",                                                  // 4
+    "arg kv memref 5 f16",                                                 // 5
+    "arg kv_indptr memref 1 i32",                                          // 6
+    "arg kv_indices memref 1 i32",                                         // 7
+    "arg kv_last_page_len memref 1 i32",                                   // 8
+    "arg o memref 3 f16",                                                  // 9
+    "arg lse memref 2 f32",                                                // 10
+    "launch grid batch kv_heads 1 block 128 1 1 smem 0",                   // 11
+    "kernel decode_partial decode_partial.cubin pa_decode_partial",        // 12
+    "arg q memref 3 f16",                                                  // 13
+    "arg kv memref 5 f16",                                                 // 14
+    "arg kv_indptr memref 1 i32",                                          // 15
+    "arg kv_indices memref 1 i32",                                         // 16
+    "arg kv_last_page_len memref 1 i32",                                   // 17
+    "arg work_indptr memref 1 i32",                                        // 18
+    "arg work_request memref 1 i32",                                       // 19
+    "arg work_start memref 1 i32",                                         // 20
+    "arg work_end memref 1 i32",                                           // 21
+    "arg o_part memref 3 f32",                                             // 22
+    "arg lse_part memref 2 f32",                                           // 23
+    "launch grid work_capacity kv_heads 1 block 128 1 1 smem 0",           // 24
+    "kernel merge_segments merge_segments.cubin pa_merge_segments",        // 25
+    "arg o_part memref 3 f32",                                             // 26
+    "arg lse_part memref 2 f32",                                           // 27
+    "arg work_indptr memref 1 i32",                                        // 28
+    "arg o memref 3 f16",                                                  // 29
+    "arg lse memref 2 f32",                                                // 30
+    "launch grid batch 1 1 block 128 1 1 smem 0",                          // 31
+    "end",                                                                 // 32
+};
+
+std::string join(const std::vector<std::string> &lines) {
+  std::string s;
+  for (const std::string &l : lines)
+    s += l + "\n";
+  return s;
+}
+
+/// The example with 1-based line `line` replaced by `text`.
+std::string replaced(int line, const std::string &text) {
+  std::vector<std::string> lines = kExample;
+  lines[line - 1] = text;
+  return join(lines);
+}
+
+/// The example without 1-based line `line`.
+std::string removed(int line) {
+  std::vector<std::string> lines = kExample;
+  lines.erase(lines.begin() + (line - 1));
+  return join(lines);
+}
+
+/// The example with `text` inserted before 1-based line `line`.
+std::string inserted(int line, const std::string &text) {
+  std::vector<std::string> lines = kExample;
+  lines.insert(lines.begin() + (line - 1), text);
+  return join(lines);
+}
+
+/// Parses `text`, expecting failure with a message that names `line` and
+/// contains `fragment`.
+void expectError(const std::string &text, int line,
+                 const std::string &fragment) {
+  Manifest m;
+  Status s = parseManifest(text, m, "bundle.manifest");
+  ASSERT_FALSE(s.ok) << "expected an error containing '" << fragment << "'";
+  std::string where = "bundle.manifest:" + std::to_string(line) + ":";
+  EXPECT_NE(s.message.find(where), std::string::npos)
+      << "message does not name line " << line << ": " << s.message;
+  EXPECT_NE(s.message.find(fragment), std::string::npos)
+      << "message lacks '" << fragment << "': " << s.message;
+}
+
+TEST(BundleManifest, ParsesTheContractExample) {
+  Manifest m;
+  Status s = parseManifest(join(kExample), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(m.version, 1);
+  EXPECT_EQ(m.config.headDim, 128);
+  EXPECT_EQ(m.config.pageSize, 16);
+  EXPECT_EQ(m.config.kvHeads, 8);
+  EXPECT_EQ(m.config.group, 4);
+  EXPECT_EQ(m.config.numQHeads(), 32);
+  EXPECT_EQ(m.config.layout, CacheLayout::NHD);
+  EXPECT_EQ(m.config.dtype, DType::F16);
+  EXPECT_EQ(m.config.kv, KVStorage::Joint);
+  EXPECT_EQ(m.config.str(), "D128 P16 Hkv8 g4 nhd f16 joint");
+  ASSERT_EQ(m.kernels.size(), 3u);
+  EXPECT_TRUE(m.hasSplitKernels());
+
+  const KernelSpec *d = m.find(KernelKind::Decode);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->file, "decode.cubin");
+  EXPECT_EQ(d->symbol, "pa_decode");
+  EXPECT_EQ(d->line, 3);
+  ASSERT_EQ(d->args.size(), 7u);
+  EXPECT_EQ(d->args[0].role, ArgRole::Q);
+  EXPECT_EQ(d->args[0].rank, 3);
+  EXPECT_EQ(d->args[0].type, ElemType::F16);
+  EXPECT_EQ(d->args[1].role, ArgRole::KV);
+  EXPECT_EQ(d->args[1].rank, 5);
+  EXPECT_EQ(d->args[6].role, ArgRole::LSE);
+  EXPECT_EQ(d->args[6].type, ElemType::F32);
+  // 3 + 2R per memref: q 9, kv 13, three rank-1 arrays 5 each, o 9, lse 7.
+  EXPECT_EQ(d->numParams(), 9 + 13 + 5 * 3 + 9 + 7);
+  EXPECT_EQ(d->launch.grid[0].symbol, GridSymbol::Batch);
+  EXPECT_EQ(d->launch.grid[1].symbol, GridSymbol::KVHeads);
+  EXPECT_EQ(d->launch.grid[2].symbol, GridSymbol::Literal);
+  EXPECT_EQ(d->launch.grid[2].value, 1);
+  EXPECT_EQ(d->launch.block[0], 128);
+  EXPECT_EQ(d->launch.sharedBytes, 0);
+
+  const KernelSpec *p = m.find(KernelKind::DecodePartial);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->args.size(), 11u);
+  EXPECT_EQ(p->launch.grid[0].symbol, GridSymbol::WorkCapacity);
+  const KernelSpec *g = m.find(KernelKind::MergeSegments);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->args[0].role, ArgRole::OPart);
+  EXPECT_EQ(g->symbol, "pa_merge_segments");
+}
+
+TEST(BundleManifest, CommentsBlankLinesAndSpacing) {
+  std::string text = "# a bundle\n\n  pa-bundle   1   # version\n";
+  for (size_t i = 1; i < kExample.size(); ++i)
+    text += "\t" + kExample[i] + "  # line " + std::to_string(i) + "\r\n\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(m.kernels.size(), 3u);
+}
+
+TEST(BundleManifest, DecodeOnlySplitStorageHnd) {
+  std::string text = "pa-bundle 1\n"
+                     "config kv split dtype bf16 layout hnd group 1 kv_heads "
+                     "32 page_size 64 head_dim 64\n"
+                     "kernel decode d.ptx my_decode\n"
+                     "arg q memref 3 bf16\n"
+                     "arg k memref 4 bf16\n"
+                     "arg v memref 4 bf16\n"
+                     "arg kv_indptr memref 1 i32\n"
+                     "arg kv_indices memref 1 i32\n"
+                     "arg kv_last_page_len memref 1 i32\n"
+                     "arg o memref 3 bf16\n"
+                     "arg lse memref 2 f32\n"
+                     "launch grid batch num_q_heads 2 block 32 4 1 smem 65536\n"
+                     "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(m.config.kv, KVStorage::Split);
+  EXPECT_EQ(m.config.layout, CacheLayout::HND);
+  EXPECT_EQ(m.config.dtype, DType::BF16);
+  EXPECT_FALSE(m.hasSplitKernels());
+  const KernelSpec *d = m.find(KernelKind::Decode);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->launch.grid[1].symbol, GridSymbol::NumQHeads);
+  EXPECT_EQ(d->launch.grid[2].value, 2);
+  EXPECT_EQ(d->launch.block[1], 4);
+  EXPECT_EQ(d->launch.sharedBytes, 65536);
+}
+
+TEST(BundleManifest, HeaderErrors) {
+  expectError("", 0, "empty manifest");
+  expectError("# nothing\n", 1, "empty manifest");
+  expectError(removed(1), 1, "expected the header 'pa-bundle 1'");
+  expectError(replaced(1, "pa-bundle 2"), 1, "unsupported bundle version 2");
+  expectError(replaced(1, "pa-bundle one"), 1, "not an integer");
+  expectError(replaced(1, "pa-bundle 1 extra"), 1, "pa-bundle VERSION");
+  expectError(inserted(2, "pa-bundle 1"), 2, "duplicate 'pa-bundle'");
+}
+
+TEST(BundleManifest, ConfigErrors) {
+  const std::string base = "config head_dim 128 page_size 16 kv_heads 8 "
+                           "group 4 layout nhd dtype f16";
+  expectError(replaced(2, base + " kv joint color red"), 2,
+              "unknown config key 'color'");
+  expectError(replaced(2, base + " kv joint head_dim 64"), 2,
+              "duplicate config key 'head_dim'");
+  expectError(replaced(2, base), 2, "missing key 'kv'");
+  expectError(replaced(2, base + " kv"), 2, "KEY VALUE pairs");
+  expectError(replaced(2, base + " kv fused"), 2, "unknown kv storage 'fused'");
+  expectError(replaced(2, "config head_dim 128 page_size 16 kv_heads 8 group "
+                          "4 layout nhdd dtype f16 kv joint"),
+              2, "unknown layout 'nhdd'");
+  expectError(replaced(2, "config head_dim 128 page_size 16 kv_heads 8 group "
+                          "4 layout nhd dtype fp8 kv joint"),
+              2, "unknown dtype 'fp8'");
+  expectError(replaced(2, "config head_dim 0 page_size 16 kv_heads 8 group "
+                          "4 layout nhd dtype f16 kv joint"),
+              2, "head_dim = 0");
+  expectError(replaced(2, "config head_dim 12x page_size 16 kv_heads 8 group "
+                          "4 layout nhd dtype f16 kv joint"),
+              2, "not an integer");
+  expectError(inserted(3, kExample[1]), 3, "duplicate 'config'");
+  expectError(removed(2), 2, "'kernel' before the 'config' line");
+  expectError(inserted(12, kExample[1]), 12, "before the first kernel");
+}
+
+TEST(BundleManifest, KernelErrors) {
+  expectError(replaced(3, "kernel prefill p.cubin pa_prefill"), 3,
+              "unknown kernel 'prefill'");
+  expectError(replaced(3, "kernel decode decode.cubin"), 3,
+              "kernel NAME FILE SYMBOL");
+  expectError(replaced(12, "kernel decode d2.cubin pa_decode2"), 12,
+              "duplicate kernel 'decode'");
+  expectError(replaced(3, "kernel decode /tmp/decode.cubin pa_decode"), 3,
+              "relative");
+  expectError(replaced(3, "kernel decode ../x/decode.cubin pa_decode"), 3,
+              "'..'");
+  expectError(inserted(3, "arg q memref 3 f16"), 3, "'arg' outside a kernel");
+  expectError(inserted(3, "launch grid 1 1 1 block 1 1 1 smem 0"), 3,
+              "'launch' outside a kernel");
+  expectError(inserted(3, "frobnicate"), 3, "unknown directive 'frobnicate'");
+  // Missing launch: reported at the kernel's line.
+  expectError(removed(11), 3, "missing 'launch'");
+  expectError(inserted(12, kExample[10]), 12, "duplicate 'launch'");
+  expectError(inserted(12, "arg q memref 3 f16"), 12,
+              "after the kernel's 'launch'");
+  // Missing role: reported at the kernel's line.
+  expectError(removed(10), 3, "missing argument role 'lse'");
+}
+
+TEST(BundleManifest, ArgErrors) {
+  expectError(replaced(4, "arg query memref 3 f16"), 4,
+              "unknown argument role 'query'");
+  expectError(replaced(4, "arg q tensor 3 f16"), 4,
+              "unknown argument kind 'tensor'");
+  expectError(replaced(4, "arg q memref 2 f16"), 4,
+              "must be a memref of rank 3, got 2");
+  expectError(replaced(4, "arg q memref three f16"), 4, "not an integer");
+  expectError(replaced(4, "arg q memref 3 f32"), 4,
+              "must have element type f16");
+  expectError(replaced(4, "arg q memref 3 f64"), 4,
+              "unknown element type 'f64'");
+  expectError(replaced(6, "arg kv_indptr memref 1 i64"), 6,
+              "unknown element type 'i64'");
+  expectError(replaced(6, "arg kv_indptr memref 1 f32"), 6,
+              "must have element type i32");
+  expectError(replaced(10, "arg lse memref 2 f16"), 10,
+              "must have element type f32");
+  expectError(replaced(5, "arg k memref 4 f16"), 5,
+              "role 'k' is not an argument of kernel 'decode' with kv joint");
+  expectError(replaced(10, "arg work_indptr memref 1 i32"), 10,
+              "not an argument of kernel 'decode'");
+  expectError(replaced(5, "arg q memref 3 f16"), 5,
+              "duplicate argument role 'q' (first on line 4)");
+  expectError(replaced(4, "arg q memref 3"), 4, "arg ROLE memref RANK TYPE");
+}
+
+TEST(BundleManifest, LaunchErrors) {
+  expectError(replaced(11, "launch grid batch heads 1 block 128 1 1 smem 0"),
+              11, "grid extent 'heads'");
+  expectError(replaced(11, "launch grid batch kv_heads 0 block 128 1 1 smem 0"),
+              11, "grid extent 0 must be positive");
+  expectError(replaced(11, "launch grid batch kv_heads 1 block 2048 1 1 smem 0"),
+              11, "block extent 2048");
+  expectError(replaced(11, "launch grid batch kv_heads 1 block 64 32 1 smem 0"),
+              11, "2048 threads exceeds 1024");
+  expectError(replaced(11, "launch grid batch kv_heads 1 block 128 1 1"), 11,
+              "launch grid X Y Z block X Y Z smem BYTES");
+  expectError(replaced(11, "launch grid batch kv_heads 1 block 128 1 1 smem -4"),
+              11, "smem -4");
+  expectError(replaced(11, "launch grid batch kv_heads 1 threads 128 1 1 smem 0"),
+              11, "launch grid X Y Z");
+}
+
+TEST(BundleManifest, StructureErrors) {
+  expectError(removed(32), 31, "missing 'end'");
+  expectError(join(kExample) + "kernel decode x.cubin x\n", 33,
+              "text after 'end'");
+  expectError(replaced(32, "end now"), 32, "'end' takes no operands");
+  // No decode kernel.
+  {
+    std::vector<std::string> lines(kExample.begin() + 11, kExample.end());
+    lines.insert(lines.begin(), kExample.begin(), kExample.begin() + 2);
+    expectError(join(lines), 23, "no 'decode' kernel");
+  }
+  // decode_partial without merge_segments.
+  {
+    std::vector<std::string> lines(kExample.begin(), kExample.begin() + 24);
+    lines.push_back("end");
+    expectError(join(lines), 25, "come together");
+  }
+  // A kernel's missing role is found when 'end' closes it.
+  expectError(removed(30), 25, "missing argument role 'lse'");
+}
+
+TEST(BundleManifest, ReadManifestNamesTheFile) {
+  Manifest m;
+  Status s = readManifest("/nonexistent-pa-bundle-dir", m);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("/nonexistent-pa-bundle-dir/bundle.manifest"),
+            std::string::npos)
+      << s.message;
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes and grids
+//===----------------------------------------------------------------------===//
+
+BundleConfig exampleConfig() {
+  Manifest m;
+  Status s = parseManifest(join(kExample), m);
+  EXPECT_TRUE(s.ok) << s.message;
+  return m.config;
+}
+
+TEST(BundleShapes, RoleShapes) {
+  BundleConfig c = exampleConfig();
+  ProblemDims d;
+  d.batch = 7;
+  d.numPages = 100;
+  d.nnz = 42;
+  d.workCapacity = 19;
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(roleShape(c, ArgRole::Q, d), (V{7, 32, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::O, d), (V{7, 32, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::LSE, d), (V{7, 32}));
+  EXPECT_EQ(roleShape(c, ArgRole::KV, d), (V{100, 2, 16, 8, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::K, d), (V{100, 16, 8, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::KVIndptr, d), (V{8}));
+  EXPECT_EQ(roleShape(c, ArgRole::KVIndices, d), (V{42}));
+  EXPECT_EQ(roleShape(c, ArgRole::KVLastPageLen, d), (V{7}));
+  EXPECT_EQ(roleShape(c, ArgRole::WorkIndptr, d), (V{8}));
+  EXPECT_EQ(roleShape(c, ArgRole::WorkRequest, d), (V{19}));
+  EXPECT_EQ(roleShape(c, ArgRole::WorkStart, d), (V{19}));
+  EXPECT_EQ(roleShape(c, ArgRole::WorkEnd, d), (V{19}));
+  EXPECT_EQ(roleShape(c, ArgRole::OPart, d), (V{19, 32, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::LSEPart, d), (V{19, 32}));
+  c.layout = CacheLayout::HND;
+  EXPECT_EQ(roleShape(c, ArgRole::KV, d), (V{100, 2, 8, 16, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::V, d), (V{100, 8, 16, 128}));
+}
+
+TEST(BundleShapes, ContiguousStrides) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(contiguousStrides({100, 2, 16, 8, 128}),
+            (V{2 * 16 * 8 * 128, 16 * 8 * 128, 8 * 128, 128, 1}));
+  EXPECT_EQ(contiguousStrides({5}), (V{1}));
+  EXPECT_EQ(contiguousStrides({0, 3}), (V{3, 1}));
+  EXPECT_EQ(contiguousStrides({}), (V{}));
+}
+
+TEST(BundleShapes, ResolveGrid) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m).ok);
+  ProblemDims d;
+  d.batch = 33;
+  d.workCapacity = 77;
+  std::array<uint32_t, 3> g{};
+  ASSERT_TRUE(resolveGrid(m.find(KernelKind::Decode)->launch, m.config, d, g));
+  EXPECT_EQ(g, (std::array<uint32_t, 3>{33, 8, 1}));
+  ASSERT_TRUE(
+      resolveGrid(m.find(KernelKind::DecodePartial)->launch, m.config, d, g));
+  EXPECT_EQ(g, (std::array<uint32_t, 3>{77, 8, 1}));
+  ASSERT_TRUE(
+      resolveGrid(m.find(KernelKind::MergeSegments)->launch, m.config, d, g));
+  EXPECT_EQ(g, (std::array<uint32_t, 3>{33, 1, 1}));
+
+  LaunchSpec l;
+  l.grid[0].symbol = GridSymbol::NumQHeads;
+  l.grid[1].symbol = GridSymbol::Batch;
+  ASSERT_TRUE(resolveGrid(l, m.config, d, g));
+  EXPECT_EQ(g, (std::array<uint32_t, 3>{32, 33, 1}));
+  d.batch = 70000; // y is limited to 65535
+  Status s = resolveGrid(l, m.config, d, g);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("grid y = batch = 70000 exceeds"),
+            std::string::npos)
+      << s.message;
+  d.batch = 0;
+  s = resolveGrid(l, m.config, d, g);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("grid y = batch = 0 is not positive"),
+            std::string::npos)
+      << s.message;
+}
+
+//===----------------------------------------------------------------------===//
+// Packing
+//===----------------------------------------------------------------------===//
+
+TEST(BundlePacking, DecodeDescriptors) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m).ok);
+  const KernelSpec &k = *m.find(KernelKind::Decode);
+  ProblemDims d;
+  d.batch = 3;
+  d.numPages = 10;
+  d.nnz = 6;
+  ArgBindings b;
+  const uint64_t base = 0x7f0000000000ull;
+  ArgRole roles[] = {ArgRole::Q,         ArgRole::KV,
+                     ArgRole::KVIndptr,  ArgRole::KVIndices,
+                     ArgRole::KVLastPageLen, ArgRole::O,
+                     ArgRole::LSE};
+  for (int i = 0; i < 7; ++i)
+    b.bind(roles[i], base + 0x1000 * i, roleShape(m.config, roles[i], d));
+  // Roles the kernel does not take may be bound too; they are ignored.
+  b.bind(ArgRole::OPart, 0xdead, {1, 2, 3});
+
+  PackedParams p;
+  Status s = packParams(k, b, p);
+  ASSERT_TRUE(s.ok) << s.message;
+  ASSERT_EQ(static_cast<int64_t>(p.size()), k.numParams());
+  std::vector<uint64_t> expected = {
+      // q [3, 32, 128]
+      base, base, 0, 3, 32, 128, 32 * 128, 128, 1,
+      // kv [10, 2, 16, 8, 128]
+      base + 0x1000, base + 0x1000, 0, 10, 2, 16, 8, 128, 2 * 16 * 8 * 128,
+      16 * 8 * 128, 8 * 128, 128, 1,
+      // kv_indptr [4], kv_indices [6], kv_last_page_len [3]
+      base + 0x2000, base + 0x2000, 0, 4, 1, //
+      base + 0x3000, base + 0x3000, 0, 6, 1, //
+      base + 0x4000, base + 0x4000, 0, 3, 1,
+      // o [3, 32, 128]
+      base + 0x5000, base + 0x5000, 0, 3, 32, 128, 32 * 128, 128, 1,
+      // lse [3, 32]
+      base + 0x6000, base + 0x6000, 0, 3, 32, 32, 1};
+  EXPECT_EQ(p.words(), expected);
+
+  void **params = p.kernelParams();
+  for (size_t i = 0; i < p.size(); ++i)
+    EXPECT_EQ(*static_cast<uint64_t *>(params[i]), expected[i]) << i;
+}
+
+TEST(BundlePacking, ArgumentOrderFollowsTheManifest) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m).ok);
+  const KernelSpec &k = *m.find(KernelKind::MergeSegments);
+  ProblemDims d;
+  d.batch = 2;
+  d.workCapacity = 5;
+  ArgBindings b;
+  for (ArgRole r : {ArgRole::OPart, ArgRole::LSEPart, ArgRole::WorkIndptr,
+                    ArgRole::O, ArgRole::LSE})
+    b.bind(r, 100 + static_cast<uint64_t>(r), roleShape(m.config, r, d));
+  PackedParams p;
+  ASSERT_TRUE(packParams(k, b, p).ok);
+  std::vector<uint64_t> expected = {
+      113, 113, 0, 5, 32, 128, 32 * 128, 128, 1, // o_part
+      114, 114, 0, 5, 32, 32, 1,                 // lse_part
+      109, 109, 0, 3, 1,                         // work_indptr
+      107, 107, 0, 2, 32, 128, 32 * 128, 128, 1, // o
+      108, 108, 0, 2, 32, 32, 1};                // lse
+  EXPECT_EQ(p.words(), expected);
+}
+
+TEST(BundlePacking, Errors) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m).ok);
+  const KernelSpec &k = *m.find(KernelKind::MergeSegments);
+  ArgBindings b;
+  b.bind(ArgRole::OPart, 1, {5, 32, 128});
+  b.bind(ArgRole::LSEPart, 2, {5, 32});
+  b.bind(ArgRole::WorkIndptr, 3, {3});
+  b.bind(ArgRole::O, 4, {2, 32, 128});
+  PackedParams p;
+  Status s = packParams(k, b, p);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("argument role 'lse' is not bound"),
+            std::string::npos)
+      << s.message;
+
+  b.bind(ArgRole::LSE, 5, {2, 32, 1});
+  s = packParams(k, b, p);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("'lse' is bound with rank 3, the manifest says 2"),
+            std::string::npos)
+      << s.message;
+
+  b.bind(ArgRole::LSE, 5, {-2, 32});
+  s = packParams(k, b, p);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("negative size -2"), std::string::npos)
+      << s.message;
+
+  b.bind(ArgRole::LSE, 5, {2, 32});
+  s = packParams(k, b, p);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(static_cast<int64_t>(p.size()), k.numParams());
+}
+
+} // namespace
