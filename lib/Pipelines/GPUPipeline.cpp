@@ -38,6 +38,7 @@ void mlir::pa::buildLowerToNVVMPipeline(OpPassManager &pm,
   ConvertPAToGPUOptions tile;
   tile.threads = opts.threads;
   tile.unroll = opts.unroll;
+  tile.laneBytes = opts.laneBytes;
   pm.addPass(createConvertPAToGPU(tile));
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());

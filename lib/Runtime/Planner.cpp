@@ -170,7 +170,8 @@ int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
 
 Status pa::rt::planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
                           int64_t batch, int64_t pageSize, int64_t numKVHeads,
-                          int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan) {
+                          int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan,
+                          int64_t minChunk) {
   if (numKVHeads <= 0)
     return fail("num_kv_heads = ", numKVHeads, " must be positive");
   if (numSMs <= 0)
@@ -188,7 +189,7 @@ Status pa::rt::planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
 
   DecodePlan result;
   result.chunkSize =
-      chooseChunkSize(lens, numKVHeads, numSMs * ctasPerSM, pageSize);
+      chooseChunkSize(lens, numKVHeads, numSMs * ctasPerSM, pageSize, minChunk);
   result.work = planFixedChunks(lens, result.chunkSize);
   int64_t totalTokens = 0;
   for (int64_t b = 0; b < batch; ++b) {

@@ -49,9 +49,13 @@ static cl::opt<std::string> chip("chip", cl::init("sm_90"),
 static cl::opt<int64_t> threads("cta-threads", cl::init(128),
                                cl::desc("Threads per CTA"));
 static cl::opt<int64_t> unroll(
-    "tokens-in-flight", cl::init(8),
-    cl::desc("Tokens per lane group in flight (8 was fastest for GQA 4 and "
-             "MHA on an H200, docs/PERFORMANCE.md)"));
+    "tokens-in-flight", cl::init(0),
+    cl::desc("Tokens per lane group in flight (0: the tuned default, see "
+             "tunedShape)"));
+static cl::opt<int64_t> laneBytes(
+    "lane-bytes", cl::init(0),
+    cl::desc("Bytes of a K/V row per lane and token (16 or 32; 0: the tuned "
+             "default, see tunedShape)"));
 static cl::opt<std::string> outDir("o", cl::Required,
                                    cl::desc("Output bundle directory"));
 
@@ -152,6 +156,24 @@ std::string manifest() {
   return s;
 }
 
+/// The kernel shape measured best on an H200 (docs/PERFORMANCE.md,
+/// 2026-11-21): small GQA groups (2..4 heads per KV head with 16-bit data)
+/// take 32 bytes per lane and 4 tokens in flight, which halves the lanes that
+/// repeat each score's softmax and shuffles; MHA and large groups (whose q
+/// and accumulators would not fit the registers twice as wide) take 16 bytes
+/// per lane and 8 tokens in flight (2 for groups of 8, which spill at 8).
+std::pair<int64_t, int64_t> tunedShape() {
+  int64_t bytes = dtype == "f32" ? 4 : 2;
+  bool wide = group >= 2 && group * (32 / bytes) <= 64 &&
+              (headDim * bytes) % 32 == 0 && (headDim * bytes / 32) <= 32;
+  int64_t lb = laneBytes > 0 ? laneBytes.getValue() : (wide ? 32 : 16);
+  // Large groups keep 8 q rows and accumulators per lane: fewer tokens in
+  // flight keep them in registers.
+  int64_t u = unroll > 0 ? unroll.getValue()
+                         : (lb == 32 ? 4 : (group >= 8 ? 2 : 8));
+  return {lb, u};
+}
+
 /// Lowers `source` with `format` and returns the gpu.binary's object.
 FailureOr<std::string> compile(MLIRContext &ctx, StringRef source,
                                StringRef format) {
@@ -163,7 +185,9 @@ FailureOr<std::string> compile(MLIRContext &ctx, StringRef source,
   opts.chip = chip;
   opts.format = format.str();
   opts.threads = threads;
-  opts.unroll = unroll;
+  auto [lb, u] = tunedShape();
+  opts.unroll = u;
+  opts.laneBytes = lb;
   pa::buildLowerToNVVMPipeline(pm, opts);
   if (failed(pm.run(*module)))
     return failure();
@@ -240,8 +264,10 @@ int main(int argc, char **argv) {
       !writeFile(path("bundle.manifest"), manifest()))
     return 1;
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  auto [lb, u] = tunedShape();
   llvm::outs() << llvm::formatv("pa-compile: {0} ({1} bytes cubin, {2:F1} ms "
-                                "to cubin)\n",
-                                outDir.getValue(), cubin->size(), ms);
+                                "to cubin; {3} bytes/lane, {4} tokens in "
+                                "flight)\n",
+                                outDir.getValue(), cubin->size(), ms, lb, u);
   return 0;
 }

@@ -489,7 +489,8 @@ TEST(PlanDecode, RandomMatchesParts) {
                           pageSize, kvHeads, sms, perSM, plan);
     ASSERT_TRUE(s) << s.message;
     EXPECT_EQ(plan.chunkSize,
-              chooseChunkSize(lens, kvHeads, sms * perSM, pageSize));
+              chooseChunkSize(lens, kvHeads, sms * perSM, pageSize,
+                              kDefaultMinChunk));
     ASSERT_TRUE(checkWorkList(plan.work, lens, plan.chunkSize));
     bool split = false;
     for (int64_t b = 0; b < batch; ++b)

@@ -67,6 +67,9 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "Threads per CTA">,
     Option<"unroll", "unroll", "int64_t", /*default=*/"4",
            "Tokens per lane group in flight">,
+    Option<"laneBytes", "lane-bytes", "int64_t", /*default=*/"16",
+           "Bytes of a K/V row per lane and token (16: one 16-byte load; "
+           "32: two, half the lanes per token)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

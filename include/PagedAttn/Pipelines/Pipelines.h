@@ -56,6 +56,10 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<int64_t> unroll{
       *this, "unroll", llvm::cl::desc("Tokens per lane group in flight"),
       llvm::cl::init(4)};
+  PassOptions::Option<int64_t> laneBytes{
+      *this, "lane-bytes",
+      llvm::cl::desc("Bytes of a K/V row per lane and token (16 or 32)"),
+      llvm::cl::init(16)};
 };
 
 /// Adds the passes of `pa-lower-to-nvvm` to `pm` (a module pass manager).

@@ -96,14 +96,20 @@ struct DecodePlan {
   int64_t maxItemsBound = 0;
 };
 
+/// Default smallest chunk of planDecode: a work item of 64 tokens still
+/// streams 64 x 2 x D x 2 bytes per KV head, and short requests at small
+/// batch need many items to fill the GPU (B = 1 x 512 tokens: 8 items).
+inline constexpr int64_t kDefaultMinChunk = 64;
+
 /// Plans a split-KV decode step: kvLengths(), then
-/// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize), then
-/// planFixedChunks(). Fails on an invalid page table (see kvLengths()), on a
+/// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize,
+/// minChunk), then planFixedChunks(). Fails on an invalid page table (see kvLengths()), on a
 /// kv_len above INT32_MAX, or on non-positive numKVHeads, numSMs or
 /// ctasPerSM; `plan` is only written on success.
 Status planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
                   int64_t batch, int64_t pageSize, int64_t numKVHeads,
-                  int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan);
+                  int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan,
+                  int64_t minChunk = kDefaultMinChunk);
 
 /// Upper bound on the work items of any batch of `batch` requests owning
 /// `numPagesUsed` (= kv_indptr[batch]) pages in total, chunked by

@@ -96,7 +96,7 @@ bool isIdentityMemRef(Type t) {
 /// Checks the operands of an attention op and fills `cfg`.
 template <typename OpTy>
 LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
-                         Config &cfg) {
+                         int64_t laneBytes, Config &cfg) {
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
@@ -107,7 +107,9 @@ LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
     return op.emitOpError()
            << "convert-pa-to-gpu needs static query heads and head dim";
   cfg.elem = qt.getElementType();
-  cfg.vec = 16 / (cfg.elem.getIntOrFloatBitWidth() / 8);
+  if (laneBytes != 16 && laneBytes != 32)
+    return op.emitOpError() << "lane-bytes must be 16 or 32";
+  cfg.vec = laneBytes / (cfg.elem.getIntOrFloatBitWidth() / 8);
   cfg.headDim = cache.getHeadDim();
   cfg.numKVHeads = cache.getNumKVHeads();
   cfg.pageSize = cache.getPageSize();
@@ -116,7 +118,7 @@ LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
   cfg.unroll = unroll;
   if (cfg.headDim % cfg.vec != 0)
     return op.emitOpError() << "head dim must be a multiple of " << cfg.vec
-                            << " (16-byte vectors)";
+                            << " (" << laneBytes << "-byte lanes)";
   cfg.lanes = cfg.headDim / cfg.vec;
   if (!llvm::isPowerOf2_64(cfg.lanes) || cfg.lanes > 32)
     return op.emitOpError() << "head dim / " << cfg.vec
@@ -459,9 +461,10 @@ AttnArgs mapAttnArgs(OpTy op, IRMapping &m) {
 /// Builds the kernel of a decode / decode_partial op and launches it.
 template <typename OpTy>
 LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
-                            int64_t threads, int64_t unroll) {
+                            int64_t threads, int64_t unroll,
+                            int64_t laneBytes) {
   Config c;
-  if (failed(makeConfig(op, threads, unroll, c)))
+  if (failed(makeConfig(op, threads, unroll, laneBytes, c)))
     return failure();
   MLIRContext *ctx = op.getContext();
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -590,11 +593,12 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       LogicalResult r =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](DecodeOp d) {
-                return tileAttention(d, kmod, "pa_decode", threads, unroll);
+                return tileAttention(d, kmod, "pa_decode", threads, unroll,
+                                     laneBytes);
               })
               .Case([&](DecodePartialOp d) {
                 return tileAttention(d, kmod, "pa_decode_partial", threads,
-                                     unroll);
+                                     unroll, laneBytes);
               })
               .Case([&](MergeSegmentsOp d) {
                 return tileMergeSegments(d, kmod, "pa_merge_segments", threads);
