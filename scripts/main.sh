@@ -1,16 +1,55 @@
 #!/usr/bin/env bash
-# The main job: build, then run every example program in examples/ through
-# pa-opt (parse, verify, canonicalize, bufferize) and print the results.
+# The main job (README): set up and build, then
+#   1. every example program in examples/ through pa-opt: verify,
+#      canonicalize, bufferize and lower to CPU code (pa-lower-to-cpu);
+#   2. compile the decode example configuration (GQA 4, D 128, P 16, fp16)
+#      to PTX and, when ptxas is there, a cubin bundle (pa-compile);
+#   3. with a CUDA device: run the bundle against the float64 reference
+#      (pa-gpu-runner check); without one: run the CPU lowering of every op
+#      on generated inputs against the reference and print the largest error
+#      per op.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PA_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 paopt="$build/bin/pa-opt"
+
+echo "=== 1. examples through pa-opt"
 for f in "$root"/examples/*.mlir; do
-  echo "=== $(basename "$f"): verify + canonicalize"
-  "$paopt" "$f" --canonicalize
-  echo "=== $(basename "$f"): one-shot bufferize to the memref form"
-  "$paopt" "$f" --canonicalize \
-    --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
-    >/dev/null && echo "ok"
+  "$paopt" "$f" --canonicalize >/dev/null
+  "$paopt" "$f" --pa-lower-to-cpu="cascade-decompose=true" >/dev/null
+  echo "  $(basename "$f"): verified, canonicalized, lowered to CPU code"
 done
+echo "  decode step after canonicalize + bufferize:"
+"$paopt" "$root/examples/decode.mlir" --canonicalize \
+  --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+  | sed 's/^/    /'
+
+echo "=== 2. decode example configuration to PTX / cubin"
+out="$build/main-job"
+rm -rf "$out"
+mkdir -p "$out"
+"$paopt" "$root/examples/decode.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
+  -o "$out/decode-sm90.mlir"
+echo "  PTX for sm_90 in $out/decode-sm90.mlir"
+if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
+  export PATH="$PATH:/usr/local/cuda/bin"
+  "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
+    --layout nhd --dtype f16 --kv joint --chip sm_90 -o "$out/bundle-gqa4"
+  if [ -x /work/shared/tools/ptx-report ]; then
+    /work/shared/tools/ptx-report "$out/bundle-gqa4/kernels.ptx" | sed 's/^/    /'
+  fi
+else
+  echo "  (no ptxas: PTX only, no cubin)"
+fi
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
+   && [ -x "$build/bin/pa-gpu-runner" ] && [ -d "$out/bundle-gqa4" ]; then
+  echo "=== 3. GPU: the bundle against the float64 reference"
+  "$build/bin/pa-gpu-runner" check "$out/bundle-gqa4"
+else
+  echo "=== 3. no CUDA device: CPU lowering of every op vs the float64 reference"
+  "$build/unittests/CPU/PACPUDifferentialTests" --gtest_brief=1 2>&1 \
+    | grep -E "^\[pa-cpu-diff\] pa\.|FAILED|PASSED" \
+    | sed 's/^\[pa-cpu-diff\] /  /'
+fi

@@ -712,3 +712,120 @@ func.func @case88(%d: tensor<?xf32>, %i: tensor<3xi32>, %p0: tensor<?xi32>, %p1:
   %r:2 = pa.select_topk ins(%d, %i : tensor<?xf32>, tensor<3xi32>) outs(%p0, %p1 : tensor<?xi32>, tensor<4xi32>) {ratio = 0.5 : f64}
   return
 }
+
+// -----
+
+func.func @plan_chunk(%ip: tensor<5xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<?xi32>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{chunk_size must be > 0, got 0}}
+  %w:4 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%a, %b, %c, %d : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 0 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @plan_page(%ip: tensor<5xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<?xi32>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{page_size must be > 0, got 0}}
+  %w:4 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%a, %b, %c, %d : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 64 : i64, page_size = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @plan_outs(%ip: tensor<5xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<?xi32>) {
+  // expected-error @+1 {{expects 4 outs (work_indptr, work_request, work_start, work_end), got 3}}
+  %w:3 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 64 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @plan_batch(%ip: tensor<5xi32>, %lp: tensor<4xi32>, %a: tensor<6xi32>, %b: tensor<?xi32>, %c: tensor<?xi32>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{batch mismatch: 'work_indptr' dim 0 gives 5 but kv_indptr dim 0 gives 4}}
+  %w:4 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%a, %b, %c, %d : tensor<6xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 64 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @plan_items(%ip: tensor<5xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<7xi32>, %c: tensor<8xi32>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{work items mismatch: 'work_start' dim 0 gives 8 but work_request dim 0 gives 7}}
+  %w:4 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%a, %b, %c, %d : tensor<5xi32>, tensor<7xi32>, tensor<8xi32>, tensor<?xi32>) {chunk_size = 64 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+#nhd2 = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @partial_f16(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %po: tensor<?x32x128xf16>, %pl: tensor<?x32xf32>) {
+  // expected-error @+1 {{o_part and lse_part must be f32}}
+  %p:2 = pa.decode_partial q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #nhd2}
+  return
+}
+
+// -----
+
+#nhd3 = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @partial_items(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<9xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %po: tensor<8x32x128xf32>, %pl: tensor<8x32xf32>) {
+  // expected-error @+1 {{work items mismatch: 'work_request' dim 0 gives 9 but o_part dim 0 gives 8}}
+  %p:2 = pa.decode_partial q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<8x32x128xf32>, tensor<8x32xf32>) {cache = #nhd3}
+  return
+}
+
+// -----
+
+#nhd4 = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @partial_heads(%q: tensor<4x12x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %po: tensor<?x12x128xf32>, %pl: tensor<?x12xf32>) {
+  // expected-error @+1 {{number of query heads (12) must be a multiple of kv_heads (8)}}
+  %p:2 = pa.decode_partial q(%q : tensor<4x12x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<?x12x128xf32>, tensor<?x12xf32>) {cache = #nhd4}
+  return
+}
+
+// -----
+
+#nhd5 = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @partial_batch(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<6xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %po: tensor<?x32x128xf32>, %pl: tensor<?x32xf32>) {
+  // expected-error @+1 {{batch mismatch: 'work_indptr' dim 0 gives 5 but q dim 0 gives 4}}
+  %p:2 = pa.decode_partial q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<6xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #nhd5}
+  return
+}
+
+// -----
+
+#nhd6 = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @partial_window(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %po: tensor<?x32x128xf32>, %pl: tensor<?x32xf32>) {
+  // expected-error @+1 {{window must be > 0, got -2}}
+  %p:2 = pa.decode_partial q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #nhd6, window = -2}
+  return
+}
+
+// -----
+
+func.func @segments_rank(%po: tensor<?x32xf32>, %pl: tensor<?x32xf32>, %s: tensor<5xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'o_part' must have rank 3 ([items, H, D])}}
+  %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32xf32>, tensor<?x32xf32>) segments(%s : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_lse(%po: tensor<?x32x128xf32>, %pl: tensor<?x32xf16>, %s: tensor<5xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{lse_part and lse must be f32}}
+  %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32x128xf32>, tensor<?x32xf16>) segments(%s : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_count(%po: tensor<?x32x128xf32>, %pl: tensor<?x32xf32>, %s: tensor<6xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{segments mismatch: 'o' dim 0 gives 4 but segments dim 0 gives 5}}
+  %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32x128xf32>, tensor<?x32xf32>) segments(%s : tensor<6xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @segments_dim(%po: tensor<?x32x64xf32>, %pl: tensor<?x32xf32>, %s: tensor<5xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{D mismatch: 'o' dim 2 gives 128 but o_part dim 2 gives 64}}
+  %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32x64xf32>, tensor<?x32xf32>) segments(%s : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}

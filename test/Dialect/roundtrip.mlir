@@ -100,3 +100,14 @@ func.func @cacheblend(%n: tensor<?x8x128xf16>, %c: tensor<?x8x128xf16>, %d: tens
   %r:2 = pa.select_topk ins(%dev, %i : tensor<?xf32>, tensor<3xi32>) outs(%p, %pi : tensor<?xi32>, tensor<3xi32>) {ratio = 0.15 : f64}
   return %r#0, %r#1 : tensor<?xi32>, tensor<3xi32>
 }
+
+// CHECK-LABEL: func @split_kv
+// CHECK: pa.plan_split_kv pages(%{{.*}}, %{{.*}} : tensor<5xi32>, tensor<4xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 256 : i64, page_size = 16 : i64}
+// CHECK: pa.decode_partial q(%{{.*}} : tensor<4x32x128xf16>) kv({{.*}}) pages({{.*}}) work(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%{{.*}}, %{{.*}} : tensor<?x32x128xf32>, tensor<?x32xf32>)
+// CHECK: pa.merge_segments states(%{{.*}}, %{{.*}} : tensor<?x32x128xf32>, tensor<?x32xf32>) segments(%{{.*}} : tensor<5xi32>) outs(%{{.*}}, %{{.*}} : tensor<4x32x128xf16>, tensor<4x32xf32>)
+func.func @split_kv(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi0: tensor<5xi32>, %wr0: tensor<?xi32>, %ws0: tensor<?xi32>, %we0: tensor<?xi32>, %po: tensor<?x32x128xf32>, %pl: tensor<?x32xf32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) -> tensor<4x32x128xf16> {
+  %w:4 = pa.plan_split_kv pages(%ip, %lp : tensor<5xi32>, tensor<4xi32>) outs(%wi0, %wr0, %ws0, %we0 : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 256 : i64, page_size = 16 : i64}
+  %p:2 = pa.decode_partial q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%w#0, %w#1, %w#2, %w#3 : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%po, %pl : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #nhd}
+  %r:2 = pa.merge_segments states(%p#0, %p#1 : tensor<?x32x128xf32>, tensor<?x32xf32>) segments(%w#0 : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return %r#0 : tensor<4x32x128xf16>
+}
