@@ -208,17 +208,10 @@ private:
 };
 } // namespace
 
-/// Checks shared by decode, prefill and cascade: q against the cache, the
-/// outs, the alibi slopes and the attention options.
-static LogicalResult
-verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
-                Value alibi, ValueRange outs, std::optional<APFloat> smScale,
-                std::optional<APFloat> softCap, std::optional<int64_t> window) {
-  if (failed(c.sameForm()))
-    return failure();
-  Type cacheElem;
-  if (failed(c.kvCache(cache, kv, cacheElem)))
-    return failure();
+/// q `[tokens, Hq, D]` against the cache: element type, head dim, Hq % Hkv.
+/// Binds "tokens" and "Hq".
+static LogicalResult verifyQuery(Checker &c, PagedKVAttr cache, Value q,
+                                 Type cacheElem) {
   if (failed(c.rank(q, "q", 3, "[tokens, Hq, D]")))
     return failure();
   ShapedType qt = Checker::shaped(q);
@@ -239,8 +232,15 @@ verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
     return c.error() << "number of query heads (" << qt.getDimSize(1)
                      << ") must be a multiple of kv_heads ("
                      << cache.getNumKVHeads() << ")";
-  if (failed(c.stateOuts(outs, q)))
-    return failure();
+  return success();
+}
+
+/// The attention options: ALiBi slopes `[Hq]` f32, sm_scale, soft-cap,
+/// window.
+static LogicalResult verifyOptions(Checker &c, Value alibi,
+                                   std::optional<APFloat> smScale,
+                                   std::optional<APFloat> softCap,
+                                   std::optional<int64_t> window) {
   if (alibi) {
     ShapedType at = Checker::shaped(alibi);
     if (at.getRank() != 1 || !at.getElementType().isF32())
@@ -256,6 +256,20 @@ verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
   if (window && *window <= 0)
     return c.error() << "window must be > 0, got " << *window;
   return success();
+}
+
+/// Checks shared by decode, prefill and cascade: q against the cache, the
+/// outs, the alibi slopes and the attention options.
+static LogicalResult
+verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
+                Value alibi, ValueRange outs, std::optional<APFloat> smScale,
+                std::optional<APFloat> softCap, std::optional<int64_t> window) {
+  Type cacheElem;
+  if (failed(c.sameForm()) || failed(c.kvCache(cache, kv, cacheElem)) ||
+      failed(verifyQuery(c, cache, q, cacheElem)) ||
+      failed(c.stateOuts(outs, q)))
+    return failure();
+  return verifyOptions(c, alibi, smScale, softCap, window);
 }
 
 //===----------------------------------------------------------------------===//
@@ -458,64 +472,33 @@ LogicalResult PlanSplitKVOp::verify() {
 
 LogicalResult DecodePartialOp::verify() {
   Checker c(*this);
-  if (failed(c.sameForm()))
-    return failure();
   Type cacheElem;
-  if (failed(c.kvCache(getCache(), getKvCache(), cacheElem)))
+  if (failed(c.sameForm()) ||
+      failed(c.kvCache(getCache(), getKvCache(), cacheElem)) ||
+      failed(verifyQuery(c, getCache(), getQ(), cacheElem)))
     return failure();
   if (getOuts().size() != 2)
     return emitOpError() << "expects 2 outs (o_part, lse_part), got "
                          << getOuts().size();
-  // Check q and the options as decode does, against f32 partial outs of q's
-  // shape with the work items as rows.
-  ShapedType qt = Checker::shaped(getQ());
-  ShapedType ot = Checker::shaped(getOuts()[0]);
-  ShapedType lt = Checker::shaped(getOuts()[1]);
-  if (failed(c.rank(getQ(), "q", 3, "[batch, Hq, D]")) ||
-      failed(c.rank(getOuts()[0], "o_part", 3, "[work items, Hq, D]")) ||
-      failed(c.rank(getOuts()[1], "lse_part", 2, "[work items, Hq]")))
+  // Partial states: f32, one row per work item.
+  Value o = getOuts()[0], lse = getOuts()[1];
+  if (failed(c.rank(o, "o_part", 3, "[work items, Hq, D]")) ||
+      failed(c.rank(lse, "lse_part", 2, "[work items, Hq]")))
     return failure();
-  if (!ot.getElementType().isF32() || !lt.getElementType().isF32())
+  if (!Checker::shaped(o).getElementType().isF32() ||
+      !Checker::shaped(lse).getElementType().isF32())
     return emitOpError() << "o_part and lse_part must be f32";
-  Type qElem = qt.getElementType();
-  if (qElem != cacheElem)
-    return emitOpError() << "q element type " << qElem
-                         << " does not match the cache's " << cacheElem;
-  if (!qt.isDynamicDim(2) && qt.getDimSize(2) != getCache().getHeadDim())
-    return emitOpError() << "q head dim " << qt.getDimSize(2)
-                         << " does not match the cache's head_dim = "
-                         << getCache().getHeadDim();
-  if (!qt.isDynamicDim(1) &&
-      qt.getDimSize(1) % getCache().getNumKVHeads() != 0)
-    return emitOpError() << "number of query heads (" << qt.getDimSize(1)
-                         << ") must be a multiple of kv_heads ("
-                         << getCache().getNumKVHeads() << ")";
   if (failed(c.bind("batch", getQ(), "q", 0)) ||
-      failed(c.bind("Hq", getQ(), "q", 1)) ||
       failed(c.bind("D", getQ(), "q", 2)) ||
-      failed(c.bind("work items", getOuts()[0], "o_part", 0)) ||
-      failed(c.bind("Hq", getOuts()[0], "o_part", 1)) ||
-      failed(c.bind("D", getOuts()[0], "o_part", 2)) ||
-      failed(c.bind("work items", getOuts()[1], "lse_part", 0)) ||
-      failed(c.bind("Hq", getOuts()[1], "lse_part", 1)))
+      failed(c.bind("work items", o, "o_part", 0)) ||
+      failed(c.bind("Hq", o, "o_part", 1)) ||
+      failed(c.bind("D", o, "o_part", 2)) ||
+      failed(c.bind("work items", lse, "lse_part", 0)) ||
+      failed(c.bind("Hq", lse, "lse_part", 1)))
     return failure();
-  if (Value alibi = getAlibiSlopes()) {
-    ShapedType at = Checker::shaped(alibi);
-    if (at.getRank() != 1 || !at.getElementType().isF32())
-      return emitOpError() << "'alibi_slopes' must be a 1-D f32 array [Hq], "
-                              "got "
-                           << alibi.getType();
-    if (failed(c.bind("Hq", alibi, "alibi_slopes", 0)))
-      return failure();
-  }
-  if (auto s = getSmScale(); s && !s->isFiniteNonZero())
-    return emitOpError() << "sm_scale must be finite and non-zero";
-  if (auto s = getLogitsSoftCap();
-      s && !(s->isFiniteNonZero() && !s->isNegative()))
-    return emitOpError() << "logits_soft_cap must be > 0";
-  if (auto w = optI(getWindow()); w && *w <= 0)
-    return emitOpError() << "window must be > 0, got " << *w;
-  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+  if (failed(verifyOptions(c, getAlibiSlopes(), optF(getSmScale()),
+                           optF(getLogitsSoftCap()), optI(getWindow()))) ||
+      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
     return failure();
   return verifyWorkList(c, getWorkIndptr(), getWorkRequest(), getWorkStart(),
                         getWorkEnd());
