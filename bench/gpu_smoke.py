@@ -21,11 +21,14 @@ p.add_argument("--bench", action="store_true")
 args = p.parse_args()
 
 cfg = {}
+NT = 128
 for line in open(os.path.join(args.bundle, "bundle.manifest")):
     t = line.split()
     if t and t[0] == "config":
         for k, v in zip(t[1::2], t[2::2]):
             cfg[k] = v
+    if t and t[0] == "launch":
+        NT = int(t[t.index("block") + 1])
 D, P, HKV, G = (int(cfg[k]) for k in ("head_dim", "page_size", "kv_heads", "group"))
 HQ = HKV * G
 NHD = cfg["layout"] == "nhd"
@@ -118,15 +121,15 @@ def run(c, chunk=None):
     pages = desc(dev["indptr"]) + desc(dev["indices"]) + desc(dev["last"])
     if chunk is None:
         if B:
-            k_decode((B, HKV, 1), (128, 1, 1), tuple(desc(dev["q"]) + kva + pages + desc(o) + desc(lse)))
+            k_decode((B, HKV, 1), (NT, 1, 1), tuple(desc(dev["q"]) + kva + pages + desc(o) + desc(lse)))
     else:
         wi, wr, ws, we = plan(c["lens"], chunk)
         W = wr.shape[0]
         op = torch.full((W, HQ, D), float("nan"), dtype=torch.float32, device="cuda")
         lp = torch.full((W, HQ), float("nan"), dtype=torch.float32, device="cuda")
-        k_partial((W, HKV, 1), (128, 1, 1), tuple(desc(dev["q"]) + kva + pages + desc(wi) + desc(wr) + desc(ws) + desc(we) + desc(op) + desc(lp)))
+        k_partial((W, HKV, 1), (NT, 1, 1), tuple(desc(dev["q"]) + kva + pages + desc(wi) + desc(wr) + desc(ws) + desc(we) + desc(op) + desc(lp)))
         if B:
-            k_merge((B, HQ, 1), (128, 1, 1), tuple(desc(op) + desc(lp) + desc(wi) + desc(o) + desc(lse)))
+            k_merge((B, HQ, 1), (NT, 1, 1), tuple(desc(op) + desc(lp) + desc(wi) + desc(o) + desc(lse)))
     torch.cuda.synchronize()
     return o.cpu(), lse.cpu()
 
@@ -187,7 +190,7 @@ if args.bench:
         pages = desc(dev["indptr"]) + desc(dev["indices"]) + desc(dev["last"])
         argsd = tuple(desc(dev["q"]) + kva + pages + desc(o) + desc(lse))
         bytes_ = 2 * B * L * HKV * D * dev["kv"].element_size() + 2 * B * HQ * D * 2
-        t = timeit(lambda: k_decode((B, HKV, 1), (128, 1, 1), argsd))
+        t = timeit(lambda: k_decode((B, HKV, 1), (NT, 1, 1), argsd))
         line = f"bench B={B} L={L}: decode {t*1e6:.1f} us {bytes_ / t / 1e9:.0f} GB/s"
         if B * HKV < 264:
             per = -(-264 // (B * HKV))
@@ -199,8 +202,8 @@ if args.bench:
             a1 = tuple(desc(dev["q"]) + kva + pages + desc(wi) + desc(wr) + desc(ws) + desc(we) + desc(op) + desc(lp))
             a2 = tuple(desc(op) + desc(lp) + desc(wi) + desc(o) + desc(lse))
             def split():
-                k_partial((W, HKV, 1), (128, 1, 1), a1)
-                k_merge((B, HQ, 1), (128, 1, 1), a2)
+                k_partial((W, HKV, 1), (NT, 1, 1), a1)
+                k_merge((B, HQ, 1), (NT, 1, 1), a2)
             t2 = timeit(split)
             line += f" | split chunk {chunk} ({W} items) {t2*1e6:.1f} us {bytes_ / t2 / 1e9:.0f} GB/s"
         print(line)

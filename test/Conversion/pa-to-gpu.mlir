@@ -45,3 +45,13 @@ func.func @bad_head_dim(%q: memref<?x4x96xf16>, %kv: memref<?x2x16x4x96xf16>, %i
   pa.decode q(%q : memref<?x4x96xf16>) kv(%kv : memref<?x2x16x4x96xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x4x96xf16>, memref<?x4xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 4, head_dim = 96>}
   return
 }
+
+// -----
+
+// 16 heads of 256 dims per KV head: 4 lane groups x 16 heads x 258 floats
+// exceed the 48 KiB of static shared memory of the cross-group merge.
+func.func @too_much_smem(%q: memref<?x16x256xf16>, %kv: memref<?x2x16x1x256xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x256xf16>, %l: memref<?x16xf32>) {
+  // expected-error @+1 {{the cross-group merge needs 66048 bytes of shared memory (4 lane groups x 16 heads), more than 48 KiB}}
+  pa.decode q(%q : memref<?x16x256xf16>) kv(%kv : memref<?x2x16x1x256xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x256xf16>, memref<?x16xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 1, head_dim = 256>}
+  return
+}

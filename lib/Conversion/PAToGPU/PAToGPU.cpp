@@ -127,6 +127,15 @@ LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
   if (threads % 32 != 0 || threads <= 0 || unroll <= 0)
     return op.emitOpError() << "threads must be a multiple of 32 and unroll > 0";
   cfg.groups = threads / cfg.lanes;
+  // Workgroup memory of the cross-group merge: (m, l) and acc per group and
+  // head; static shared memory is limited to 48 KiB per CTA.
+  int64_t smemBytes = 4 * cfg.groups * cfg.group * (2 + cfg.headDim);
+  if (smemBytes > 48 * 1024)
+    return op.emitOpError()
+           << "the cross-group merge needs " << smemBytes
+           << " bytes of shared memory (" << cfg.groups << " lane groups x "
+           << cfg.group << " heads), more than 48 KiB: use fewer threads or "
+              "16-byte lanes (fewer lane groups)";
   return success();
 }
 
