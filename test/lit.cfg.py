@@ -5,6 +5,7 @@ import os
 
 import lit.formats
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "PagedAttn"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -22,7 +23,13 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [os.path.join(config.pa_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["pa-opt", "mlir-runner", "mlir-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["pa-opt", "pa-compile", "mlir-runner", "mlir-opt"], tool_dirs
+)
+# Built only where the CUDA toolkit is found; used by REQUIRES: cuda tests.
+llvm_config.add_tool_substitutions(
+    [ToolSubst("pa-gpu-runner", unresolved="ignore")], tool_dirs
+)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 if config.cuda_available:
