@@ -18,6 +18,8 @@ p = argparse.ArgumentParser()
 p.add_argument("bundle")
 p.add_argument("--seed", type=int, default=1234)
 p.add_argument("--bench", action="store_true")
+p.add_argument("--no-check", action="store_true", help="skip the correctness cases")
+p.add_argument("--only", default="", help="bench only B,L (e.g. 64,2048)")
 args = p.parse_args()
 
 cfg = {}
@@ -160,7 +162,7 @@ cases = [
     ("last_page_len == P", [P, 2 * P, 3 * P]),
     ("long", [3000, 1234]),
 ]
-for name, lens in cases:
+for name, lens in ([] if args.no_check else cases):
     c = make_case(rng, lens)
     allok &= check(name + " / decode", c, run(c), tol)
     allok &= check(name + " / split chunk 64", c, run(c, 64), tol)
@@ -181,7 +183,10 @@ if args.bench:
                 ts.append(s.elapsed_time(e))
         return sorted(ts)[len(ts) // 2] * 1e-3
 
-    for B, L in [(1, 512), (64, 2048), (16, 32768), (256, 2048)]:
+    shapes = [(1, 512), (64, 2048), (16, 32768), (256, 2048)]
+    if args.only:
+        shapes = [tuple(int(x) for x in args.only.split(","))]
+    for B, L in shapes:
         c = make_case(rng, [L] * B, 0)
         dev = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in c.items()}
         o = torch.empty(B, HQ, D, dtype=DT, device="cuda")
