@@ -22,7 +22,6 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <iostream>
 #include <numeric>
 #include <optional>
 
@@ -399,30 +398,6 @@ void randomPagedInputs(Rng &rng, const AttnConfig &c, int64_t usedPages,
       HostArray::fromDoubles(Elem::F32, in.slopes, {in.numQHeads});
 }
 
-std::string describeTable(const ref::PageTable &pt) {
-  std::vector<int64_t> lens;
-  for (int64_t b = 0; b < pt.batch(); ++b)
-    lens.push_back(pt.kvLen(b));
-  return "kv_len=" + join(lens) + " kv_indptr=" + join(pt.indptr) +
-         " kv_indices=" + join(pt.indices) +
-         " last_page_len=" + join(pt.lastPageLen);
-}
-
-/// Reports one failing case; returns false when the test should stop.
-struct FailureLog {
-  std::string test;
-  uint64_t seed;
-  int failures = 0;
-  bool report(int cfgIdx, const std::string &cfg, int caseIdx,
-              const std::string &msg) {
-    ADD_FAILURE() << test << " FAILED: seed=" << seed << " (PA_SEED env "
-                  << "overrides the base seed) config#" << cfgIdx << " ["
-                  << cfg << "] case#" << caseIdx << ": " << msg;
-    return ++failures < kMaxFailuresPerTest;
-  }
-  bool stop() const { return failures >= kMaxFailuresPerTest; }
-};
-
 //===----------------------------------------------------------------------===//
 // Decode
 //===----------------------------------------------------------------------===//
@@ -475,35 +450,22 @@ std::string runDecodeCase(JitModule &m, const AttnConfig &c, Rng &rng,
 void runDecodeTest(const std::string &testName, const PipelineConfig &base,
                    bool randomChunk, int numConfigs, int casesPerConfig,
                    const std::string &statName) {
-  uint64_t seed = baseSeed(testName, 1);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats(statName);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < numConfigs && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    AttnConfig c = randomDecodeConfig(crng, ci);
-    PipelineConfig pc = base;
-    if (randomChunk) {
-      pc.splitKVChunk = crng.pick(std::vector<int64_t>{
-          1, 3, c.cache.pageSize, 2 * c.cache.pageSize, 16, 64});
-      c.chunkSize = pc.splitKVChunk;
-    }
-    std::string err;
-    JitModule *m = compile(decodeModule(c), pc, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < casesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runDecodeCase(*m, c, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest(
+      testName, 1, kConfigSalt, numConfigs, casesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomDecodeConfig(crng, ci);
+        PipelineConfig pc = base;
+        if (randomChunk) {
+          pc.splitKVChunk = crng.pick(std::vector<int64_t>{
+              1, 3, c.cache.pageSize, 2 * c.cache.pageSize, 16, 64});
+          c.chunkSize = pc.splitKVChunk;
+        }
+        return DiffConfig{c.str(), decodeModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runDecodeCase(m, c, rng, k, stats);
+                          }};
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -734,29 +696,16 @@ std::string runCascadeCase(JitModule &m, const AttnConfig &c, Rng &rng,
 void runCascadeTest(const std::string &testName, const PipelineConfig &pc,
                     int numConfigs, int casesPerConfig,
                     const std::string &statName) {
-  uint64_t seed = baseSeed(testName, 3);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats(statName);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < numConfigs && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    AttnConfig c = randomCascadeConfig(crng, ci);
-    std::string err;
-    JitModule *m = compile(cascadeModule(c), pc, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < casesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runCascadeCase(*m, c, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest(testName, 3, kConfigSalt, numConfigs, casesPerConfig,
+                      {&stats}, [&](Rng &crng, int ci) {
+                        AttnConfig c = randomCascadeConfig(crng, ci);
+                        return DiffConfig{
+                            c.str(), cascadeModule(c), pc,
+                            [c, &stats](JitModule &m, Rng &rng, int k) {
+                              return runCascadeCase(m, c, rng, k, stats);
+                            }};
+                      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -936,31 +885,17 @@ TEST(PACPUDifferential, Decode) {
 }
 
 TEST(PACPUDifferential, Prefill) {
-  const std::string testName = "Prefill";
-  uint64_t seed = baseSeed(testName, 2);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats("pa.prefill");
-  FailureLog log{testName, seed};
   // 45 configurations: 9 of each mask mode.
-  for (int ci = 0; ci < 45 && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    AttnConfig c = randomPrefillConfig(crng, ci);
-    std::string err;
-    JitModule *m = compile(prefillModule(c), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runPrefillCase(*m, c, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest("Prefill", 2, kConfigSalt, 45, kCasesPerConfig, {&stats},
+                      [&](Rng &crng, int ci) {
+                        AttnConfig c = randomPrefillConfig(crng, ci);
+                        return DiffConfig{
+                            c.str(), prefillModule(c), PipelineConfig{},
+                            [c, &stats](JitModule &m, Rng &rng, int k) {
+                              return runPrefillCase(m, c, rng, k, stats);
+                            }};
+                      });
 }
 
 TEST(PACPUDifferential, Cascade) {
@@ -982,67 +917,36 @@ TEST(PACPUDifferential, DecodeSplitKVPipeline) {
 }
 
 TEST(PACPUDifferential, PlanSplitKV) {
-  const std::string testName = "PlanSplitKV";
-  uint64_t seed = baseSeed(testName, 4);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats("pa.plan_split_kv", false);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < 30 && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
-    int64_t P = ci < 6 ? fixedP[ci] : crng.uniformInt(1, 64);
-    int64_t C = crng.pick(std::vector<int64_t>{1, 2, 7, P, 2 * P, 16, 33, 64,
-                                               256});
-    std::ostringstream cs;
-    cs << "P=" << P << " chunk_size=" << C;
-    std::string err;
-    JitModule *m = compile(planFunc(P, C), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, cs.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runPlanCase(*m, P, C, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, cs.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest(
+      "PlanSplitKV", 4, kConfigSalt, 30, kCasesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
+        int64_t P = ci < 6 ? fixedP[ci] : crng.uniformInt(1, 64);
+        int64_t C =
+            crng.pick(std::vector<int64_t>{1, 2, 7, P, 2 * P, 16, 33, 64, 256});
+        std::ostringstream cs;
+        cs << "P=" << P << " chunk_size=" << C;
+        return DiffConfig{cs.str(), planFunc(P, C), PipelineConfig{},
+                          [P, C, &stats](JitModule &m, Rng &rng, int k) {
+                            return runPlanCase(m, P, C, rng, k, stats);
+                          }};
+      });
 }
 
 TEST(PACPUDifferential, DecodePartialMergeSegments) {
-  const std::string testName = "DecodePartialMergeSegments";
-  uint64_t seed = baseSeed(testName, 5);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats partialStats("pa.decode_partial (rows vs per-chunk reference)");
   OpStats chainStats("pa.decode_partial + pa.merge_segments (vs decode)");
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < kConfigs && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    AttnConfig c = randomDecodeConfig(crng, ci);
-    c.chunkSize = crng.pick(std::vector<int64_t>{1, 3, c.cache.pageSize,
-                                                 2 * c.cache.pageSize, 16,
-                                                 64});
-    std::string err;
-    JitModule *m = compile(partialFunc(c), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++partialStats.configs;
-    ++chainStats.configs;
-    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg =
-          runPartialCase(*m, c, rng, k, partialStats, chainStats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  partialStats.print();
-  chainStats.print();
+  runDifferentialTest(
+      "DecodePartialMergeSegments", 5, kConfigSalt, kConfigs, kCasesPerConfig,
+      {&partialStats, &chainStats}, [&](Rng &crng, int ci) {
+        AttnConfig c = randomDecodeConfig(crng, ci);
+        c.chunkSize = crng.pick(std::vector<int64_t>{
+            1, 3, c.cache.pageSize, 2 * c.cache.pageSize, 16, 64});
+        return DiffConfig{
+            c.str(), partialFunc(c), PipelineConfig{},
+            [c, &partialStats, &chainStats](JitModule &m, Rng &rng, int k) {
+              return runPartialCase(m, c, rng, k, partialStats, chainStats);
+            }};
+      });
 }

@@ -15,27 +15,12 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <iostream>
 
 using namespace pa_cpu_test;
 
 namespace {
 
 constexpr uint64_t kConfigSalt = 0xCB1E;
-
-struct FailureLog {
-  std::string test;
-  uint64_t seed;
-  int failures = 0;
-  void report(int cfgIdx, const std::string &cfg, int caseIdx,
-              const std::string &msg) {
-    ADD_FAILURE() << test << " FAILED: seed=" << seed << " (PA_SEED env "
-                  << "overrides the base seed) config#" << cfgIdx << " ["
-                  << cfg << "] case#" << caseIdx << ": " << msg;
-    ++failures;
-  }
-  bool stop() const { return failures >= kMaxFailuresPerTest; }
-};
 
 //===----------------------------------------------------------------------===//
 // pa.pack_mask
@@ -235,93 +220,50 @@ std::string runTopkCase(JitModule &m, double ratio, Rng &rng, int caseIdx,
 } // namespace
 
 TEST(PACPUDifferential, PackMask) {
-  const std::string testName = "PackMask";
-  uint64_t seed = baseSeed(testName, 31);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats("pa.pack_mask", false);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < 2 && !log.stop(); ++ci) {
-    Elem e = ci == 0 ? Elem::I1 : Elem::I8;
-    std::string err;
-    JitModule *m = compile(packModule(e), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, elemName(e), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < 200 && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runPackCase(*m, e, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, elemName(e), k, msg);
-    }
-  }
-  stats.print();
+  // Two configurations (i1 and i8 masks), 200 cases each.
+  runDifferentialTest(
+      "PackMask", 31, kConfigSalt, 2, 200, {&stats}, [&](Rng &, int ci) {
+        Elem e = ci == 0 ? Elem::I1 : Elem::I8;
+        return DiffConfig{elemName(e), packModule(e), PipelineConfig{},
+                          [e, &stats](JitModule &m, Rng &rng, int k) {
+                            return runPackCase(m, e, rng, k, stats);
+                          }};
+      });
 }
 
 TEST(PACPUDifferential, KVDeviation) {
-  const std::string testName = "KVDeviation";
-  uint64_t seed = baseSeed(testName, 32);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats("pa.kv_deviation", false);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < 16 && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    DevConfig c;
-    c.elem = ci % 2 ? Elem::F16 : Elem::F32;
-    if (ci >= 2) { // the first two fully dynamic
-      c.H = crng.chance(0.7) ? crng.uniformInt(1, 8) : 0;
-      c.D = crng.chance(0.7)
-                ? crng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64, 12})
-                : 0;
-    }
-    std::string err;
-    JitModule *m = compile(devModule(c), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < 30 && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runDevCase(*m, c, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest(
+      "KVDeviation", 32, kConfigSalt, 16, 30, {&stats}, [&](Rng &crng, int ci) {
+        DevConfig c;
+        c.elem = ci % 2 ? Elem::F16 : Elem::F32;
+        if (ci >= 2) { // the first two fully dynamic
+          c.H = crng.chance(0.7) ? crng.uniformInt(1, 8) : 0;
+          c.D = crng.chance(0.7)
+                    ? crng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64, 12})
+                    : 0;
+        }
+        return DiffConfig{c.str(), devModule(c), PipelineConfig{},
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runDevCase(m, c, rng, k, stats);
+                          }};
+      });
 }
 
 TEST(PACPUDifferential, SelectTopK) {
-  const std::string testName = "SelectTopK";
-  uint64_t seed = baseSeed(testName, 33);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats("pa.select_topk", false);
-  FailureLog log{testName, seed};
-  std::vector<double> ratios = {0.01, 0.1, 0.15, 0.25, 1.0 / 3.0,
-                                0.5,  0.7, 0.999, 1.0};
-  for (int ci = 0; ci < 16 && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    double ratio = ci < static_cast<int>(ratios.size())
-                       ? ratios[ci]
-                       : crng.uniform(0.01, 1.0);
-    std::string cs = "ratio=" + fmtF64(ratio);
-    std::string err;
-    JitModule *m = compile(topkModule(ratio), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, cs, -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < 30 && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runTopkCase(*m, ratio, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, cs, k, msg);
-    }
-  }
-  stats.print();
+  const std::vector<double> ratios = {0.01, 0.1, 0.15,  0.25, 1.0 / 3.0,
+                                      0.5,  0.7, 0.999, 1.0};
+  runDifferentialTest(
+      "SelectTopK", 33, kConfigSalt, 16, 30, {&stats}, [&](Rng &crng, int ci) {
+        double ratio = ci < static_cast<int>(ratios.size())
+                           ? ratios[ci]
+                           : crng.uniform(0.01, 1.0);
+        return DiffConfig{"ratio=" + fmtF64(ratio), topkModule(ratio),
+                          PipelineConfig{},
+                          [ratio, &stats](JitModule &m, Rng &rng, int k) {
+                            return runTopkCase(m, ratio, rng, k, stats);
+                          }};
+      });
 }

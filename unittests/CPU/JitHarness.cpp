@@ -6,6 +6,8 @@
 
 #include "JitHarness.h"
 
+#include "gtest/gtest.h"
+
 #include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
 
@@ -802,6 +804,15 @@ PageTableArrays pageTableArrays(const ref::PageTable &pt) {
           HostArray::fromI32(pt.lastPageLen)};
 }
 
+std::string describeTable(const ref::PageTable &pt) {
+  std::vector<int64_t> lens;
+  for (int64_t b = 0; b < pt.batch(); ++b)
+    lens.push_back(pt.kvLen(b));
+  return "kv_len=" + join(lens) + " kv_indptr=" + join(pt.indptr) +
+         " kv_indices=" + join(pt.indices) +
+         " last_page_len=" + join(pt.lastPageLen);
+}
+
 //===----------------------------------------------------------------------===//
 // Comparison
 //===----------------------------------------------------------------------===//
@@ -891,6 +902,57 @@ void OpStats::print() const {
                  "argument (copied into the out; e.g. a one-state pa.merge "
                  "folds to its state)"
               << std::endl;
+}
+
+//===----------------------------------------------------------------------===//
+// Test driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reports failing cases of one test; the test stops at kMaxFailuresPerTest.
+struct FailureLog {
+  std::string test;
+  uint64_t seed;
+  int failures = 0;
+  void report(int cfgIdx, const std::string &cfg, int caseIdx,
+              const std::string &msg) {
+    ADD_FAILURE() << test << " FAILED: seed=" << seed << " (PA_SEED env "
+                  << "overrides the base seed) config#" << cfgIdx << " [" << cfg
+                  << "] case#" << caseIdx << ": " << msg;
+    ++failures;
+  }
+  bool stop() const { return failures >= kMaxFailuresPerTest; }
+};
+} // namespace
+
+void runDifferentialTest(
+    const std::string &testName, uint64_t defaultSeed, uint64_t configSalt,
+    int numConfigs, int casesPerConfig, const std::vector<OpStats *> &stats,
+    const std::function<DiffConfig(Rng &crng, int ci)> &makeConfig) {
+  uint64_t seed = baseSeed(testName, defaultSeed);
+  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
+            << std::endl;
+  FailureLog log{testName, seed};
+  for (int ci = 0; ci < numConfigs && !log.stop(); ++ci) {
+    Rng crng(mixSeed(seed, ci, configSalt));
+    DiffConfig c = makeConfig(crng, ci);
+    std::string err;
+    JitModule *m = compile(c.module, c.pipeline, err);
+    if (!m) {
+      log.report(ci, c.desc, -1, err);
+      continue;
+    }
+    for (OpStats *s : stats)
+      ++s->configs;
+    for (int k = 0; k < casesPerConfig && !log.stop(); ++k) {
+      Rng rng(mixSeed(seed, ci, k));
+      std::string msg = c.runCase(*m, rng, k);
+      if (!msg.empty())
+        log.report(ci, c.desc, k, msg);
+    }
+  }
+  for (const OpStats *s : stats)
+    s->print();
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,9 @@
 //   * HostArray: a row-major host array in the memory representation of the
 //     lowered code (f32, IEEE f16 bits, bf16 bits, i32, i8, i1 as bytes);
 //   * random generation of page tables, paged caches, lengths;
-//   * comparison with the tolerances of the project, seeds and statistics.
+//   * comparison with the tolerances of the project, seeds and statistics;
+//   * runDifferentialTest(), the driver loop every test runs (configurations,
+//     compile, cases, failure reports, summary lines).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -245,6 +248,10 @@ struct PageTableArrays {
 };
 PageTableArrays pageTableArrays(const ref::PageTable &pt);
 
+/// "kv_len=[..] kv_indptr=[..] kv_indices=[..] last_page_len=[..]" (for
+/// failure messages).
+std::string describeTable(const ref::PageTable &pt);
+
 //===----------------------------------------------------------------------===//
 // Comparison
 //===----------------------------------------------------------------------===//
@@ -308,6 +315,41 @@ struct OpStats {
 };
 
 //===----------------------------------------------------------------------===//
+// Test driver
+//===----------------------------------------------------------------------===//
+
+/// Stop a test after this many failing cases (the first ones tell enough).
+constexpr int kMaxFailuresPerTest = 5;
+
+/// One static configuration of a differential test, as its test builds it.
+struct DiffConfig {
+  /// The configuration in words (failure reports).
+  std::string desc;
+  /// The module compiled for it and the pipeline options it is compiled with.
+  std::string module;
+  PipelineConfig pipeline;
+  /// Runs case `caseIdx` of the configuration on `m` with the case's own
+  /// random numbers; returns "" if it passed, else what went wrong.
+  std::function<std::string(JitModule &m, Rng &rng, int caseIdx)> runCase;
+};
+
+/// The driver of a differential test:
+///   * prints "[pa-cpu-diff] <testName> base seed <seed>", where seed is
+///     baseSeed(testName, defaultSeed);
+///   * for configuration ci in [0, numConfigs): makeConfig(crng, ci) with
+///     crng = Rng(mixSeed(seed, ci, configSalt)); compiles its module (a
+///     failure is reported as case -1 and the configuration skipped), counts
+///     it in every `stats`, and runs cases k in [0, casesPerConfig), each
+///     with Rng(mixSeed(seed, ci, k));
+///   * reports each failing case with ADD_FAILURE (test, seed, configuration,
+///     case, message) and stops after kMaxFailuresPerTest failures;
+///   * prints every `stats` (in order) at the end.
+void runDifferentialTest(
+    const std::string &testName, uint64_t defaultSeed, uint64_t configSalt,
+    int numConfigs, int casesPerConfig, const std::vector<OpStats *> &stats,
+    const std::function<DiffConfig(Rng &crng, int ci)> &makeConfig);
+
+//===----------------------------------------------------------------------===//
 // Misc
 //===----------------------------------------------------------------------===//
 
@@ -326,9 +368,6 @@ std::string fmtF64(double v);
 
 /// Exclusive prefix sum with a leading 0 (an indptr of `lens`).
 std::vector<int32_t> indptrOf(const std::vector<int64_t> &lens);
-
-/// Stop a test after this many failing cases (the first ones tell enough).
-constexpr int kMaxFailuresPerTest = 5;
 
 } // namespace pa_cpu_test
 

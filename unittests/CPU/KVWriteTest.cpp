@@ -14,8 +14,6 @@
 
 #include "gtest/gtest.h"
 
-#include <iostream>
-
 using namespace pa_cpu_test;
 
 namespace {
@@ -81,15 +79,6 @@ std::string writeModule(WriteOp op, const CacheConfig &c) {
   }
   os << "  return " << ret << " : " << results << "\n}\n";
   return os.str();
-}
-
-std::string describeTable(const ref::PageTable &pt) {
-  std::vector<int64_t> lens;
-  for (int64_t b = 0; b < pt.batch(); ++b)
-    lens.push_back(pt.kvLen(b));
-  return "kv_len=" + join(lens) + " kv_indptr=" + join(pt.indptr) +
-         " kv_indices=" + join(pt.indices) +
-         " last_page_len=" + join(pt.lastPageLen);
 }
 
 /// Compares the cache operands with the reference cache; describes the first
@@ -239,38 +228,18 @@ std::string runWriteCase(WriteOp op, JitModule &m, const CacheConfig &c,
   return "";
 }
 
-void runWriteTest(WriteOp op, const std::string &testName,
-                  uint64_t defaultSeed, const std::string &statName) {
-  uint64_t seed = baseSeed(testName, defaultSeed);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
+void runWriteTest(WriteOp op, const std::string &testName, uint64_t defaultSeed,
+                  const std::string &statName) {
   OpStats stats(statName, false);
-  int failures = 0;
-  for (int ci = 0; ci < kConfigs && failures < kMaxFailuresPerTest; ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    CacheConfig c = randomCacheConfig(crng, ci);
-    std::string err;
-    JitModule *m = compile(writeModule(op, c), PipelineConfig{}, err);
-    if (!m) {
-      ADD_FAILURE() << testName << " FAILED: seed=" << seed << " config#"
-                    << ci << " [" << c.str() << "]: " << err;
-      ++failures;
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < kCasesPerConfig && failures < kMaxFailuresPerTest;
-         ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runWriteCase(op, *m, c, rng, k, stats);
-      if (!msg.empty()) {
-        ADD_FAILURE() << testName << " FAILED: seed=" << seed << " config#"
-                      << ci << " [" << c.str() << "] case#" << k << ": "
-                      << msg;
-        ++failures;
-      }
-    }
-  }
-  stats.print();
+  runDifferentialTest(testName, defaultSeed, kConfigSalt, kConfigs,
+                      kCasesPerConfig, {&stats}, [&](Rng &crng, int ci) {
+                        CacheConfig c = randomCacheConfig(crng, ci);
+                        return DiffConfig{
+                            c.str(), writeModule(op, c), PipelineConfig{},
+                            [op, c, &stats](JitModule &m, Rng &rng, int k) {
+                              return runWriteCase(op, m, c, rng, k, stats);
+                            }};
+                      });
 }
 
 } // namespace

@@ -17,7 +17,6 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <iostream>
 
 using namespace pa_cpu_test;
 
@@ -28,20 +27,6 @@ constexpr int kCasesPerConfig = 15;
 constexpr uint64_t kConfigSalt = 0x3E76E;
 constexpr double kLn2 = 0.69314718055994530942;
 const double kNegInf = -std::numeric_limits<double>::infinity();
-
-struct FailureLog {
-  std::string test;
-  uint64_t seed;
-  int failures = 0;
-  void report(int cfgIdx, const std::string &cfg, int caseIdx,
-              const std::string &msg) {
-    ADD_FAILURE() << test << " FAILED: seed=" << seed << " (PA_SEED env "
-                  << "overrides the base seed) config#" << cfgIdx << " ["
-                  << cfg << "] case#" << caseIdx << ": " << msg;
-    ++failures;
-  }
-  bool stop() const { return failures >= kMaxFailuresPerTest; }
-};
 
 /// Element types of (states' o, result o).
 struct TypePair {
@@ -214,6 +199,30 @@ struct StackConfig {
   }
 };
 
+StackConfig randomStackConfig(Rng &rng, int idx) {
+  StackConfig c;
+  c.staticD =
+      rng.chance(0.6) ? rng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64}) : 0;
+  c.types = pickTypes(idx, true);
+  c.base2 = rng.chance(0.3);
+  return c;
+}
+
+/// Compares a merge of stacked states with the reference: f32 tolerances
+/// only where both the states and the result are f32.
+std::string checkStackResult(const StackConfig &c, const HostArray &o,
+                             const HostArray &lse, const ref::States &expected,
+                             int64_t rows, const std::string &desc,
+                             OpStats &stats) {
+  StateResult r = compareStates(o, lse, expected, rows);
+  Elem e = c.types.in == Elem::F32 && c.types.out == Elem::F32 ? Elem::F32
+                                                               : Elem::F16;
+  stats.add(r, e);
+  if (!r.ok(e))
+    return r.str() + " (" + desc + ")";
+  return "";
+}
+
 std::string mergeStatesModule(const StackConfig &c) {
   std::string st = "tensor<?x?x?x" + c.dStr() + "x" + elemName(c.types.in) +
                    ">",
@@ -259,14 +268,7 @@ std::string runMergeStatesCase(JitModule &m, const StackConfig &c, Rng &rng,
     return std::string("harness bug: ") + e.what();
   }
   fromNatural(expected, c.base2);
-  StateResult r = compareStates(o, lse, expected, S);
-  stats.add(r, c.types.in == Elem::F32 && c.types.out == Elem::F32 ? Elem::F32 : Elem::F16);
-  Elem tolElem = c.types.in == Elem::F32 && c.types.out == Elem::F32
-                     ? Elem::F32
-                     : Elem::F16;
-  if (!r.ok(tolElem))
-    return r.str() + " (" + desc + ")";
-  return "";
+  return checkStackResult(c, o, lse, expected, S, desc, stats);
 }
 
 //===----------------------------------------------------------------------===//
@@ -333,44 +335,26 @@ std::string runMergeSegmentsCase(JitModule &m, const StackConfig &c, Rng &rng,
     return std::string("harness bug: ") + e.what();
   }
   fromNatural(expected, c.base2);
-  StateResult r = compareStates(o, lse, expected, S);
-  stats.add(r, c.types.in == Elem::F32 && c.types.out == Elem::F32 ? Elem::F32 : Elem::F16);
-  Elem tolElem = c.types.in == Elem::F32 && c.types.out == Elem::F32
-                     ? Elem::F32
-                     : Elem::F16;
-  if (!r.ok(tolElem))
-    return r.str() + " (" + desc + ")";
-  return "";
+  return checkStackResult(c, o, lse, expected, S, desc, stats);
 }
 
+/// A test of kConfigs configurations `makeConfig(crng, ci)` of
+/// kCasesPerConfig cases each.
 template <typename Config, typename MakeConfig, typename MakeModule,
           typename RunCase>
 void runTest(const std::string &testName, uint64_t defaultSeed,
              const std::string &statName, MakeConfig makeConfig,
              MakeModule makeModule, RunCase runCase) {
-  uint64_t seed = baseSeed(testName, defaultSeed);
-  std::cout << "[pa-cpu-diff] " << testName << " base seed " << seed
-            << std::endl;
   OpStats stats(statName);
-  FailureLog log{testName, seed};
-  for (int ci = 0; ci < kConfigs && !log.stop(); ++ci) {
-    Rng crng(mixSeed(seed, ci, kConfigSalt));
-    Config c = makeConfig(crng, ci);
-    std::string err;
-    JitModule *m = compile(makeModule(c), PipelineConfig{}, err);
-    if (!m) {
-      log.report(ci, c.str(), -1, err);
-      continue;
-    }
-    ++stats.configs;
-    for (int k = 0; k < kCasesPerConfig && !log.stop(); ++k) {
-      Rng rng(mixSeed(seed, ci, k));
-      std::string msg = runCase(*m, c, rng, k, stats);
-      if (!msg.empty())
-        log.report(ci, c.str(), k, msg);
-    }
-  }
-  stats.print();
+  runDifferentialTest(
+      testName, defaultSeed, kConfigSalt, kConfigs, kCasesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        Config c = makeConfig(crng, ci);
+        return DiffConfig{c.str(), makeModule(c), PipelineConfig{},
+                          [c, &stats, runCase](JitModule &m, Rng &rng, int k) {
+                            return runCase(m, c, rng, k, stats);
+                          }};
+      });
 }
 
 } // namespace
@@ -394,31 +378,12 @@ TEST(PACPUDifferential, Merge) {
 }
 
 TEST(PACPUDifferential, MergeStates) {
-  runTest<StackConfig>(
-      "MergeStates", 12, "pa.merge_states",
-      [](Rng &rng, int idx) {
-        StackConfig c;
-        c.staticD = rng.chance(0.6)
-                        ? rng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64})
-                        : 0;
-        c.types = pickTypes(idx, true);
-        c.base2 = rng.chance(0.3);
-        return c;
-      },
-      mergeStatesModule, runMergeStatesCase);
+  runTest<StackConfig>("MergeStates", 12, "pa.merge_states", randomStackConfig,
+                       mergeStatesModule, runMergeStatesCase);
 }
 
 TEST(PACPUDifferential, MergeSegments) {
-  runTest<StackConfig>(
-      "MergeSegments", 13, "pa.merge_segments",
-      [](Rng &rng, int idx) {
-        StackConfig c;
-        c.staticD = rng.chance(0.6)
-                        ? rng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64})
-                        : 0;
-        c.types = pickTypes(idx, true);
-        c.base2 = rng.chance(0.3);
-        return c;
-      },
-      mergeSegmentsModule, runMergeSegmentsCase);
+  runTest<StackConfig>("MergeSegments", 13, "pa.merge_segments",
+                       randomStackConfig, mergeSegmentsModule,
+                       runMergeSegmentsCase);
 }

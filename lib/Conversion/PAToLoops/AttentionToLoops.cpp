@@ -230,8 +230,7 @@ struct DecodeToLoops final : OpRewritePattern<DecodeOp> {
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
     AttnSpec s = makeSpec(e, op);
-    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                 op.getCache().getPageSize()};
+    PageTable pt = pageTableOf(op);
     Value batch = e.dim(op.getQ(), 0);
     initState(e, s, batch);
     Value hq = e.dim(s.q, 1);
@@ -261,8 +260,7 @@ struct PrefillToLoops final : OpRewritePattern<PrefillOp> {
     AttnSpec s = makeSpec(e, op);
     s.mask = op.getCustomMask();
     s.maskIndptr = op.getMaskIndptr();
-    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                 op.getCache().getPageSize()};
+    PageTable pt = pageTableOf(op);
     Value rows = e.dim(op.getQ(), 0);
     initState(e, s, rows);
     // Without explicit positions, a query's position kv_len - qo_len + i
@@ -313,8 +311,7 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
     AttnSpec s = makeSpec(e, op);
-    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                 op.getCache().getPageSize()};
+    PageTable pt = pageTableOf(op);
     Value capacity = e.dim(op.getOuts()[0], 0);
     Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
     Value items = e.loadIdx(op.getWorkIndptr(), batch);

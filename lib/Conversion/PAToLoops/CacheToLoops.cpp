@@ -36,8 +36,7 @@ struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
-    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                 op.getCache().getPageSize()};
+    PageTable pt = pageTableOf(op);
     Value numPages = cache.numPages(e);
     Value ai = op.getAppendIndptr();
     Value batch = e.sub(e.dim(ai, 0), e.idx(1));
@@ -97,8 +96,7 @@ struct ScatterKVToLoops final : OpRewritePattern<ScatterKVOp> {
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
-    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                 op.getCache().getPageSize()};
+    PageTable pt = pageTableOf(op);
     Value numPages = cache.numPages(e);
     Value ri = op.getRowsIndptr();
     Value batch = e.sub(e.dim(ri, 0), e.idx(1));

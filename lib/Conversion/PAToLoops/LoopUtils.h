@@ -210,6 +210,14 @@ struct PageTable {
   }
 };
 
+/// The page table `pages(...)` of an op with one (decode, prefill, append,
+/// scatter, decode_partial).
+template <typename OpTy>
+PageTable pageTableOf(OpTy op) {
+  return PageTable{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                   op.getCache().getPageSize()};
+}
+
 /// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout.
 struct Cache {
   PagedKVAttr attr;
