@@ -132,24 +132,18 @@ struct Emitter {
       return SmallVector<Value>{};
     });
   }
-  /// `if (cond) then() else elseFn()` yielding values of `types`.
+  /// `if (cond) then() else elseFn()` yielding values of `types` (non-empty;
+  /// use ifThen for an if without results).
   SmallVector<Value> ifThenElse(Value cond, TypeRange types,
                                 function_ref<SmallVector<Value>()> thenFn,
                                 function_ref<SmallVector<Value>()> elseFn) {
+    assert(!types.empty() && "ifThenElse yields values; use ifThen");
     auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      SmallVector<Value> t = thenFn();
-      if (!types.empty() || ifOp.getThenRegion().front().empty() ||
-          !ifOp.getThenRegion().front().back().hasTrait<OpTrait::IsTerminator>())
-        scf::YieldOp::create(b, loc, t);
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      SmallVector<Value> e = elseFn();
-      if (!types.empty() || ifOp.getElseRegion().front().empty() ||
-          !ifOp.getElseRegion().front().back().hasTrait<OpTrait::IsTerminator>())
-        scf::YieldOp::create(b, loc, e);
-    }
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    scf::YieldOp::create(b, loc, thenFn());
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, elseFn());
     return SmallVector<Value>(ifOp.getResults());
   }
   void ifThen(Value cond, function_ref<void()> thenFn) {
