@@ -1,6 +1,6 @@
 //===- PAOps.cpp - verifiers, type inference and effects of pa ops ---------===//
 //
-// Every statically known invariant of DESIGN.md section 1 is checked here, with
+// Every statically known invariant of docs/Semantics.md is checked here, with
 // a diagnostic that names the operand and the invariant.
 //
 //===----------------------------------------------------------------------===//

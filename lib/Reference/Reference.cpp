@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Straightforward, validated float64 implementations of the semantics in
-// DESIGN.md section 1. Clarity over speed: every attention row walks its keys
+// docs/Semantics.md. Clarity over speed: every attention row walks its keys
 // through the page table one token at a time.
 //
 //===----------------------------------------------------------------------===//

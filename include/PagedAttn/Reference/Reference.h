@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // A plain C++17 float64 oracle for the paged-attention ops of the `pa`
-// dialect (DESIGN.md section 1). It has no MLIR dependency; the CPU lowering
+// dialect (docs/Semantics.md). It has no MLIR dependency; the CPU lowering
 // and the GPU kernels are tested against it.
 //
 // Conventions:
