@@ -21,8 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::pa::registerPATransformsPasses();
   mlir::pa::registerPAConversionPasses();
-  mlir::pa::registerPipelines();
-  mlir::pa::registerGPUPipelines();
+  mlir::pa::registerPAPipelines();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

@@ -9,7 +9,7 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
   let summary = "Lower memref-form pa ops to scf/memref/arith/math loops";
   let description = [{
     The CPU lowering: every pa op in its memref form becomes sequential
-    loops that implement DESIGN.md section 1 directly (the executable
+    loops that implement docs/Semantics.md directly (the executable
     semantics checked against the float64 reference in CI). Attention keeps
     an f32 running state `(m, l, acc)` per (query row, head) in scratch
     buffers and updates it key by key (online softmax), so a cascade simply
@@ -19,9 +19,14 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
     `one-shot-bufferize` first (the `pa-lower-to-cpu` pipeline does).
 
     Run-time invariants that the verifier cannot see are asserted with
-    `cf.assert` (page index in range, last_page_len in [1, P], work-list
-    capacity), so bad input stops with a message instead of reading out of
-    bounds.
+    `cf.assert`, so bad input stops with a message instead of reading out of
+    bounds or giving a wrong answer: every indptr it reads (`kv_indptr`,
+    `qo_indptr`, `append_indptr`, `rows_indptr`, `mask_indptr`,
+    `work_indptr`, `segments`, per cascade level too) has B + 1 entries,
+    starts at 0, is non-decreasing and ends within the array it indexes;
+    page indices are in [0, num_pages), last_page_len in [1, P], slots in
+    range, the work list fits its outs. `pa-assert-to-stderr` (in
+    `pa-lower-to-cpu`) prints the messages on stderr.
 
     ```mlir
     // Before: pa.decode q(%q : memref<?x?x64xf32>) kv(...) pages(...) outs(...)
@@ -42,34 +47,54 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     form) becomes a `gpu.func` kernel in the `gpu.module @pa_kernels` (named
     `pa_decode`, `pa_decode_partial`, `pa_merge_segments`; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
-    a `gpu.launch_func` in its place.
+    a `gpu.launch_func` in its place. Any other pa op is an error at the op
+    ("is not supported on the GPU yet"), checked before the IR changes.
 
-    The attention kernels use a CTA per (work item or request, KV head), so
-    the GQA group's `g` query heads share every K/V load. A CTA has
-    `threads` threads split into lane groups of `D / V` lanes, `V` elements
-    = 16 bytes per lane (one `vector.load` with alignment 16 per lane and
-    token: `ld.global.v4`); the groups walk the tokens, `unroll` tokens per
-    group at a time with all their page lookups and loads issued before the
-    arithmetic. Every group keeps an online-softmax state (in base 2, `ex2`)
-    per query head; dot products are reduced across the group's lanes by
+    Every kernel carries its ABI as a `pa.kernel` attribute: its kind, the
+    runtime role of each argument, its launch grid (symbols such as `batch`,
+    `kv_heads`, `work_capacity`, or integers), block size and shared memory,
+    and the tile shape it was built with (see
+    include/PagedAttn/Conversion/KernelABI.h). pa-compile prints the bundle
+    manifest from it.
+
+    The attention kernels use a CTA per (work item or request, KV head, head
+    chunk): the `heads-per-cta` query heads of a chunk of the GQA group share
+    every K/V load. A CTA has `cta-threads` threads split into lane groups of
+    `D / V` lanes, `V` elements = `lane-bytes` per lane (one or two
+    `vector.load` with alignment 16 per lane and token: `ld.global.v4`); the
+    groups walk the tokens, `tokens-in-flight` tokens per group at a time
+    with all their page lookups and loads issued before the arithmetic.
+    Every group keeps an online-softmax state (in base 2, `ex2`) per query
+    head; dot products are reduced across the group's lanes by
     `gpu.subgroup_reduce` (clustered), which `pa-warp-shuffle-reduce` turns
     into butterfly shuffles. At the end the groups' states are merged
     through workgroup (shared) memory with the merge operator, and the
-    threads of the CTA write `o` (16-bit stores, coalesced) and `lse`.
+    threads of the CTA write `o` (coalesced) and `lse`.
 
-    `merge_segments` uses a CTA per segment, threads over (head, dim).
+    Options left at 0 take the tuned shape for the op's group, head dim and
+    element type (lib/Conversion/PAToGPU/PAToGPU.cpp, `tunedShape`): groups
+    above 8 heads are split into chunks, 32-byte lanes for small groups,
+    fewer tokens in flight for more heads. It is proven free of spills and
+    within shared memory for groups 1..32, head dims 64/128/256 and
+    f16/bf16/f32 (test/Pipelines/decode-shape-sweep.test).
+
+    `merge_segments` uses a CTA per (segment, head), threads over the head
+    dim.
 
     Requirements (checked, with an error): identity-layout memrefs, static
-    head dim and query heads, `D / V` a power of two <= 32.
+    head dim and query heads, `D / V` a power of two <= 32, the cross-group
+    merge within 48 KiB of shared memory.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"128",
+    Option<"ctaThreads", "cta-threads", "int64_t", /*default=*/"128",
            "Threads per CTA">,
-    Option<"unroll", "unroll", "int64_t", /*default=*/"4",
-           "Tokens per lane group in flight">,
-    Option<"laneBytes", "lane-bytes", "int64_t", /*default=*/"16",
+    Option<"tokensInFlight", "tokens-in-flight", "int64_t", /*default=*/"0",
+           "Tokens per lane group in flight (0: tuned)">,
+    Option<"laneBytes", "lane-bytes", "int64_t", /*default=*/"0",
            "Bytes of a K/V row per lane and token (16: one 16-byte load; "
-           "32: two, half the lanes per token)">,
+           "32: two, half the lanes per token; 0: tuned)">,
+    Option<"headsPerCTA", "heads-per-cta", "int64_t", /*default=*/"0",
+           "Query heads of a GQA group per CTA (0: tuned)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
@@ -78,6 +103,33 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::math::MathDialect"];
+}
+
+def PAAssertToStderr : Pass<"pa-assert-to-stderr", "::mlir::ModuleOp"> {
+  let summary = "Lower cf.assert to a message on stderr and abort()";
+  let description = [{
+    Upstream's `convert-cf-to-llvm` prints a failed `cf.assert`'s message
+    with `puts`, on stdout, where it is lost when the output is piped or
+    buffered. This pass rewrites every `cf.assert` (in blocks of a CFG
+    region: run it after `convert-scf-to-cf`) into a branch to a block that
+    writes `"pa: assertion failed: <msg>\n"` to file descriptor 2 with
+    `write` and calls `abort`:
+
+    ```mlir
+    cf.assert %ok, "kv_indptr[0] must be 0"
+    // becomes
+      cf.cond_br %ok, ^continue, ^failed
+    ^failed:
+      %msg = llvm.mlir.addressof @pa_assert_msg_0 : !llvm.ptr
+      llvm.call @write(%c2, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+      llvm.call @abort() : () -> ()
+      llvm.unreachable
+    ^continue:
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // PAGEDATTN_CONVERSION_PASSES_TD

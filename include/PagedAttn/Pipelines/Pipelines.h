@@ -2,6 +2,13 @@
 //
 // `pa-lower-to-cpu`: a pa program (tensor or memref form) to LLVM dialect IR
 // that MLIR's ExecutionEngine / mlir-runner execute.
+// `pa-lower-to-nvvm`: a pa program to GPU kernels in a gpu.binary (PTX or
+// cubin), in two halves that pa-compile runs apart so that it can read the
+// kernels' ABI attributes in between.
+//
+// Both share one vocabulary: `split-kv-chunk` / `split-kv-work-list` choose
+// the split-KV rewrite, and the kernel-shape knobs carry the names of the
+// convert-pa-to-gpu options (and of pa-compile's flags).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,30 +21,41 @@ namespace mlir {
 class OpPassManager;
 namespace pa {
 
-struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+/// The split-KV options every pipeline takes.
+template <typename T>
+struct SplitKVPipelineOptions : public PassPipelineOptions<T> {
+  using PassOptions = ::mlir::detail::PassOptions;
+  PassOptions::Option<int64_t> splitKVChunk{
+      *this, "split-kv-chunk",
+      llvm::cl::desc("If > 0, rewrite pa.decode into split-KV with chunks of "
+                     "this many tokens planned in the IR (pa.plan_split_kv, "
+                     "host only) + merge"),
+      llvm::cl::init(0)};
+  PassOptions::Option<bool> splitKVWorkList{
+      *this, "split-kv-work-list",
+      llvm::cl::desc("Rewrite pa.decode into split-KV over a work list that "
+                     "the enclosing function takes as arguments (filled by "
+                     "the runtime planner)"),
+      llvm::cl::init(false)};
+};
+
+struct LowerToCPUOptions : public SplitKVPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<bool> cascadeDecompose{
       *this, "cascade-decompose",
       llvm::cl::desc("Rewrite pa.cascade into per-level attention + merge "
                      "before lowering"),
       llvm::cl::init(false)};
-  PassOptions::Option<int64_t> splitKVChunk{
-      *this, "split-kv-chunk",
-      llvm::cl::desc("If > 0, rewrite pa.decode into split-KV (chunks of this "
-                     "many tokens + merge) before lowering"),
-      llvm::cl::init(0)};
 };
 
 /// Adds the passes of `pa-lower-to-cpu` to `pm` (a module pass manager):
 /// canonicalize, optional rewrites, One-Shot Bufferize (function boundaries,
 /// identity layouts, equivalent results dropped), convert-pa-to-loops, and the
-/// upstream lowerings to the LLVM dialect. Functions keep their memref
-/// arguments; mark them `llvm.emit_c_interface` to call them from C++.
+/// upstream lowerings to the LLVM dialect (failed run-time checks print on
+/// stderr). Functions keep their memref arguments; mark them
+/// `llvm.emit_c_interface` to call them from C++.
 void buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOptions &opts);
 
-/// Registers `pa-lower-to-cpu` with the global pass pipeline registry.
-void registerPipelines();
-
-struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("Target SM (sm_80, sm_90, ...)"),
       llvm::cl::init("sm_90")};
@@ -46,28 +64,42 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("gpu-module-to-binary format: isa (PTX), bin (cubin), "
                      "fatbin"),
       llvm::cl::init("isa")};
-  PassOptions::Option<bool> splitKV{
-      *this, "split-kv",
-      llvm::cl::desc("Rewrite pa.decode into split-KV with the work list as "
-                     "function arguments (runtime planner)"),
-      llvm::cl::init(false)};
-  PassOptions::Option<int64_t> threads{
-      *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
-  PassOptions::Option<int64_t> unroll{
-      *this, "unroll", llvm::cl::desc("Tokens per lane group in flight"),
-      llvm::cl::init(4)};
+  PassOptions::Option<int64_t> ctaThreads{
+      *this, "cta-threads",
+      llvm::cl::desc("Threads per CTA of the attention kernels"),
+      llvm::cl::init(128)};
+  PassOptions::Option<int64_t> tokensInFlight{
+      *this, "tokens-in-flight",
+      llvm::cl::desc("Tokens per lane group in flight (0: the tuned default "
+                     "for the op's group, head dim and dtype)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> laneBytes{
       *this, "lane-bytes",
-      llvm::cl::desc("Bytes of a K/V row per lane and token (16 or 32)"),
-      llvm::cl::init(16)};
+      llvm::cl::desc("Bytes of a K/V row per lane and token: 16 or 32 (0: the "
+                     "tuned default)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> headsPerCTA{
+      *this, "heads-per-cta",
+      llvm::cl::desc("Query heads of a GQA group that one CTA handles (0: the "
+                     "tuned default)"),
+      llvm::cl::init(0)};
 };
 
-/// Adds the passes of `pa-lower-to-nvvm` to `pm` (a module pass manager).
+/// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional
+/// split-KV, One-Shot Bufferize, convert-pa-to-gpu (kernels annotated with
+/// their ABI), pa-warp-shuffle-reduce. The result holds the `gpu.module`.
+void buildPAToGPUKernelsPipeline(OpPassManager &pm,
+                                 const LowerToNVVMOptions &opts);
+/// Adds the second half: the gpu.module to NVVM and to a gpu.binary.
+void buildGPUKernelsToBinaryPipeline(OpPassManager &pm,
+                                     const LowerToNVVMOptions &opts);
+/// Both halves: `pa-lower-to-nvvm`.
 void buildLowerToNVVMPipeline(OpPassManager &pm,
                               const LowerToNVVMOptions &opts);
 
-/// Registers `pa-lower-to-nvvm`.
-void registerGPUPipelines();
+/// Registers `pa-lower-to-cpu` and `pa-lower-to-nvvm` with the global pass
+/// pipeline registry.
+void registerPAPipelines();
 
 } // namespace pa
 } // namespace mlir

@@ -41,7 +41,13 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
       enclosing function (`work_indptr[B+1]`, `work_request[W]`,
       `work_start[W]`, `work_end[W]`, tagged `pa.work_list`), filled at run
       time by the host planner (`pa::rt::planDecode`), so the chunking can
-      follow batch, lengths and SM count.
+      follow batch, lengths and SM count. This changes the function's
+      signature, and a function pass cannot update its callers: a function
+      that has a symbol use in its module (a `func.call`, or any other
+      reference) is rejected with an error that names the functions using
+      it and a note at every use. Split the entry point that the runtime
+      calls, not a helper it calls in turn. Functions without a
+      tensor-form `pa.decode` are left alone either way.
 
     Works on the tensor form (run it before bufferization).
 
@@ -67,25 +73,28 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
 def PAWarpShuffleReduce : Pass<"pa-warp-shuffle-reduce"> {
   let summary = "Lower clustered gpu.subgroup_reduce to butterfly shuffles";
   let description = [{
-    `gpu.subgroup_reduce <add|maxnumf|maximumf|minnumf|minimumf|mul> %x
-    cluster(size = N)` on a scalar f32/i32 becomes log2(N) steps of
-    `gpu.shuffle xor` (offsets N/2, ..., 1; width 32) and the combining op,
-    so every lane of the cluster ends with the cluster's result: the
-    `shfl.sync.bfly` trees of the decode kernels. Only contiguous clusters
-    (stride 1) of a power-of-two size <= 32 are handled; others are left
-    alone.
+    The kernels' cross-lane reductions to warp shuffles, with upstream's
+    patterns (`populateGpuLowerClusteredSubgroupReduceToShufflePatterns` and
+    `populateGpuLowerSubgroupReduceToShufflePatterns`, 32-lane subgroups,
+    32-bit shuffles): `gpu.subgroup_reduce <op> %x cluster(size = N)` becomes
+    log2(N) steps of `gpu.shuffle xor` and the combining op, so every lane
+    of the cluster ends with the cluster's result; these are the
+    `shfl.sync.bfly` trees of the decode kernels. This pass only names that
+    step of the pa GPU pipeline (upstream registers the patterns in test
+    passes only); it adds nothing to them.
 
     ```mlir
     %r = gpu.subgroup_reduce add %x cluster(size = 4) : (f32) -> f32
     // becomes
-    %s1, %v1 = gpu.shuffle xor %x, %c2, %c32 : f32
+    %s1, %v1 = gpu.shuffle xor %x, %c1, %c32 : f32
     %a1 = arith.addf %x, %s1 : f32
-    %s2, %v2 = gpu.shuffle xor %a1, %c1, %c32 : f32
+    %s2, %v2 = gpu.shuffle xor %a1, %c2, %c32 : f32
     %r = arith.addf %a1, %s2 : f32
     ```
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // PAGEDATTN_TRANSFORMS_PASSES_TD

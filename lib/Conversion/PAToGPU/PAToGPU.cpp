@@ -2,7 +2,8 @@
 //
 // Kernel shape of the attention ops (see the pass description):
 //
-//   CTA (item, kv head hk)            item = request (decode) or work item
+//   CTA (item, kv head hk, head chunk) item = request (decode) or work item;
+//                                     a chunk = `heads` of the g query heads
 //     lane group G = tid / L          L = D / V lanes, V elements = 16 bytes
 //       lane l = tid % L              holds dims [l*V, l*V + V) of q, k, v
 //     for t0 in [start, end) step NG*U:          NG = threads / L groups
@@ -15,7 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../PAToLoops/LoopUtils.h"
+#include "PagedAttn/Conversion/KernelABI.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -35,7 +37,6 @@ namespace mlir::pa {
 
 using namespace mlir;
 using namespace mlir::pa;
-using loops::Emitter;
 
 namespace {
 
@@ -86,7 +87,53 @@ struct Config {
   Type elem;
   int64_t vec = 0, headDim = 0, lanes = 0, groups = 0, threads = 0;
   int64_t group = 0, numKVHeads = 0, pageSize = 0, unroll = 1;
+  /// Query heads per CTA (a chunk of the GQA group) and chunks per KV head.
+  int64_t heads = 0, chunks = 1;
+  int64_t laneBytes = 16;
 };
+
+/// The kernel shape asked for by the pass options (0: tuned).
+struct ShapeOptions {
+  int64_t threads = 128, tokensInFlight = 0, laneBytes = 0, headsPerCTA = 0;
+};
+
+/// The tuned kernel shape of an attention op with GQA group `group`, head
+/// dim `headDim` and `bytes`-byte elements, for the options left at 0. The
+/// figures were measured on an H200 (docs/PERFORMANCE.md) and the rule is
+/// proven spill-free and within shared memory for every group 1..32, head
+/// dim 64/128/256 and f16/bf16/f32 by test/Pipelines/decode-shape-sweep.test:
+///
+///   * heads per CTA: the whole group up to 8 heads; larger groups are
+///     split into ceil(g / 8) chunks of equal size (the last one may be
+///     shorter): q and the accumulators of every head a CTA holds live in
+///     registers, and more than 8 x 8 of each spill;
+///   * 32-byte lanes for 2..4 heads of 16-bit data (2..8 of f32) whose rows
+///     split into at most 32 lanes of 32 bytes: half the lanes repeat each
+///     score's softmax and shuffles; 32-byte lanes also whenever 16-byte
+///     lanes would need more than 32 lanes (f32 with D = 256);
+///   * tokens in flight: 4 with 32-byte lanes, 8 for one head with 16-byte
+///     lanes, 2 for more heads (the loads in flight share the registers with
+///     the heads' q and accumulators).
+void tunedShape(int64_t group, int64_t headDim, int64_t bytes,
+                const ShapeOptions &o, Config &c) {
+  int64_t heads = o.headsPerCTA > 0 ? std::min(o.headsPerCTA, group) : group;
+  if (o.headsPerCTA <= 0 && group > 8) {
+    int64_t chunks = llvm::divideCeil(group, 8);
+    heads = llvm::divideCeil(group, chunks);
+  }
+  int64_t rowBytes = headDim * bytes;
+  bool fitsWide = rowBytes % 32 == 0 && rowBytes / 32 <= 32;
+  bool narrowTooWide = rowBytes / 16 > 32;
+  bool wide = fitsWide && ((heads >= 2 && heads * (32 / bytes) <= 64) ||
+                           narrowTooWide);
+  c.laneBytes = o.laneBytes > 0 ? o.laneBytes : (wide ? 32 : 16);
+  c.unroll = o.tokensInFlight > 0
+                 ? o.tokensInFlight
+                 : (c.laneBytes == 32 ? 4 : (heads == 1 ? 8 : 2));
+  c.heads = heads;
+  c.chunks = llvm::divideCeil(group, heads);
+  c.threads = o.threads;
+}
 
 bool isIdentityMemRef(Type t) {
   auto m = dyn_cast<MemRefType>(t);
@@ -95,8 +142,7 @@ bool isIdentityMemRef(Type t) {
 
 /// Checks the operands of an attention op and fills `cfg`.
 template <typename OpTy>
-LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
-                         int64_t laneBytes, Config &cfg) {
+LogicalResult makeConfig(OpTy op, const ShapeOptions &shape, Config &cfg) {
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
@@ -107,35 +153,42 @@ LogicalResult makeConfig(OpTy op, int64_t threads, int64_t unroll,
     return op.emitOpError()
            << "convert-pa-to-gpu needs static query heads and head dim";
   cfg.elem = qt.getElementType();
-  if (laneBytes != 16 && laneBytes != 32)
-    return op.emitOpError() << "lane-bytes must be 16 or 32";
-  cfg.vec = laneBytes / (cfg.elem.getIntOrFloatBitWidth() / 8);
   cfg.headDim = cache.getHeadDim();
   cfg.numKVHeads = cache.getNumKVHeads();
   cfg.pageSize = cache.getPageSize();
   cfg.group = qt.getDimSize(1) / cfg.numKVHeads;
-  cfg.threads = threads;
-  cfg.unroll = unroll;
+  int64_t bytes = cfg.elem.getIntOrFloatBitWidth() / 8;
+  tunedShape(cfg.group, cfg.headDim, bytes, shape, cfg);
+  if (cfg.laneBytes != 16 && cfg.laneBytes != 32)
+    return op.emitOpError() << "lane-bytes must be 16 or 32";
+  if (cfg.threads % 32 != 0 || cfg.threads <= 0 || cfg.unroll <= 0)
+    return op.emitOpError()
+           << "cta-threads must be a multiple of 32 and tokens-in-flight > 0";
+  cfg.vec = cfg.laneBytes / bytes;
   if (cfg.headDim % cfg.vec != 0)
     return op.emitOpError() << "head dim must be a multiple of " << cfg.vec
-                            << " (" << laneBytes << "-byte lanes)";
+                            << " (" << cfg.laneBytes << "-byte lanes)";
   cfg.lanes = cfg.headDim / cfg.vec;
   if (!llvm::isPowerOf2_64(cfg.lanes) || cfg.lanes > 32)
     return op.emitOpError() << "head dim / " << cfg.vec
                             << " must be a power of two <= 32, got "
                             << cfg.lanes;
-  if (threads % 32 != 0 || threads <= 0 || unroll <= 0)
-    return op.emitOpError() << "threads must be a multiple of 32 and unroll > 0";
-  cfg.groups = threads / cfg.lanes;
+  if (cfg.lanes > cfg.threads)
+    return op.emitOpError() << "a token's " << cfg.lanes
+                            << " lanes exceed the CTA's " << cfg.threads
+                            << " threads";
+  cfg.groups = cfg.threads / cfg.lanes;
   // Workgroup memory of the cross-group merge: (m, l) and acc per group and
   // head; static shared memory is limited to 48 KiB per CTA.
-  int64_t smemBytes = 4 * cfg.groups * cfg.group * (2 + cfg.headDim);
-  if (smemBytes > 48 * 1024)
+  int64_t smemBytes = 4 * cfg.groups * cfg.heads * (2 + cfg.headDim);
+  if (smemBytes > 48 * 1024) {
+    int64_t fit = (48 * 1024) / (4 * cfg.groups * (2 + cfg.headDim));
     return op.emitOpError()
            << "the cross-group merge needs " << smemBytes
            << " bytes of shared memory (" << cfg.groups << " lane groups x "
-           << cfg.group << " heads), more than 48 KiB: use fewer threads or "
-              "16-byte lanes (fewer lane groups)";
+           << cfg.heads << " heads), more than 48 KiB: use heads-per-cta <= "
+           << fit << ", or fewer cta-threads (fewer lane groups)";
+  }
   return success();
 }
 
@@ -150,16 +203,18 @@ gpu::GPUModuleOp getKernelModule(ModuleOp module) {
   return gpu::GPUModuleOp::create(b, module.getLoc(), "pa_kernels");
 }
 
-/// A kernel `name` taking `op`'s operands, with workgroup buffers `smem`;
-/// `mapping` maps the operands to the kernel's arguments.
+/// A kernel `name` taking `op`'s operands, with workgroup buffers `smem` and
+/// the ABI attribute `abi`; `mapping` maps the operands to the kernel's
+/// arguments.
 gpu::GPUFuncOp createKernel(gpu::GPUModuleOp kmod, Operation *op,
                             StringRef name, TypeRange smem,
-                            IRMapping &mapping) {
+                            const KernelABI &abi, IRMapping &mapping) {
   OpBuilder b(kmod.getBodyRegion());
   b.setInsertionPointToEnd(kmod.getBody());
   auto type = FunctionType::get(op->getContext(), op->getOperandTypes(), {});
   auto func = gpu::GPUFuncOp::create(b, op->getLoc(), name, type, smem);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr(kKernelABIAttrName, encodeKernelABI(op->getContext(), abi));
   SymbolTable(kmod).insert(func);
   for (auto [v, arg] : llvm::zip(op->getOperands(), func.getArguments()))
     mapping.map(v, arg);
@@ -178,11 +233,45 @@ void launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
   op->erase();
 }
 
+/// The runtime role of each operand of `op`, in order (the kernel's
+/// arguments): the op's operand names, with the split-KV spellings for the
+/// partial states and the segments of a merge (its work_indptr).
+SmallVector<std::string> argRoles(Operation *op) {
+  SmallVector<std::string> roles;
+  auto add = [&](std::initializer_list<const char *> names) {
+    roles.append(names.begin(), names.end());
+  };
+  auto attention = [&](auto a, bool partial) {
+    add({"q"});
+    if (a.getKvCache().size() == 1)
+      add({"kv"});
+    else
+      add({"k", "v"});
+    add({"kv_indptr", "kv_indices", "kv_last_page_len"});
+    if constexpr (std::is_same_v<decltype(a), DecodePartialOp>)
+      add({"work_indptr", "work_request", "work_start", "work_end"});
+    if (a.getAlibiSlopes())
+      add({"alibi_slopes"});
+    if (partial)
+      add({"o_part", "lse_part"});
+    else
+      add({"o", "lse"});
+  };
+  if (auto d = dyn_cast<DecodeOp>(op))
+    attention(d, false);
+  else if (auto d = dyn_cast<DecodePartialOp>(op))
+    attention(d, true);
+  else if (isa<MergeSegmentsOp>(op))
+    add({"o_part", "lse_part", "work_indptr", "o", "lse"});
+  assert(roles.size() == op->getNumOperands() && "a role per operand");
+  return roles;
+}
+
 /// Operands of an attention kernel, already mapped into the kernel.
 struct AttnArgs {
-  Value q, k, v, indptr, indices, last, alibi, o, lse;
-  bool joint = false;
-  KVLayout layout = KVLayout::NHD;
+  Value q, alibi, o, lse;
+  Cache cache;
+  PageTable pages;
   Value wIndptr, wRequest, wStart, wEnd; // decode_partial only
   std::optional<double> smScale, softCap;
   std::optional<int64_t> window;
@@ -203,41 +292,51 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
   Value grp = e.divui(tid, e.idx(c.lanes));
   Value lane = e.remui(tid, e.idx(c.lanes));
   Value d0 = e.mul(lane, e.idx(c.vec));
+  // The CTA's heads: chunk z of the group's g heads. With a partial last
+  // chunk, a head past the group reads head 0 of the group (in bounds) and
+  // writes nothing.
+  bool partialChunks = c.group % c.heads != 0;
+  Value firstHead = e.mul(hk, e.idx(c.group));
+  Value chunkBase = e.idx(0);
+  if (c.chunks > 1)
+    chunkBase = e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
+                      e.idx(c.heads));
+  SmallVector<Value> heads, headValid;
+  for (int64_t j = 0; j < c.heads; ++j) {
+    Value inGroup = e.add(chunkBase, e.idx(j));
+    Value valid = e.cmpi(arith::CmpIPredicate::slt, inGroup, e.idx(c.group));
+    Value h = e.add(firstHead, inGroup);
+    heads.push_back(partialChunks ? e.select(valid, h, firstHead) : h);
+    headValid.push_back(valid);
+  }
 
   auto body = [&](Value request, Value start, Value end) {
-    Value ip0 = e.loadIdx(a.indptr, request);
-    Value ip1 = e.loadIdx(a.indptr, e.add(request, e.idx(1)));
-    Value np = e.sub(ip1, ip0);
-    Value full = e.mul(e.sub(np, e.idx(1)), e.idx(c.pageSize));
-    Value kvLenFull = e.add(full, e.loadIdx(a.last, request));
-    Value kvLen = e.select(e.cmpi(arith::CmpIPredicate::sgt, np, e.idx(0)),
-                           kvLenFull, e.idx(0));
+    Value ip0 = a.pages.pageBase(e, request);
+    Value kvLen = a.pages.kvLen(e, request);
     if (!end)
       end = kvLen;
     Value pos = e.sub(kvLen, e.idx(1));
     bool natural = a.softCap || a.alibi;
     double scale = a.smScale.value_or(1.0 / std::sqrt((double)c.headDim));
     Value qScale = e.splat(e.f32(natural ? scale : scale * kLog2e), vecF32);
-    SmallVector<Value> qv, heads;
-    for (int64_t j = 0; j < c.group; ++j) {
-      Value h = e.add(e.mul(hk, e.idx(c.group)), e.idx(j));
-      heads.push_back(h);
+    SmallVector<Value> qv;
+    for (int64_t j = 0; j < c.heads; ++j) {
       Value raw = vector::LoadOp::create(b, loc, vecElem, a.q,
-                                         ValueRange{request, h, d0}, false,
-                                         llvm::MaybeAlign(16));
+                                         ValueRange{request, heads[j], d0},
+                                         false, llvm::MaybeAlign(16));
       Value wide = c.elem.isF32()
                        ? raw
                        : arith::ExtFOp::create(b, loc, vecF32, raw).getResult();
       qv.push_back(e.mul(wide, qScale));
     }
-    // Loop state: m[g], l[g], acc[g].
+    // Loop state: m[heads], l[heads], acc[heads].
     SmallVector<Value> init;
-    for (int64_t j = 0; j < c.group; ++j)
+    for (int64_t j = 0; j < c.heads; ++j)
       init.push_back(e.negInf());
-    for (int64_t j = 0; j < c.group; ++j)
+    for (int64_t j = 0; j < c.heads; ++j)
       init.push_back(e.f32(0));
     Value zeroVec = e.splat(e.f32(0), vecF32);
-    for (int64_t j = 0; j < c.group; ++j)
+    for (int64_t j = 0; j < c.heads; ++j)
       init.push_back(zeroVec);
     Value step = e.idx(c.groups * c.unroll);
     // Token u of the block starting at t0, whether it is visible, and the
@@ -246,8 +345,7 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
       Value t = e.add(t0, e.add(e.idx(u * c.groups), grp));
       Value valid = e.cmpi(arith::CmpIPredicate::slt, t, end);
       if (a.window)
-        valid = e.andi(valid, e.cmpi(arith::CmpIPredicate::sgt,
-                                     e.add(t, e.idx(*a.window)), pos));
+        valid = e.andi(valid, emitInSlidingWindow(e, t, pos, *a.window));
       return std::make_tuple(t, valid, e.select(valid, t, start));
     };
     // Issues the page lookups and K/V loads of a block of U tokens.
@@ -257,25 +355,12 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
         auto [t, valid, tc] = token(t0, u);
         (void)t;
         (void)valid;
-        Value page =
-            e.loadIdx(a.indices, e.add(ip0, e.divui(tc, e.idx(c.pageSize))));
-        Value slot = e.remui(tc, e.idx(c.pageSize));
-        auto rowIdx = [&](bool isV) {
-          SmallVector<Value> idx{page};
-          if (a.joint)
-            idx.push_back(e.idx(isV ? 1 : 0));
-          if (a.layout == KVLayout::NHD)
-            idx.append({slot, hk, d0});
-          else
-            idx.append({hk, slot, d0});
-          return idx;
-        };
-        loaded.push_back(vector::LoadOp::create(b, loc, vecElem, a.k,
-                                                rowIdx(false), false,
-                                                llvm::MaybeAlign(16)));
-        loaded.push_back(vector::LoadOp::create(b, loc, vecElem, a.v,
-                                                rowIdx(true), false,
-                                                llvm::MaybeAlign(16)));
+        auto [page, slot] = a.pages.locate(e, ip0, tc);
+        for (bool isV : {false, true})
+          loaded.push_back(vector::LoadOp::create(
+              b, loc, vecElem, a.cache.memref(isV),
+              a.cache.indices(e, isV, page, slot, hk, d0), false,
+              llvm::MaybeAlign(16)));
       }
       return loaded;
     };
@@ -296,14 +381,14 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
           return zeros;
         });
     init.append(first);
-    int64_t nState = 3 * c.group;
+    int64_t nState = 3 * c.heads;
     auto loop = scf::ForOp::create(
         b, loc, start, end, step, init,
         [&](OpBuilder &, Location, Value t0, ValueRange st) {
-          SmallVector<Value> m(st.begin(), st.begin() + c.group);
-          SmallVector<Value> l(st.begin() + c.group,
-                               st.begin() + 2 * c.group);
-          SmallVector<Value> acc(st.begin() + 2 * c.group,
+          SmallVector<Value> m(st.begin(), st.begin() + c.heads);
+          SmallVector<Value> l(st.begin() + c.heads,
+                               st.begin() + 2 * c.heads);
+          SmallVector<Value> acc(st.begin() + 2 * c.heads,
                                  st.begin() + nState);
           SmallVector<Value> cur(st.begin() + nState, st.end());
           SmallVector<Value> next = loadBlock(e.add(t0, step));
@@ -324,7 +409,7 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
           }
           // Online softmax over the block: one rescale of the state per
           // block (not per token), ex2 once per score.
-          for (int64_t j = 0; j < c.group; ++j) {
+          for (int64_t j = 0; j < c.heads; ++j) {
             SmallVector<Value> sc;
             Value mt = m[j];
             for (int64_t u = 0; u < c.unroll; ++u) {
@@ -372,60 +457,59 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
         });
     // Publish every group's state to workgroup memory.
     Value isLane0 = e.cmpi(arith::CmpIPredicate::eq, lane, e.idx(0));
-    int64_t ng = c.groups * c.group;
-    for (int64_t j = 0; j < c.group; ++j) {
-      Value slotIdx = e.add(e.mul(grp, e.idx(c.group)), e.idx(j));
+    int64_t ng = c.groups * c.heads;
+    for (int64_t j = 0; j < c.heads; ++j) {
+      Value slotIdx = e.add(e.mul(grp, e.idx(c.heads)), e.idx(j));
       Value accOff = e.add(e.mul(slotIdx, e.idx(c.headDim)), d0);
-      vector::StoreOp::create(b, loc, loop.getResult(2 * c.group + j), smemAcc,
+      vector::StoreOp::create(b, loc, loop.getResult(2 * c.heads + j), smemAcc,
                               ValueRange{accOff}, /*nontemporal=*/false,
                               llvm::MaybeAlign(16));
       e.ifThen(isLane0, [&]() {
         e.store(loop.getResult(j), smemML, {slotIdx});
-        e.store(loop.getResult(c.group + j), smemML,
+        e.store(loop.getResult(c.heads + j), smemML,
                 {e.add(slotIdx, e.idx(ng))});
       });
     }
     gpu::BarrierOp::create(b, loc);
-    // Merge the groups' states: thread idx handles (head j, dim d).
+    // Merge the groups' running states (m, l, acc) with the merge operator:
+    // thread idx handles (head j, dim d).
     Value row = a.wIndptr ? item : request;
     Type oElem = cast<MemRefType>(a.o.getType()).getElementType();
     scf::ForOp::create(
-        b, loc, tid, e.idx(c.group * c.headDim), e.idx(c.threads),
+        b, loc, tid, e.idx(c.heads * c.headDim), e.idx(c.threads),
         ValueRange{}, [&](OpBuilder &, Location, Value idx, ValueRange) {
           Value j = e.divui(idx, e.idx(c.headDim));
           Value d = e.remui(idx, e.idx(c.headDim));
-          Value mMax =
-              e.forLoop(e.idx(0), e.idx(c.groups), {e.negInf()},
-                        [&](Value g, ValueRange r) {
-                          Value mg = e.load(
-                              smemML, {e.add(e.mul(g, e.idx(c.group)), j)});
-                          return SmallVector<Value>{e.maxf(r[0], mg)};
-                        })
-                  .getResult(0);
-          Value mSafe =
-              e.select(e.cmpf(arith::CmpFPredicate::OEQ, mMax, e.negInf()),
-                       e.f32(0), mMax);
-          auto sums = e.forLoop(
-              e.idx(0), e.idx(c.groups), {e.f32(0), e.f32(0)},
-              [&](Value g, ValueRange r) {
-                Value slotIdx = e.add(e.mul(g, e.idx(c.group)), j);
-                Value w = e.ex2(e.sub(e.load(smemML, {slotIdx}), mSafe));
-                Value lg = e.load(smemML, {e.add(slotIdx, e.idx(ng))});
-                Value og = e.load(
-                    smemAcc, {e.add(e.mul(slotIdx, e.idx(c.headDim)), d)});
-                return SmallVector<Value>{e.add(r[0], e.mul(w, lg)),
-                                          e.add(r[1], e.mul(w, og))};
-              });
-          Value lsum = sums.getResult(0), osum = sums.getResult(1);
-          Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, lsum, e.f32(0));
-          Value o = e.select(nonEmpty, e.divf(osum, lsum), e.f32(0));
-          Value h = e.add(e.mul(hk, e.idx(c.group)), j);
-          e.store(e.fromF32(o, oElem), a.o, {row, h, d});
-          e.ifThen(e.cmpi(arith::CmpIPredicate::eq, d, e.idx(0)), [&]() {
-            Value lse2 = e.add(mMax, e.lg2(lsum));
-            Value lse = a.lseBase2 ? lse2 : e.mul(lse2, e.f32(kLn2));
-            e.store(e.select(nonEmpty, lse, e.negInf()), a.lse, {row, h});
-          });
+          auto slotOf = [&](Value g) {
+            return e.add(e.mul(g, e.idx(c.heads)), j);
+          };
+          auto ex2 = [&](Value x) { return e.ex2(x); };
+          auto lg2 = [&](Value x) { return e.lg2(x); };
+          auto mOf = [&](Value g) { return e.load(smemML, {slotOf(g)}); };
+          auto lOf = [&](Value g) {
+            return e.load(smemML, {e.add(slotOf(g), e.idx(ng))});
+          };
+          auto accOf = [&](Value g, Value dd) {
+            return e.load(smemAcc,
+                          {e.add(e.mul(slotOf(g), e.idx(c.headDim)), dd)});
+          };
+          StateMerge merge(e, ExpBase{/*base2=*/true, ex2, lg2},
+                           StateSet{e.idx(0), e.idx(c.groups), mOf, lOf,
+                                    accOf});
+          Value o = merge.element(d);
+          Value h = e.add(firstHead, e.add(chunkBase, j));
+          auto write = [&]() {
+            e.store(e.fromF32(o, oElem), a.o, {row, h, d});
+            e.ifThen(e.cmpi(arith::CmpIPredicate::eq, d, e.idx(0)), [&]() {
+              e.store(merge.lse(a.lseBase2), a.lse, {row, h});
+            });
+          };
+          if (partialChunks)
+            e.ifThen(e.cmpi(arith::CmpIPredicate::slt, e.add(chunkBase, j),
+                            e.idx(c.group)),
+                     write);
+          else
+            write();
           scf::YieldOp::create(b, loc);
         });
   };
@@ -446,13 +530,12 @@ template <typename OpTy>
 AttnArgs mapAttnArgs(OpTy op, IRMapping &m) {
   AttnArgs a;
   a.q = m.lookup(op.getQ());
-  a.joint = op.getKvCache().size() == 1;
-  a.k = m.lookup(op.getKvCache()[0]);
-  a.v = a.joint ? a.k : m.lookup(op.getKvCache()[1]);
-  a.layout = op.getCache().getLayout();
-  a.indptr = m.lookup(op.getKvIndptr());
-  a.indices = m.lookup(op.getKvIndices());
-  a.last = m.lookup(op.getKvLastPageLen());
+  a.cache.attr = op.getCache();
+  for (Value v : op.getKvCache())
+    a.cache.tensors.push_back(m.lookup(v));
+  a.pages = PageTable{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
+                      m.lookup(op.getKvLastPageLen()),
+                      op.getCache().getPageSize(), /*checked=*/false};
   if (op.getAlibiSlopes())
     a.alibi = m.lookup(op.getAlibiSlopes());
   a.o = m.lookup(op.getOuts()[0]);
@@ -470,24 +553,33 @@ AttnArgs mapAttnArgs(OpTy op, IRMapping &m) {
 /// Builds the kernel of a decode / decode_partial op and launches it.
 template <typename OpTy>
 LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
-                            int64_t threads, int64_t unroll,
-                            int64_t laneBytes) {
+                            const ShapeOptions &shape) {
   Config c;
-  if (failed(makeConfig(op, threads, unroll, laneBytes, c)))
+  if (failed(makeConfig(op, shape, c)))
     return failure();
   MLIRContext *ctx = op.getContext();
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Type f32 = Float32Type::get(ctx);
-  int64_t slots = c.groups * c.group;
+  int64_t slots = c.groups * c.heads;
   auto smemML = MemRefType::get({2 * slots}, f32, MemRefLayoutAttrInterface(),
                                 wg);
   auto smemAcc = MemRefType::get({slots * c.headDim}, f32,
                                  MemRefLayoutAttrInterface(), wg);
+  constexpr bool partial = std::is_same_v<OpTy, DecodePartialOp>;
+  KernelABI abi;
+  abi.kind = partial ? "decode_partial" : "decode";
+  abi.args = argRoles(op);
+  abi.grid = {GridExtentABI{partial ? "work_capacity" : "batch"},
+              GridExtentABI{"kv_heads"}, GridExtentABI{"", c.chunks}};
+  abi.block = {c.threads, 1, 1};
+  abi.laneBytes = c.laneBytes;
+  abi.tokensInFlight = c.unroll;
+  abi.headsPerCTA = c.heads;
   IRMapping m;
   gpu::GPUFuncOp func =
-      createKernel(kmod, op, name, TypeRange{smemML, smemAcc}, m);
+      createKernel(kmod, op, name, TypeRange{smemML, smemAcc}, abi, m);
   AttnArgs a = mapAttnArgs(op, m);
-  if constexpr (std::is_same_v<OpTy, DecodePartialOp>) {
+  if constexpr (partial) {
     a.wIndptr = m.lookup(op.getWorkIndptr());
     a.wRequest = m.lookup(op.getWorkRequest());
     a.wStart = m.lookup(op.getWorkStart());
@@ -504,8 +596,8 @@ LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
   OpBuilder b(op);
   Value items = memref::DimOp::create(b, op.getLoc(), op.getOuts()[0], 0);
   Value hkv = arith::ConstantIndexOp::create(b, op.getLoc(), c.numKVHeads);
-  Value one = arith::ConstantIndexOp::create(b, op.getLoc(), 1);
-  launch(b, op, func, {items, hkv, one}, threads);
+  Value chunks = arith::ConstantIndexOp::create(b, op.getLoc(), c.chunks);
+  launch(b, op, func, {items, hkv, chunks}, c.threads);
   return success();
 }
 
@@ -516,8 +608,14 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
              << "convert-pa-to-gpu expects identity-layout memrefs";
+  KernelABI abi;
+  abi.kind = "merge_segments";
+  abi.args = argRoles(op);
+  abi.grid = {GridExtentABI{"batch"}, GridExtentABI{"num_q_heads"},
+              GridExtentABI{"", 1}};
+  abi.block = {threads, 1, 1};
   IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, m);
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
   Value op_ = m.lookup(op.getOPart()), lp = m.lookup(op.getLsePart());
   Value seg = m.lookup(op.getSegments());
   Value o = m.lookup(op.getOuts()[0]), lse = m.lookup(op.getOuts()[1]);
@@ -538,34 +636,19 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
     scf::ForOp::create(
         b, loc, tid, dims, e.idx(threads), ValueRange{},
         [&](OpBuilder &, Location, Value d, ValueRange) {
-          Value mMax = e.forLoop(begin, end, {e.negInf()}, [&](Value i,
-                                                               ValueRange r) {
-                          return SmallVector<Value>{e.maxf(
-                              r[0], e.mul(e.load(lp, {i, h}), toLog2))};
-                        }).getResult(0);
-          Value mSafe =
-              e.select(e.cmpf(arith::CmpFPredicate::OEQ, mMax, e.negInf()),
-                       e.f32(0), mMax);
-          auto sums = e.forLoop(
-              begin, end, {e.f32(0), e.f32(0)}, [&](Value i, ValueRange r) {
-                Value w = e.ex2(e.sub(e.mul(e.load(lp, {i, h}), toLog2), mSafe));
-                Value ov = e.toF32(e.load(op_, {i, h, d}));
-                // Zero-weight states never reach the result.
-                Value contrib = e.select(
-                    e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0)),
-                    e.mul(w, ov), e.f32(0));
-                return SmallVector<Value>{e.add(r[0], w),
-                                          e.add(r[1], contrib)};
-              });
-          Value lsum = sums.getResult(0), osum = sums.getResult(1);
-          Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, lsum, e.f32(0));
-          e.store(e.fromF32(e.select(nonEmpty, e.divf(osum, lsum), e.f32(0)),
-                            oElem),
-                  o, {s, h, d});
+          auto ex2 = [&](Value x) { return e.ex2(x); };
+          auto lg2 = [&](Value x) { return e.lg2(x); };
+          auto lseOf = [&](Value i) {
+            return e.mul(e.load(lp, {i, h}), toLog2);
+          };
+          auto oOf = [&](Value i, Value dd) {
+            return e.toF32(e.load(op_, {i, h, dd}));
+          };
+          StateMerge merge(e, ExpBase{/*base2=*/true, ex2, lg2},
+                           StateSet{begin, end, lseOf, /*l=*/nullptr, oOf});
+          e.store(e.fromF32(merge.element(d), oElem), o, {s, h, d});
           e.ifThen(e.cmpi(arith::CmpIPredicate::eq, d, e.idx(0)), [&]() {
-            Value lse2 = e.add(mMax, e.lg2(lsum));
-            Value out = base2 ? lse2 : e.mul(lse2, e.f32(kLn2));
-            e.store(e.select(nonEmpty, out, e.negInf()), lse, {s, h});
+            e.store(merge.lse(base2), lse, {s, h});
           });
           scf::YieldOp::create(b, loc);
         });
@@ -584,33 +667,45 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Preconditions, before any IR changes: every pa op is one this pass
+    // lowers, in the memref form.
     SmallVector<Operation *> ops;
-    module.walk([&](Operation *op) {
-      if (isa<DecodeOp, DecodePartialOp, MergeSegmentsOp>(op))
-        ops.push_back(op);
-    });
-    if (ops.empty())
-      return;
-    for (Operation *op : ops)
-      if (!loops::hasMemRefSemantics(op)) {
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (!isa_and_present<PADialect>(op->getDialect()))
+        return WalkResult::advance();
+      if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp>(op)) {
+        op->emitOpError()
+            << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
+               "pa.decode, pa.decode_partial and pa.merge_segments (use "
+               "pa-lower-to-cpu for the other ops)";
+        return WalkResult::interrupt();
+      }
+      if (!hasMemRefSemantics(op)) {
         op->emitOpError() << "convert-pa-to-gpu expects the memref form; run "
                              "one-shot-bufferize first";
-        return signalPassFailure();
+        return WalkResult::interrupt();
       }
+      ops.push_back(op);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    if (ops.empty())
+      return;
+    ShapeOptions shape{ctaThreads, tokensInFlight, laneBytes, headsPerCTA};
     gpu::GPUModuleOp kmod = getKernelModule(module);
     for (Operation *op : ops) {
       LogicalResult r =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](DecodeOp d) {
-                return tileAttention(d, kmod, "pa_decode", threads, unroll,
-                                     laneBytes);
+                return tileAttention(d, kmod, "pa_decode", shape);
               })
               .Case([&](DecodePartialOp d) {
-                return tileAttention(d, kmod, "pa_decode_partial", threads,
-                                     unroll, laneBytes);
+                return tileAttention(d, kmod, "pa_decode_partial", shape);
               })
               .Case([&](MergeSegmentsOp d) {
-                return tileMergeSegments(d, kmod, "pa_merge_segments", threads);
+                return tileMergeSegments(d, kmod, "pa_merge_segments",
+                                         ctaThreads);
               });
       if (failed(r))
         return signalPassFailure();

@@ -16,14 +16,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopUtils.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::pa;
-using namespace mlir::pa::loops;
 
 namespace {
 
@@ -130,8 +129,7 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
     if (kr.causal)
       vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::sle, t, kr.pos));
     if (s.window)
-      vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::sgt,
-                               e.add(t, e.idx(*s.window)), kr.pos));
+      vis = e.andi(vis, emitInSlidingWindow(e, t, kr.pos, *s.window));
     if (s.mask) {
       Value bit = e.add(kr.maskRowBit, t);
       Value byteIdx = e.add(kr.maskByteBase, e.divui(bit, e.idx(8)));
@@ -186,15 +184,24 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
 /// b's queries qo_indptr[b] .. qo_indptr[b+1]-1 attend to its pages.
 void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                        Value qoIndptr, Value qPositions, bool causal,
-                       bool requireQoLeKv) {
+                       bool requireQoLeKv, StringRef suffix = "") {
+  pt.emitChecks(e, suffix);
+  emitIndptrChecks(e, qoIndptr, ("qo_indptr" + suffix).str(), e.dim(s.q, 0),
+                   "q");
+  e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(qoIndptr, 0),
+                      e.dim(pt.indptr, 0)),
+               ("qo_indptr" + suffix + " and kv_indptr" + suffix +
+                " must have B + 1 entries each")
+                   .str());
+  if (s.mask)
+    emitIndptrChecks(e, s.maskIndptr, "mask_indptr", e.dim(s.mask, 0),
+                     "the packed mask");
   Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
   Value hq = e.dim(s.q, 1);
   e.forEach(e.idx(0), batch, [&](Value b) {
     Value qs = e.loadIdx(qoIndptr, b);
     Value qe = e.loadIdx(qoIndptr, e.add(b, e.idx(1)));
     Value qoLen = e.sub(qe, qs);
-    e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, qoLen, e.idx(0)),
-                 "qo_indptr must be non-decreasing");
     Value kvLen = pt.kvLen(e, b);
     if (requireQoLeKv)
       e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, qoLen, kvLen),
@@ -231,7 +238,11 @@ struct DecodeToLoops final : OpRewritePattern<DecodeOp> {
     Emitter e{rewriter, op.getLoc()};
     AttnSpec s = makeSpec(e, op);
     PageTable pt = pageTableOf(op);
+    pt.emitChecks(e);
     Value batch = e.dim(op.getQ(), 0);
+    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(pt.indptr, 0),
+                        e.add(batch, e.idx(1))),
+                 "kv_indptr must have B + 1 entries (B = rows of q)");
     initState(e, s, batch);
     Value hq = e.dim(s.q, 1);
     e.forEach(e.idx(0), batch, [&](Value b) {
@@ -295,7 +306,7 @@ struct CascadeToLoops final : OpRewritePattern<CascadeOp> {
       // shared prefix may hold fewer tokens than its queries otherwise.
       bool positionsMatter = causal || s.window || s.alibi;
       emitRaggedQueries(e, s, pt, op.getQoIndptrs()[l], Value(), causal,
-                        positionsMatter);
+                        positionsMatter, ("[" + Twine(l) + "]").str());
     }
     finishState(e, s, rows, op.getOuts()[0], op.getOuts()[1]);
     rewriter.eraseOp(op);
@@ -312,15 +323,22 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
     Emitter e{rewriter, op.getLoc()};
     AttnSpec s = makeSpec(e, op);
     PageTable pt = pageTableOf(op);
+    pt.emitChecks(e);
     Value capacity = e.dim(op.getOuts()[0], 0);
+    emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr",
+                     e.dim(op.getWorkRequest(), 0), "work_request");
     Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
     Value items = e.loadIdx(op.getWorkIndptr(), batch);
     e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, items, capacity),
                  "work list longer than the partial-state outs");
     initState(e, s, capacity);
     Value hq = e.dim(s.q, 1);
+    Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
     e.forEach(e.idx(0), items, [&](Value w) {
       Value b = e.loadIdx(op.getWorkRequest(), w);
+      e.assertTrue(e.andi(e.cmpi(arith::CmpIPredicate::sge, b, e.idx(0)),
+                          e.cmpi(arith::CmpIPredicate::slt, b, requests)),
+                   "work_request entry out of range [0, B)");
       Value kvLen = pt.kvLen(e, b);
       KeyRange kr;
       kr.qRow = b;

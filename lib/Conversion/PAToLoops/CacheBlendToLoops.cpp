@@ -1,11 +1,10 @@
 //===- CacheBlendToLoops.cpp - pack_mask, kv_deviation, select_topk -> loops ===//
 
-#include "LoopUtils.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 using namespace mlir;
 using namespace mlir::pa;
-using namespace mlir::pa::loops;
 
 namespace {
 
@@ -21,14 +20,13 @@ struct PackMaskToLoops final : OpRewritePattern<PackMaskOp> {
     Value packed = op.getOuts()[0], packedIndptr = op.getOuts()[1];
     Type maskElem = cast<MemRefType>(mask.getType()).getElementType();
     Value capacity = e.dim(packed, 0);
+    emitIndptrChecks(e, indptr, "mask indptr", e.dim(mask, 0), "the mask");
     Value batch = e.sub(e.dim(indptr, 0), e.idx(1));
     Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
                                                               ValueRange base) {
       e.store(e.toI32(base[0]), packedIndptr, {b});
       Value start = e.loadIdx(indptr, b);
       Value n = e.sub(e.loadIdx(indptr, e.add(b, e.idx(1))), start);
-      e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, n, e.idx(0)),
-                   "mask indptr must be non-decreasing");
       Value bytes = e.divui(e.add(n, e.idx(7)), e.idx(8));
       e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, e.add(base[0], bytes),
                           capacity),
@@ -105,14 +103,13 @@ struct SelectTopKToLoops final : OpRewritePattern<SelectTopKOp> {
     Value positions = op.getOuts()[0], outIndptr = op.getOuts()[1];
     Value capacity = e.dim(positions, 0);
     Value ratio = arith::ConstantOp::create(e.b, e.loc, op.getRatioAttr());
+    emitIndptrChecks(e, indptr, "indptr", e.dim(dev, 0), "deviation");
     Value batch = e.sub(e.dim(indptr, 0), e.idx(1));
     Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
                                                               ValueRange base) {
       e.store(e.toI32(base[0]), outIndptr, {b});
       Value start = e.loadIdx(indptr, b);
       Value n = e.sub(e.loadIdx(indptr, e.add(b, e.idx(1))), start);
-      e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, n, e.idx(0)),
-                   "indptr must be non-decreasing");
       Value nI64 = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), n);
       Value nF = arith::SIToFPOp::create(e.b, e.loc, e.b.getF64Type(), nI64);
       Value kF = math::CeilOp::create(e.b, e.loc, e.mul(ratio, nF));

@@ -6,12 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopUtils.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 using namespace mlir;
 using namespace mlir::pa;
-using namespace mlir::pa::loops;
 
 namespace {
 
@@ -37,8 +36,14 @@ struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
     PageTable pt = pageTableOf(op);
+    pt.emitChecks(e);
     Value numPages = cache.numPages(e);
     Value ai = op.getAppendIndptr();
+    emitIndptrChecks(e, ai, "append_indptr", e.dim(op.getKNew(), 0),
+                     "the new rows");
+    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(ai, 0),
+                        e.dim(pt.indptr, 0)),
+                 "append_indptr and kv_indptr must have B + 1 entries each");
     Value batch = e.sub(e.dim(ai, 0), e.idx(1));
     e.forEach(e.idx(0), batch, [&](Value b) {
       Value as = e.loadIdx(ai, b);
@@ -97,8 +102,14 @@ struct ScatterKVToLoops final : OpRewritePattern<ScatterKVOp> {
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
     PageTable pt = pageTableOf(op);
+    pt.emitChecks(e);
     Value numPages = cache.numPages(e);
     Value ri = op.getRowsIndptr();
+    emitIndptrChecks(e, ri, "rows_indptr", e.dim(op.getKRows(), 0),
+                     "the rows");
+    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(ri, 0),
+                        e.dim(pt.indptr, 0)),
+                 "rows_indptr and kv_indptr must have B + 1 entries each");
     Value batch = e.sub(e.dim(ri, 0), e.idx(1));
     e.forEach(e.idx(0), batch, [&](Value b) {
       Value rs = e.loadIdx(ri, b);
@@ -133,6 +144,7 @@ struct PlanSplitKVToLoops final : OpRewritePattern<PlanSplitKVOp> {
           we = op.getOuts()[3];
     Value capacity = e.dim(wr, 0);
     Value chunk = e.idx(op.getChunkSize());
+    emitIndptrChecks(e, op.getKvIndptr(), "kv_indptr");
     Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
     Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
                                                               ValueRange w) {

@@ -1,6 +1,6 @@
 //===- PAToLoops.cpp - the convert-pa-to-loops pass -------------------------===//
 
-#include "LoopUtils.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -21,7 +21,7 @@ struct ConvertPAToLoops final
   void runOnOperation() override {
     // Check the precondition of every pattern before changing anything.
     WalkResult walk = getOperation()->walk([](Operation *op) {
-      if (!isa<PADialect>(op->getDialect()) || loops::hasMemRefSemantics(op))
+      if (!isa<PADialect>(op->getDialect()) || hasMemRefSemantics(op))
         return WalkResult::advance();
       op->emitOpError() << "convert-pa-to-loops expects the memref form; run "
                            "one-shot-bufferize first";

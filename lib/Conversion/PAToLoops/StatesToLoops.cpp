@@ -5,19 +5,19 @@
 //   m = max_i lse_i;  m == -inf -> (0, -inf)
 //   w_i = exp(lse_i - m);  o = sum_i w_i o_i / sum_i w_i;  lse = m + ln(sum w)
 //
-// States with w_i == 0 are skipped (their o never reaches the result, even if
-// it is not finite). With lse_base2 every lse is converted to base e and back.
+// (StateMerge in PagedAttention.h, shared with the GPU kernels.) States with
+// w_i == 0 are skipped (their o never reaches the result, even if it is not
+// finite). With lse_base2 every lse is converted to base e and back.
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopUtils.h"
+#include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::pa;
-using namespace mlir::pa::loops;
 
 namespace {
 
@@ -34,53 +34,23 @@ void forEachIndex(Emitter &e, Value ref, int64_t rank,
   });
 }
 
-/// One merged element: `lse(i)` / `o(i, d)` read state i (any index space
-/// given by `begin`/`end`), results written to lseOut[at] / oOut[at, d].
-struct StateSource {
-  Value begin, end;
-  function_ref<Value(Value)> lse;         // f32, base e
-  function_ref<Value(Value, Value)> o;    // f32
-};
-
-void emitMerge(Emitter &e, const StateSource &src, Value d, bool base2,
+/// Merges states [begin, end) (lse in base e, o) into oOut[at, :] and
+/// lseOut[at] with the shared merge operator.
+void emitMerge(Emitter &e, Value begin, Value end,
+               function_ref<Value(Value)> lse,
+               function_ref<Value(Value, Value)> o, Value d, bool base2,
                Value oOut, Value lseOut, SmallVector<Value> at) {
-  Type f32 = e.b.getF32Type();
   Type oElem = cast<MemRefType>(oOut.getType()).getElementType();
-  Value m = e.forLoop(src.begin, src.end, {e.negInf()},
-                      [&](Value i, ValueRange acc) {
-                        return SmallVector<Value>{e.maxf(acc[0], src.lse(i))};
-                      })
-                .getResult(0);
-  Value empty = e.cmpf(arith::CmpFPredicate::OEQ, m, e.negInf());
-  // Sum of weights (with m = -inf every weight is exp(NaN): guarded below).
-  Value sum = e.forLoop(src.begin, src.end, {e.f32(0)},
-                        [&](Value i, ValueRange acc) {
-                          Value w = e.exp(e.sub(src.lse(i), m));
-                          return SmallVector<Value>{e.add(acc[0], w)};
-                        })
-                  .getResult(0);
-  Value inv = e.select(empty, e.f32(0), e.divf(e.f32(1), sum));
+  auto exp = [&](Value x) { return e.exp(x); };
+  auto log = [&](Value x) { return e.log(x); };
+  StateMerge merge(e, ExpBase{/*base2=*/false, exp, log},
+                   StateSet{begin, end, lse, /*l=*/nullptr, o});
   e.forEach(e.idx(0), d, [&](Value k) {
-    Value acc =
-        e.forLoop(src.begin, src.end, {e.f32(0)}, [&](Value i, ValueRange a) {
-           Value w = e.exp(e.sub(src.lse(i), m));
-           Value pos = e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0));
-           Value contrib = e.ifThenElse(
-               pos, {f32}, [&]() -> SmallVector<Value> {
-                 return {e.mul(w, src.o(i, k))};
-               },
-               [&]() -> SmallVector<Value> { return {e.f32(0)}; })[0];
-           return SmallVector<Value>{e.add(a[0], contrib)};
-         }).getResult(0);
-    Value o = e.select(empty, e.f32(0), e.mul(acc, inv));
     SmallVector<Value> oIdx = at;
     oIdx.push_back(k);
-    e.store(e.fromF32(o, oElem), oOut, oIdx);
+    e.store(e.fromF32(merge.element(k), oElem), oOut, oIdx);
   });
-  Value lse = e.add(m, e.log(sum));
-  if (base2)
-    lse = e.mul(lse, e.f32(1.0 / std::log(2.0)));
-  e.store(e.select(empty, e.negInf(), lse), lseOut, at);
+  e.store(merge.lse(base2), lseOut, at);
 }
 
 Value toBaseE(Emitter &e, Value lse, bool base2) {
@@ -120,7 +90,7 @@ struct MergeToLoops final : OpRewritePattern<MergeOp> {
           return e.toF32(e.load(op.getStateO(s), oi));
         });
       };
-      emitMerge(e, {e.idx(0), e.idx(n), lse, o}, d, base2, oOut, lseOut, at);
+      emitMerge(e, e.idx(0), e.idx(n), lse, o, d, base2, oOut, lseOut, at);
     });
     rewriter.eraseOp(op);
     return success();
@@ -144,7 +114,7 @@ struct MergeStatesToLoops final : OpRewritePattern<MergeStatesOp> {
         return toBaseE(e, e.load(ls, {s, i, h}), base2);
       };
       auto o = [&](Value i, Value k) { return e.toF32(e.load(os, {s, i, h, k})); };
-      emitMerge(e, {e.idx(0), e.dim(os, 1), lse, o}, d, base2, oOut, lseOut,
+      emitMerge(e, e.idx(0), e.dim(os, 1), lse, o, d, base2, oOut, lseOut,
                 at);
     });
     rewriter.eraseOp(op);
@@ -164,19 +134,14 @@ struct MergeSegmentsToLoops final : OpRewritePattern<MergeSegmentsOp> {
     bool base2 = op.getLseBase2();
     Value d = e.dim(oOut, 2);
     Value items = e.dim(os, 0);
+    emitIndptrChecks(e, seg, "segments", items, "the partial states");
     forEachIndex(e, lseOut, 2, [&](SmallVector<Value> at) {
       Value s = at[0], h = at[1];
       Value begin = e.loadIdx(seg, s);
       Value end = e.loadIdx(seg, e.add(s, e.idx(1)));
-      Value ok = e.andi(
-          e.andi(e.cmpi(arith::CmpIPredicate::sge, begin, e.idx(0)),
-                 e.cmpi(arith::CmpIPredicate::sle, begin, end)),
-          e.cmpi(arith::CmpIPredicate::sle, end, items));
-      e.assertTrue(ok, "segments must be non-decreasing and within the "
-                       "partial states");
       auto lse = [&](Value i) { return toBaseE(e, e.load(ls, {i, h}), base2); };
       auto o = [&](Value i, Value k) { return e.toF32(e.load(os, {i, h, k})); };
-      emitMerge(e, {begin, end, lse, o}, d, base2, oOut, lseOut, at);
+      emitMerge(e, begin, end, lse, o, d, base2, oOut, lseOut, at);
     });
     rewriter.eraseOp(op);
     return success();

@@ -1,12 +1,14 @@
-//===- LoopUtils.h - IR-building helpers of the pa -> loops lowering -*- C++ -*-===//
+//===- Emitter.h - IR-building helpers of the pa lowerings ------*- C++ -*-===//
 //
-// Small builders shared by the op families of convert-pa-to-loops: constants,
-// index loads, f32 conversion, loops, paged-cache and page-table addressing.
+// Small builders shared by every lowering of pa (convert-pa-to-loops and
+// convert-pa-to-gpu): constants, arithmetic that picks the int or float op,
+// index loads, f32 conversion, loops and ifs, run-time assertions. The paged
+// addressing and the merge algebra built on them are in PagedAttention.h.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PAGEDATTN_LIB_CONVERSION_PATOLOOPS_LOOPUTILS_H
-#define PAGEDATTN_LIB_CONVERSION_PATOLOOPS_LOOPUTILS_H
+#ifndef PAGEDATTN_CONVERSION_EMITTER_H
+#define PAGEDATTN_CONVERSION_EMITTER_H
 
 #include "PagedAttn/Dialect/PA.h"
 
@@ -18,7 +20,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
-namespace mlir::pa::loops {
+namespace mlir::pa {
 
 /// An OpBuilder at a location with the handful of ops the lowering needs.
 struct Emitter {
@@ -164,95 +166,6 @@ struct Emitter {
   void dealloc(Value m) { memref::DeallocOp::create(b, loc, m); }
 };
 
-/// A CSR page table `(kv_indptr, kv_indices, kv_last_page_len)` with page
-/// size P: kv lengths and token locations.
-struct PageTable {
-  Value indptr, indices, last;
-  int64_t pageSize;
+} // namespace mlir::pa
 
-  /// Index of the request's first page in kv_indices.
-  Value pageBase(Emitter &e, Value b) const { return e.loadIdx(indptr, b); }
-  /// kv_len[b] = 0 without pages, else (npages - 1) * P + last_page_len[b];
-  /// asserts 1 <= last_page_len <= P for requests with pages.
-  Value kvLen(Emitter &e, Value b) const {
-    Value start = e.loadIdx(indptr, b);
-    Value end = e.loadIdx(indptr, e.add(b, e.idx(1)));
-    Value npages = e.sub(end, start);
-    Value lastI32 = e.load(last, {b});
-    Value hasPages = e.cmpi(arith::CmpIPredicate::sgt, npages, e.idx(0));
-    Value inRange =
-        e.andi(e.cmpi(arith::CmpIPredicate::sge, lastI32, e.i32(1)),
-               e.cmpi(arith::CmpIPredicate::sle, lastI32, e.i32(pageSize)));
-    e.assertTrue(e.select(hasPages, inRange,
-                          arith::ConstantOp::create(e.b, e.loc,
-                                                    e.b.getBoolAttr(true))),
-                 ("kv_last_page_len out of [1, " + Twine(pageSize) + "]").str());
-    Value full = e.mul(e.sub(npages, e.idx(1)), e.idx(pageSize));
-    Value len = e.add(full, e.toIndex(lastI32));
-    return e.select(hasPages, len, e.idx(0));
-  }
-  /// (page, slot) of token t given the request's page base; asserts the page
-  /// index is within [0, numPages).
-  std::pair<Value, Value> locate(Emitter &e, Value base, Value t,
-                                 Value numPages) const {
-    Value p = e.add(base, e.divui(t, e.idx(pageSize)));
-    Value page = e.loadIdx(indices, p);
-    Value ok = e.andi(e.cmpi(arith::CmpIPredicate::sge, page, e.idx(0)),
-                      e.cmpi(arith::CmpIPredicate::slt, page, numPages));
-    e.assertTrue(ok, "kv_indices entry out of range [0, num_pages)");
-    return {page, e.remui(t, e.idx(pageSize))};
-  }
-};
-
-/// The page table `pages(...)` of an op with one (decode, prefill, append,
-/// scatter, decode_partial).
-template <typename OpTy>
-PageTable pageTableOf(OpTy op) {
-  return PageTable{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                   op.getCache().getPageSize()};
-}
-
-/// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout.
-struct Cache {
-  PagedKVAttr attr;
-  SmallVector<Value, 2> tensors;
-
-  bool joint() const { return tensors.size() == 1; }
-  Value numPages(Emitter &e) const { return e.dim(tensors[0], 0); }
-  Type elementType() const {
-    return cast<MemRefType>(tensors[0].getType()).getElementType();
-  }
-  SmallVector<Value> indices(Emitter &e, bool isV, Value page, Value slot,
-                             Value head, Value d) const {
-    SmallVector<Value> idx{page};
-    if (joint())
-      idx.push_back(e.idx(isV ? 1 : 0));
-    if (attr.getLayout() == KVLayout::NHD)
-      idx.append({slot, head, d});
-    else
-      idx.append({head, slot, d});
-    return idx;
-  }
-  Value memref(bool isV) const {
-    return joint() ? tensors[0] : tensors[isV ? 1 : 0];
-  }
-  Value load(Emitter &e, bool isV, Value page, Value slot, Value head,
-             Value d) const {
-    return e.load(memref(isV), indices(e, isV, page, slot, head, d));
-  }
-  void store(Emitter &e, bool isV, Value v, Value page, Value slot, Value head,
-             Value d) const {
-    e.store(v, memref(isV), indices(e, isV, page, slot, head, d));
-  }
-};
-
-/// True when every operand of `op` is a memref (the form this lowering
-/// accepts).
-inline bool hasMemRefSemantics(Operation *op) {
-  return llvm::all_of(op->getOperandTypes(),
-                      [](Type t) { return isa<MemRefType>(t); });
-}
-
-} // namespace mlir::pa::loops
-
-#endif // PAGEDATTN_LIB_CONVERSION_PATOLOOPS_LOOPUTILS_H
+#endif // PAGEDATTN_CONVERSION_EMITTER_H

@@ -1,0 +1,66 @@
+//===- KernelABI.h - the ABI a GPU kernel carries as an attribute -*- C++ -*-===//
+//
+// convert-pa-to-gpu annotates every kernel it creates (`gpu.func`) with a
+// `pa.kernel` dictionary: what the kernel computes, the role of each of its
+// arguments and how to launch it. pa-compile prints the bundle manifest from
+// these attributes (pa::rt::printManifest), so the argument order and the
+// launch grid are written down once, by the code that decides them:
+//
+//   gpu.func @pa_decode(...) kernel attributes {pa.kernel = {
+//       kind = "decode",
+//       args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len",
+//               "o", "lse"],
+//       grid = ["batch", "kv_heads", 1], block = array<i64: 128, 1, 1>,
+//       smem = 0 : i64,
+//       lane_bytes = 32 : i64, tokens_in_flight = 4 : i64,
+//       heads_per_cta = 4 : i64}}
+//
+// `args` names the kernel's arguments in order with the runtime's role
+// spellings (docs/Runtime.md); a grid extent is a symbol the runtime
+// resolves ("batch", "kv_heads", "num_q_heads", "work_capacity") or an
+// integer. lane_bytes / tokens_in_flight / heads_per_cta record the shape
+// the kernel was tiled with (attention kernels only).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_CONVERSION_KERNELABI_H
+#define PAGEDATTN_CONVERSION_KERNELABI_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/Operation.h"
+
+#include <array>
+#include <string>
+
+namespace mlir::pa {
+
+/// Name of the discardable attribute on a kernel.
+constexpr llvm::StringLiteral kKernelABIAttrName = "pa.kernel";
+
+/// One extent of a launch grid: a symbol, or `value` when `symbol` is empty.
+struct GridExtentABI {
+  std::string symbol;
+  int64_t value = 1;
+};
+
+/// The decoded `pa.kernel` attribute.
+struct KernelABI {
+  std::string kind;
+  SmallVector<std::string> args;
+  std::array<GridExtentABI, 3> grid;
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t smem = 0;
+  /// Tiling of an attention kernel; 0 for other kernels.
+  int64_t laneBytes = 0, tokensInFlight = 0, headsPerCTA = 0;
+};
+
+/// The attribute that encodes `abi`.
+DictionaryAttr encodeKernelABI(MLIRContext *ctx, const KernelABI &abi);
+
+/// Decodes the `pa.kernel` attribute of `kernel`; emits an error at the
+/// kernel naming the missing or malformed entry on failure.
+FailureOr<KernelABI> decodeKernelABI(Operation *kernel);
+
+} // namespace mlir::pa
+
+#endif // PAGEDATTN_CONVERSION_KERNELABI_H

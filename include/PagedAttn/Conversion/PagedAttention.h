@@ -1,0 +1,147 @@
+//===- PagedAttention.h - paged addressing and the merge algebra -*- C++ -*-===//
+//
+// The IR building blocks that every lowering of pa shares, so that the CPU
+// loops and the GPU kernels cannot drift apart (docs/Semantics.md gives the
+// rules they implement):
+//
+//   * PageTable: kv_len of a request, token -> (page, slot) through the CSR
+//     page table, and the run-time checks of the table's invariants;
+//   * Cache: element addressing of a paged cache (NHD / HND, joint / split);
+//   * emitIndptrChecks: the invariants of a ragged array's indptr;
+//   * emitInSlidingWindow: the overflow-free sliding-window test;
+//   * StateMerge: the merge operator over any set of attention states,
+//     normalized (o, lse) or running (m, l, acc), in base e or base 2.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_CONVERSION_PAGEDATTENTION_H
+#define PAGEDATTN_CONVERSION_PAGEDATTENTION_H
+
+#include "PagedAttn/Conversion/Emitter.h"
+
+namespace mlir::pa {
+
+/// True when every operand of `op` is a memref (the form the lowerings
+/// accept).
+inline bool hasMemRefSemantics(Operation *op) {
+  return llvm::all_of(op->getOperandTypes(),
+                      [](Type t) { return isa<MemRefType>(t); });
+}
+
+/// Asserts (cf.assert) the invariants of the ragged-array index `indptr`
+/// named `name`: at least one entry, indptr[0] == 0, non-decreasing, and
+/// indptr[B] <= `length` (the rows of the array it indexes) when `length` is
+/// given. The CPU lowering calls it for every indptr it reads.
+void emitIndptrChecks(Emitter &e, Value indptr, StringRef name,
+                      Value length = Value(), StringRef lengthName = "");
+
+/// A CSR page table `(kv_indptr, kv_indices, kv_last_page_len)` with page
+/// size P: kv lengths and token locations. With `checked`, the values read
+/// are asserted (cf.assert) against the table's invariants; the GPU kernels
+/// leave that to the runtime's checked mode.
+struct PageTable {
+  Value indptr, indices, last;
+  int64_t pageSize;
+  bool checked = true;
+
+  /// Asserts the invariants of kv_indptr against kv_indices (a no-op when
+  /// unchecked or when the op has no kv_indices).
+  void emitChecks(Emitter &e, StringRef suffix = "") const;
+  /// Index of the request's first page in kv_indices.
+  Value pageBase(Emitter &e, Value b) const { return e.loadIdx(indptr, b); }
+  /// kv_len[b] = 0 without pages, else (npages - 1) * P + last_page_len[b];
+  /// checked: asserts 1 <= last_page_len <= P for requests with pages.
+  Value kvLen(Emitter &e, Value b) const;
+  /// (page, slot) of token t given the request's page base; checked: asserts
+  /// the page index is within [0, numPages).
+  std::pair<Value, Value> locate(Emitter &e, Value base, Value t,
+                                 Value numPages = Value()) const;
+};
+
+/// The page table `pages(...)` of an op with one (decode, prefill, append,
+/// scatter, decode_partial).
+template <typename OpTy>
+PageTable pageTableOf(OpTy op, bool checked = true) {
+  return PageTable{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                   op.getCache().getPageSize(), checked};
+}
+
+/// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout.
+struct Cache {
+  PagedKVAttr attr;
+  SmallVector<Value, 2> tensors;
+
+  bool joint() const { return tensors.size() == 1; }
+  Value numPages(Emitter &e) const { return e.dim(tensors[0], 0); }
+  Type elementType() const {
+    return cast<MemRefType>(tensors[0].getType()).getElementType();
+  }
+  /// Indices of element (page, k or v, slot, head, d) in memref(isV); `d`
+  /// may be the first element of a vector access.
+  SmallVector<Value> indices(Emitter &e, bool isV, Value page, Value slot,
+                             Value head, Value d) const;
+  Value memref(bool isV) const {
+    return joint() ? tensors[0] : tensors[isV ? 1 : 0];
+  }
+  Value load(Emitter &e, bool isV, Value page, Value slot, Value head,
+             Value d) const {
+    return e.load(memref(isV), indices(e, isV, page, slot, head, d));
+  }
+  void store(Emitter &e, bool isV, Value v, Value page, Value slot, Value head,
+             Value d) const {
+    e.store(v, memref(isV), indices(e, isV, page, slot, head, d));
+  }
+};
+
+/// i1: key `t` is inside the sliding window of `window` keys that ends at the
+/// query position `pos`, i.e. t > pos - window, evaluated as
+/// pos - t < window so that any window up to INT64_MAX (no window) is exact.
+Value emitInSlidingWindow(Emitter &e, Value t, Value pos, int64_t window);
+
+/// How a lowering evaluates exponentials: base e (math.exp / math.log, the
+/// CPU loops) or base 2 (ex2 / lg2, the GPU kernels). `exp(x)` is base^x and
+/// `log(x)` is log_base(x).
+struct ExpBase {
+  bool base2 = false;
+  function_ref<Value(Value)> exp;
+  function_ref<Value(Value)> log;
+};
+
+/// The states a merge reads, all f32: state i in [begin, end) has its maximum
+/// score (or its lse) `m(i)` in the ExpBase's base, its sum of weights `l(i)`
+/// (normalized states (o, lse) have l = 1: leave `l` null) and element d of
+/// its output `acc(i, d)` (o, or the unnormalized accumulator).
+struct StateSet {
+  Value begin, end;
+  function_ref<Value(Value)> m;
+  function_ref<Value(Value)> l;
+  function_ref<Value(Value, Value)> acc;
+};
+
+/// The merge operator over a StateSet. Construction emits m* = max_i m(i)
+/// and the total weight L = sum_i w_i l(i) with w_i = base^(m(i) - m*)
+/// (m* = -inf counts as 0, so no weight is NaN); element(d) and lse() emit
+/// the merged values. An empty merge (no state, or all with m = -inf or
+/// l = 0) gives o = 0, lse = -inf; a state of weight 0 never reaches the
+/// result, even if its acc is not finite.
+class StateMerge {
+public:
+  StateMerge(Emitter &e, const ExpBase &base, const StateSet &states);
+
+  /// Merged element d: sum_i w_i acc(i, d) / L (f32), 0 when empty.
+  Value element(Value d);
+  /// Merged lse in base 2 or e: m* + log(L), -inf when empty.
+  Value lse(bool base2);
+  /// i1: the merge saw some weight.
+  Value nonEmpty() const { return hasWeight; }
+
+private:
+  Emitter &e;
+  ExpBase base;
+  StateSet states;
+  Value mMax, mSafe, total, hasWeight;
+};
+
+} // namespace mlir::pa
+
+#endif // PAGEDATTN_CONVERSION_PAGEDATTENTION_H

@@ -1,0 +1,89 @@
+//===- AssertToStderr.cpp - cf.assert -> write(2, msg) + abort() ----------===//
+//
+// The run-time checks of the CPU lowering report on stderr: see the
+// pa-assert-to-stderr pass description.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::pa {
+#define GEN_PASS_DEF_PAASSERTTOSTDERR
+#include "PagedAttn/Conversion/Passes.h.inc"
+} // namespace mlir::pa
+
+using namespace mlir;
+
+namespace {
+struct PAAssertToStderr final
+    : pa::impl::PAAssertToStderrBase<PAAssertToStderr> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<cf::AssertOp> asserts;
+    bool structured = false;
+    module.walk([&](cf::AssertOp op) {
+      // Splitting a block is only valid in a region that may hold several.
+      Operation *parent = op->getParentOp();
+      if (!parent->hasTrait<OpTrait::SingleBlock>() ||
+          isa<FunctionOpInterface>(parent))
+        asserts.push_back(op);
+      else {
+        op.emitOpError() << "pa-assert-to-stderr needs the assert in a CFG "
+                            "region; run convert-scf-to-cf first";
+        structured = true;
+      }
+    });
+    if (structured)
+      return signalPassFailure();
+    if (asserts.empty())
+      return;
+
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(module.getBody());
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    FailureOr<LLVM::LLVMFuncOp> write =
+        LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
+    FailureOr<LLVM::LLVMFuncOp> abortFn = LLVM::lookupOrCreateFn(
+        b, module, "abort", {}, LLVM::LLVMVoidType::get(ctx));
+    if (failed(write) || failed(abortFn)) {
+      module.emitError() << "pa-assert-to-stderr: 'write' or 'abort' is "
+                            "already declared with another signature";
+      return signalPassFailure();
+    }
+
+    unsigned n = 0;
+    for (cf::AssertOp op : asserts) {
+      Location loc = op.getLoc();
+      Block *before = op->getBlock();
+      Block *cont = before->splitBlock(op->getIterator());
+      // The failure block, placed after the continuation.
+      Block *failed = new Block();
+      cont->getParent()->getBlocks().insertAfter(cont->getIterator(), failed);
+      b.setInsertionPointToStart(failed);
+      std::string text = ("pa: assertion failed: " + op.getMsg() + "\n").str();
+      Value msg = LLVM::createGlobalString(
+          loc, b, ("pa_assert_msg_" + Twine(n++)).str(), text,
+          LLVM::Linkage::Internal);
+      Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
+      Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());
+      LLVM::CallOp::create(b, loc, *write, ValueRange{fd, msg, len});
+      LLVM::CallOp::create(b, loc, *abortFn, ValueRange{});
+      LLVM::UnreachableOp::create(b, loc);
+      b.setInsertionPointToEnd(before);
+      cf::CondBranchOp::create(b, loc, op.getArg(), cont, ValueRange{},
+                               failed, ValueRange{});
+      op.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,135 @@
+//===- PagedAttention.cpp - paged addressing and the merge algebra --------===//
+//
+// The IR building blocks shared by convert-pa-to-loops and
+// convert-pa-to-gpu; see PagedAttention.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+
+using Pred = arith::CmpIPredicate;
+
+void mlir::pa::emitIndptrChecks(Emitter &e, Value indptr, StringRef name,
+                                Value length, StringRef lengthName) {
+  Value n = e.dim(indptr, 0);
+  e.assertTrue(e.cmpi(Pred::sge, n, e.idx(1)),
+               (name + " must have at least one entry (B + 1)").str());
+  e.assertTrue(e.cmpi(Pred::eq, e.load(indptr, {e.idx(0)}), e.i32(0)),
+               (name + "[0] must be 0").str());
+  e.forEach(e.idx(1), n, [&](Value b) {
+    Value prev = e.load(indptr, {e.sub(b, e.idx(1))});
+    e.assertTrue(e.cmpi(Pred::sle, prev, e.load(indptr, {b})),
+                 (name + " must be non-decreasing").str());
+  });
+  if (!length)
+    return;
+  Value last = e.loadIdx(indptr, e.sub(n, e.idx(1)));
+  e.assertTrue(e.cmpi(Pred::sle, last, length),
+               (name + "[B] exceeds the length of " + lengthName).str());
+}
+
+void PageTable::emitChecks(Emitter &e, StringRef suffix) const {
+  if (!checked || !indices)
+    return;
+  std::string ip = ("kv_indptr" + suffix).str();
+  emitIndptrChecks(e, indptr, ip, e.dim(indices, 0),
+                   ("kv_indices" + suffix).str());
+  e.assertTrue(
+      e.cmpi(Pred::eq, e.dim(last, 0), e.sub(e.dim(indptr, 0), e.idx(1))),
+      ("kv_last_page_len" + suffix + " must have B entries (one fewer than " +
+       ip + ")")
+          .str());
+}
+
+Value PageTable::kvLen(Emitter &e, Value b) const {
+  Value start = e.loadIdx(indptr, b);
+  Value end = e.loadIdx(indptr, e.add(b, e.idx(1)));
+  Value npages = e.sub(end, start);
+  Value hasPages = e.cmpi(Pred::sgt, npages, e.idx(0));
+  Value lastI32 = e.load(last, {b});
+  if (checked) {
+    Value inRange = e.andi(e.cmpi(Pred::sge, lastI32, e.i32(1)),
+                           e.cmpi(Pred::sle, lastI32, e.i32(pageSize)));
+    Value ok = e.select(
+        hasPages, inRange,
+        arith::ConstantOp::create(e.b, e.loc, e.b.getBoolAttr(true)));
+    e.assertTrue(ok,
+                 ("kv_last_page_len out of [1, " + Twine(pageSize) + "]").str());
+  }
+  Value full = e.mul(e.sub(npages, e.idx(1)), e.idx(pageSize));
+  return e.select(hasPages, e.add(full, e.toIndex(lastI32)), e.idx(0));
+}
+
+std::pair<Value, Value> PageTable::locate(Emitter &e, Value base, Value t,
+                                          Value numPages) const {
+  Value page = e.loadIdx(indices, e.add(base, e.divui(t, e.idx(pageSize))));
+  if (checked) {
+    assert(numPages && "a checked page table needs the number of pages");
+    Value ok = e.andi(e.cmpi(Pred::sge, page, e.idx(0)),
+                      e.cmpi(Pred::slt, page, numPages));
+    e.assertTrue(ok, "kv_indices entry out of range [0, num_pages)");
+  }
+  return {page, e.remui(t, e.idx(pageSize))};
+}
+
+SmallVector<Value> Cache::indices(Emitter &e, bool isV, Value page, Value slot,
+                                  Value head, Value d) const {
+  SmallVector<Value> idx{page};
+  if (joint())
+    idx.push_back(e.idx(isV ? 1 : 0));
+  if (attr.getLayout() == KVLayout::NHD)
+    idx.append({slot, head, d});
+  else
+    idx.append({head, slot, d});
+  return idx;
+}
+
+Value mlir::pa::emitInSlidingWindow(Emitter &e, Value t, Value pos,
+                                    int64_t window) {
+  // |pos - t| < 2^33 (int32 positions and tokens), so the difference cannot
+  // overflow; t + window could.
+  return e.cmpi(Pred::slt, e.sub(pos, t), e.idx(window));
+}
+
+StateMerge::StateMerge(Emitter &e, const ExpBase &base, const StateSet &states)
+    : e(e), base(base), states(states) {
+  mMax = e.forLoop(states.begin, states.end, {e.negInf()},
+                   [&](Value i, ValueRange r) {
+                     return SmallVector<Value>{e.maxf(r[0], states.m(i))};
+                   })
+             .getResult(0);
+  mSafe = e.select(e.cmpf(arith::CmpFPredicate::OEQ, mMax, e.negInf()),
+                   e.f32(0), mMax);
+  total = e.forLoop(states.begin, states.end, {e.f32(0)},
+                    [&](Value i, ValueRange r) {
+                      Value w = base.exp(e.sub(states.m(i), mSafe));
+                      if (states.l)
+                        w = e.mul(w, states.l(i));
+                      return SmallVector<Value>{e.add(r[0], w)};
+                    })
+              .getResult(0);
+  hasWeight = e.cmpf(arith::CmpFPredicate::OGT, total, e.f32(0));
+}
+
+Value StateMerge::element(Value d) {
+  Value sum = e.forLoop(states.begin, states.end, {e.f32(0)},
+                        [&](Value i, ValueRange r) {
+                          Value w = base.exp(e.sub(states.m(i), mSafe));
+                          Value contrib = e.select(
+                              e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0)),
+                              e.mul(w, states.acc(i, d)), e.f32(0));
+                          return SmallVector<Value>{e.add(r[0], contrib)};
+                        })
+                  .getResult(0);
+  return e.select(hasWeight, e.divf(sum, total), e.f32(0));
+}
+
+Value StateMerge::lse(bool base2) {
+  Value v = e.add(mMax, base.log(total));
+  if (base2 != base.base2)
+    v = e.mul(v, e.f32(base2 ? 1.0 / std::log(2.0) : std::log(2.0)));
+  return e.select(hasWeight, v, e.negInf());
+}

@@ -1,0 +1,109 @@
+//===- Pipelines.cpp - shared front passes and pipeline registration ------===//
+
+#include "PipelineUtils.h"
+
+#include "PagedAttn/Pipelines/Pipelines.h"
+#include "PagedAttn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::pa::addFrontPasses(OpPassManager &pm, bool cascadeDecompose,
+                              int64_t splitKVChunk, bool splitKVWorkList) {
+  pm.addPass(createCanonicalizerPass());
+  if (cascadeDecompose)
+    pm.addNestedPass<func::FuncOp>(createPACascadeDecompose());
+  if (splitKVChunk > 0 || splitKVWorkList) {
+    PASplitKVOptions split;
+    if (splitKVChunk > 0)
+      split.chunkSize = splitKVChunk;
+    split.workList = splitKVWorkList;
+    pm.addNestedPass<func::FuncOp>(createPASplitKV(split));
+  }
+  // Tensors -> buffers: function arguments become identity-layout memrefs,
+  // results equivalent to arguments (the outs) are dropped.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+}
+
+namespace {
+/// Checks the options every pipeline shares; returns an error message or "".
+template <typename T>
+std::string checkSplitKV(const mlir::pa::SplitKVPipelineOptions<T> &o) {
+  if (o.splitKVChunk < 0)
+    return "split-kv-chunk must be >= 0 (0: no split)";
+  if (o.splitKVChunk > 0 && o.splitKVWorkList)
+    return "split-kv-chunk and split-kv-work-list exclude each other (an "
+           "in-IR plan or a run-time work list)";
+  return "";
+}
+
+std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
+  std::string err = checkSplitKV(o);
+  if (!err.empty())
+    return err;
+  if (o.ctaThreads <= 0 || o.ctaThreads % 32 != 0 || o.ctaThreads > 1024)
+    return "cta-threads must be a multiple of 32 in [32, 1024]";
+  if (o.tokensInFlight < 0)
+    return "tokens-in-flight must be >= 0 (0: the tuned default)";
+  if (o.laneBytes != 0 && o.laneBytes != 16 && o.laneBytes != 32)
+    return "lane-bytes must be 16 or 32 (0: the tuned default)";
+  if (o.headsPerCTA < 0)
+    return "heads-per-cta must be >= 0 (0: the tuned default)";
+  if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
+    return "format must be isa, bin or fatbin";
+  return "";
+}
+
+/// Registers `name` with option checking: a bad option is an error naming
+/// it, not a silently different pipeline.
+template <typename Options>
+void registerChecked(
+    StringRef name, StringRef description,
+    void (*build)(OpPassManager &, const Options &),
+    std::string (*check)(const Options &)) {
+  registerPassPipeline(
+      name, description,
+      [=](OpPassManager &pm, StringRef optionsStr,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(optionsStr)))
+          return failure();
+        std::string err = check(options);
+        if (!err.empty())
+          return errorHandler(Twine(name) + ": " + err);
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+} // namespace
+
+void mlir::pa::registerPAPipelines() {
+  registerChecked<LowerToCPUOptions>(
+      "pa-lower-to-cpu",
+      "Lower a pa program (tensor or memref form) to LLVM dialect IR that "
+      "mlir-runner / ExecutionEngine execute: canonicalize, optional "
+      "cascade decomposition and split-KV, One-Shot Bufferize, "
+      "convert-pa-to-loops (every op), upstream lowerings to LLVM",
+      buildLowerToCPUPipeline,
+      +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
+  registerChecked<LowerToNVVMOptions>(
+      "pa-lower-to-nvvm",
+      "Lower a pa program to GPU kernels (pa.decode, and with split-KV "
+      "pa.decode_partial + pa.merge_segments; other ops are rejected): "
+      "optional split-KV work list, One-Shot Bufferize, convert-pa-to-gpu "
+      "(tiling, kernel ABI), pa-warp-shuffle-reduce, convert-gpu-to-nvvm, "
+      "nvvm-attach-target, gpu-module-to-binary",
+      buildLowerToNVVMPipeline, checkNVVM);
+}
