@@ -2,6 +2,7 @@
 # lit configuration of the PagedAttn tests (test/).
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -31,6 +32,13 @@ llvm_config.add_tool_substitutions(
     [ToolSubst("pa-gpu-runner", unresolved="ignore")], tool_dirs
 )
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# ptxas (CUDA toolkit, no GPU needed) checks the generated PTX for spills.
+ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(("%python", sys.executable))
 
 if config.cuda_available:
     config.available_features.add("cuda")

@@ -1,6 +1,6 @@
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | FileCheck %s --check-prefix=SM80
-// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local"
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | FileCheck %s --check-prefix=SPLIT
 
 // The decode kernel's PTX has what the passes promise: 16-byte global loads

@@ -69,13 +69,16 @@ struct KernelEmitter : Emitter {
     return vector::BroadcastOp::create(b, loc, t, x);
   }
   /// <x, y> over `n` lanes of two f32 vectors as a chain of fused
-  /// multiply-adds (fma.rn.f32; a mul + add pair would not fuse).
+  /// multiply-adds (fma.rn.f32; a mul + add pair would not fuse). The kernels
+  /// use llvm.intr.fma, not math.fma: convert-gpu-to-nvvm turns the latter
+  /// into a libdevice call (__nv_fmaf) that ptxas cannot resolve unless
+  /// libdevice is found and linked.
   Value dot(Value x, Value y, int64_t n) {
     Value acc;
     for (int64_t i = 0; i < n; ++i) {
       Value xi = vector::ExtractOp::create(b, loc, x, i);
       Value yi = vector::ExtractOp::create(b, loc, y, i);
-      acc = acc ? math::FmaOp::create(b, loc, xi, yi, acc).getResult()
+      acc = acc ? LLVM::FMAOp::create(b, loc, xi, yi, acc).getResult()
                 : mul(xi, yi);
     }
     return acc;
@@ -442,7 +445,7 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
             for (int64_t u = 0; u < c.unroll; ++u) {
               Value p = e.ex2(e.sub(sc[u], mSafe));
               lsum = e.add(lsum, p);
-              accj = math::FmaOp::create(b, loc, e.splat(p, vecF32), vf[u],
+              accj = LLVM::FMAOp::create(b, loc, e.splat(p, vecF32), vf[u],
                                          accj);
             }
             l[j] = lsum;

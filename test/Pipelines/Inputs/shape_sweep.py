@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Compiles the decode kernels of every GQA group 1..32, head dim 64/128/256
+and f16/bf16/f32 (decode and decode_partial, NHD joint cache, page size 16)
+with the tuned default shape of `pa-lower-to-nvvm`, assembles the PTX with
+`ptxas -v`, and checks that no kernel spills to local memory and that the
+static shared memory of each stays within 48 KiB. Prints one summary line
+and one line per failing kernel; exits 1 on any failure.
+
+    shape_sweep.py --pa-opt PATH --ptxas PATH [--chip sm_90] [--groups 1-32]
+                   [--options "tokens-in-flight=16"]
+"""
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+
+DTYPES = ["f16", "bf16", "f32"]
+HEAD_DIMS = [64, 128, 256]
+
+
+def configs(groups):
+    for dtype in DTYPES:
+        for d in HEAD_DIMS:
+            for g in groups:
+                yield dtype, d, g
+
+
+def program(cfgs):
+    out = []
+    for i, (dtype, d, g) in enumerate(cfgs):
+        hkv = 2
+        hq = hkv * g
+        q = f"memref<?x{hq}x{d}x{dtype}>"
+        part = f"memref<?x{hq}x{d}xf32>"
+        lse = f"memref<?x{hq}xf32>"
+        kv = f"memref<?x2x16x{hkv}x{d}x{dtype}>"
+        idx = "memref<?xi32>"
+        cache = f"#pa.paged_kv<nhd, page_size = 16, kv_heads = {hkv}, head_dim = {d}>"
+        out.append(
+            f"func.func @k{i}(%q: {q}, %kv: {kv}, %ip: {idx}, %ix: {idx}, "
+            f"%lp: {idx}, %wi: {idx}, %wr: {idx}, %ws: {idx}, %we: {idx}, "
+            f"%o: {q}, %l: {lse}, %op: {part}, %ol: {lse}) {{\n"
+            f"  pa.decode q(%q : {q}) kv(%kv : {kv}) pages(%ip, %ix, %lp : "
+            f"{idx}, {idx}, {idx}) outs(%o, %l : {q}, {lse}) {{cache = {cache}}}\n"
+            f"  pa.decode_partial q(%q : {q}) kv(%kv : {kv}) pages(%ip, %ix, "
+            f"%lp : {idx}, {idx}, {idx}) work(%wi, %wr, %ws, %we : {idx}, "
+            f"{idx}, {idx}, {idx}) outs(%op, %ol : {part}, {lse}) "
+            f"{{cache = {cache}}}\n  return\n}}\n")
+    return "".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pa-opt", required=True)
+    ap.add_argument("--ptxas", required=True)
+    ap.add_argument("--chip", default="sm_90")
+    ap.add_argument("--groups", default="1-32")
+    ap.add_argument("--options", default="",
+                    help="extra pa-lower-to-nvvm options (a forced shape)")
+    args = ap.parse_args()
+    lo, hi = (int(x) for x in args.groups.split("-"))
+    cfgs = list(configs(range(lo, hi + 1)))
+    with tempfile.TemporaryDirectory() as tmp:
+        src = f"{tmp}/sweep.mlir"
+        with open(src, "w") as f:
+            f.write(program(cfgs))
+        # Memref form: run the kernel half of the pipeline without
+        # bufferization, then the upstream lowering to PTX.
+        r = subprocess.run(
+            [args.pa_opt, src,
+             f"--pa-lower-to-nvvm=chip={args.chip} format=isa {args.options}"],
+            capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL: pa-opt:", r.stderr[-4000:])
+            return 1
+        m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout, re.S)
+        if not m:
+            print("FAIL: no PTX in the gpu.binary")
+            return 1
+        # MLIR escapes a string attribute's bytes as \XX (hex), \\ and \".
+        ptx = re.sub(r'\\([0-9A-Fa-f]{2}|\\|")',
+                     lambda e: e.group(1) if len(e.group(1)) == 1
+                     else chr(int(e.group(1), 16)), m.group(1))
+        with open(f"{tmp}/sweep.ptx", "w") as f:
+            f.write(ptx)
+        p = subprocess.run(
+            [args.ptxas, "-v", f"--gpu-name={args.chip}", f"{tmp}/sweep.ptx",
+             "-o", f"{tmp}/sweep.cubin"], capture_output=True, text=True)
+        if p.returncode != 0:
+            print("FAIL: ptxas:", p.stderr[-4000:])
+            return 1
+    # ptxas -v: "Compiling entry function 'NAME' for 'sm_90'", then
+    # "N bytes stack frame, S bytes spill stores, L bytes spill loads",
+    # "Used R registers, ... X bytes smem ...".
+    kernels = {}
+    cur = None
+    for line in p.stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            cur = kernels.setdefault(m.group(1), {})
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                      r"(\d+) bytes spill loads", line)
+        if m:
+            cur["stack"], cur["stores"], cur["loads"] = map(int, m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            cur["regs"] = int(m.group(1))
+            s = re.search(r"(\d+) bytes smem", line)
+            cur["smem"] = int(s.group(1)) if s else 0
+    # Kernels are named pa_decode, pa_decode_0, ... in program order.
+    expected = 2 * len(cfgs)
+    bad = []
+    for name, k in sorted(kernels.items()):
+        if k.get("stores", 1) or k.get("loads", 1) or k.get("stack", 1):
+            bad.append(f"{name}: {k.get('stack')} bytes stack, "
+                       f"{k.get('stores')} spill stores, "
+                       f"{k.get('loads')} spill loads, {k.get('regs')} regs")
+        if k.get("smem", 0) > 48 * 1024:
+            bad.append(f"{name}: {k['smem']} bytes of shared memory")
+    regs = max(k.get("regs", 0) for k in kernels.values()) if kernels else 0
+    print(f"shape sweep: {len(kernels)} kernels of {expected} expected "
+          f"({len(cfgs)} configurations: groups {lo}..{hi} x D {HEAD_DIMS} x "
+          f"{DTYPES}), {len(bad)} failing, at most {regs} registers")
+    for b in bad:
+        print("FAIL:", b)
+    return 0 if not bad and len(kernels) == expected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
