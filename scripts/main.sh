@@ -36,9 +36,12 @@ if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
     --layout nhd --dtype f16 --kv joint --chip sm_90 -o "$out/bundle-gqa4"
-  if [ -x /work/shared/tools/ptx-report ]; then
-    /work/shared/tools/ptx-report "$out/bundle-gqa4/kernels.ptx" | sed 's/^/    /'
-  fi
+  # ptxas's resource report of the kernels that ship: registers, spills,
+  # shared memory (test/Pipelines/decode-shape-sweep.mlir checks every
+  # configuration for spills).
+  ptxas -v --gpu-name=sm_90 "$out/bundle-gqa4/kernels.ptx" -o /dev/null 2>&1 \
+    | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
+  cat "$out/bundle-gqa4/bundle.manifest" | sed 's/^/    /'
 else
   echo "  (no ptxas: PTX only, no cubin)"
 fi
