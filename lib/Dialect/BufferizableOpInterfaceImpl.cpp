@@ -18,15 +18,15 @@ using namespace mlir::bufferization;
 using namespace mlir::pa;
 
 namespace {
-/// `ReadsInits`: the op keeps what it does not overwrite in its outs (the
-/// cache writes), so the init's contents matter.
-template <typename OpTy, bool ReadsInits>
+/// Inits are read only by the ops that keep what they do not overwrite in
+/// their outs (`OpTy::kReadsInits`, the cache writes): for the others a
+/// `tensor.empty` init becomes a plain allocation.
+template <typename OpTy>
 struct PAOpInterface final
-    : DstBufferizableOpInterfaceExternalModel<PAOpInterface<OpTy, ReadsInits>,
-                                              OpTy> {
+    : DstBufferizableOpInterfaceExternalModel<PAOpInterface<OpTy>, OpTy> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return ReadsInits ||
+    return OpTy::kReadsInits ||
            !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
   }
 
@@ -59,22 +59,17 @@ struct PAOpInterface final
 };
 
 template <typename... Ops>
-void attachReadOnlyInits(MLIRContext *ctx) {
-  (Ops::template attachInterface<PAOpInterface<Ops, false>>(*ctx), ...);
-}
-template <typename... Ops>
-void attachReadInits(MLIRContext *ctx) {
-  (Ops::template attachInterface<PAOpInterface<Ops, true>>(*ctx), ...);
+void attachAll(MLIRContext *ctx) {
+  (Ops::template attachInterface<PAOpInterface<Ops>>(*ctx), ...);
 }
 } // namespace
 
 void mlir::pa::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, PADialect *) {
-    attachReadOnlyInits<DecodeOp, PrefillOp, CascadeOp, PlanSplitKVOp,
-                        DecodePartialOp, MergeOp, MergeStatesOp,
-                        MergeSegmentsOp, PackMaskOp, KVDeviationOp,
-                        SelectTopKOp>(ctx);
-    attachReadInits<AppendKVOp, AppendKVSlotsOp, ScatterKVOp>(ctx);
+    attachAll<
+#define GET_OP_LIST
+#include "PagedAttn/Dialect/PAOps.cpp.inc"
+        >(ctx);
   });
 }

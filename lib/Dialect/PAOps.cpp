@@ -113,6 +113,12 @@ public:
     return success();
   }
 
+  /// The page table of an op with one.
+  LogicalResult pageTable(PagedOpInterface paged) {
+    return pageTable(paged.getKvIndptr(), paged.getKvIndices(),
+                     paged.getKvLastPageLen());
+  }
+
   /// Cache operands against #pa.paged_kv; returns their element type.
   LogicalResult kvCache(PagedKVAttr cache, ValueRange kv, Type &elemTy) {
     if (kv.size() != 1 && kv.size() != 2)
@@ -237,11 +243,13 @@ static LogicalResult verifyQuery(Checker &c, PagedKVAttr cache, Value q,
 
 /// The attention options: ALiBi slopes `[Hq]` f32, sm_scale, soft-cap,
 /// window.
-static LogicalResult verifyOptions(Checker &c, Value alibi,
-                                   std::optional<APFloat> smScale,
-                                   std::optional<APFloat> softCap,
-                                   std::optional<int64_t> window) {
-  if (alibi) {
+static LogicalResult verifyOptions(Checker &c, AttentionOpInterface op) {
+  std::optional<APFloat> smScale = op.getSmScale();
+  std::optional<APFloat> softCap = op.getLogitsSoftCap();
+  std::optional<int64_t> window;
+  if (std::optional<uint64_t> w = op.getWindow())
+    window = static_cast<int64_t>(*w);
+  if (Value alibi = op.getAlibiSlopes()) {
     ShapedType at = Checker::shaped(alibi);
     if (at.getRank() != 1 || !at.getElementType().isF32())
       return c.error() << "'alibi_slopes' must be a 1-D f32 array [Hq], got "
@@ -258,39 +266,42 @@ static LogicalResult verifyOptions(Checker &c, Value alibi,
   return success();
 }
 
-/// Checks shared by decode, prefill and cascade: q against the cache, the
-/// outs, the alibi slopes and the attention options.
-static LogicalResult
-verifyAttention(Checker &c, PagedKVAttr cache, Value q, ValueRange kv,
-                Value alibi, ValueRange outs, std::optional<APFloat> smScale,
-                std::optional<APFloat> softCap, std::optional<int64_t> window) {
+/// Checks shared by every attention op: one form (tensors or memrefs), the
+/// cache operands against #pa.paged_kv, and q against the cache.
+static LogicalResult verifyAttentionInputs(Checker &c,
+                                           AttentionOpInterface op) {
   Type cacheElem;
-  if (failed(c.sameForm()) || failed(c.kvCache(cache, kv, cacheElem)) ||
-      failed(verifyQuery(c, cache, q, cacheElem)) ||
-      failed(c.stateOuts(outs, q)))
+  if (failed(c.sameForm()) ||
+      failed(c.kvCache(op.getCache(), op.getKvCache(), cacheElem)))
     return failure();
-  return verifyOptions(c, alibi, smScale, softCap, window);
+  return verifyQuery(c, op.getCache(), op.getQ(), cacheElem);
+}
+
+/// Checks shared by decode, prefill and cascade: the inputs, the state outs
+/// (o like q, lse f32), the alibi slopes and the attention options.
+static LogicalResult verifyAttention(Checker &c, AttentionOpInterface op) {
+  if (failed(verifyAttentionInputs(c, op)) ||
+      failed(c.stateOuts(op.getOuts(), op.getQ())))
+    return failure();
+  return verifyOptions(c, op);
 }
 
 //===----------------------------------------------------------------------===//
-// Type inference and memory effects (shared by every op)
+// Type inference and memory effects (shared by every op, see PA_Op)
 //===----------------------------------------------------------------------===//
 
-/// Tensor outs come back as results; memref outs are written in place.
-static LogicalResult inferFromOuts(ValueRange outs,
-                                   SmallVectorImpl<Type> &inferred) {
+LogicalResult mlir::pa::detail::inferFromOuts(ValueRange outs,
+                                              SmallVectorImpl<Type> &inferred) {
   for (Value v : outs)
     if (isa<RankedTensorType>(v.getType()))
       inferred.push_back(v.getType());
   return success();
 }
 
-/// Memref inputs are read; memref inits are written (and read too when the op
-/// keeps what it does not overwrite, as the cache writes do).
-static void
-getDpsEffects(Operation *op, bool readsInits,
-              SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-                  &effects) {
+void mlir::pa::detail::getDpsEffects(
+    Operation *op, bool readsInits,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
   auto dst = cast<DestinationStyleOpInterface>(op);
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType()))
@@ -307,40 +318,53 @@ getDpsEffects(Operation *op, bool readsInits,
   }
 }
 
-#define PA_DEFINE_COMMON(OP, READS_INITS)                                      \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
-                                     OP::Adaptor adaptor,                      \
-                                     SmallVectorImpl<Type> &inferred) {        \
-    return inferFromOuts(adaptor.getOuts(), inferred);                         \
-  }                                                                            \
-  void OP::getEffects(                                                         \
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
-          &effects) {                                                          \
-    getDpsEffects(getOperation(), READS_INITS, effects);                       \
-  }
+//===----------------------------------------------------------------------===//
+// Operand groups of the interfaces and builders
+//===----------------------------------------------------------------------===//
 
-PA_DEFINE_COMMON(DecodeOp, false)
-PA_DEFINE_COMMON(PrefillOp, false)
-PA_DEFINE_COMMON(CascadeOp, false)
-PA_DEFINE_COMMON(PlanSplitKVOp, false)
-PA_DEFINE_COMMON(DecodePartialOp, false)
-PA_DEFINE_COMMON(MergeSegmentsOp, false)
-PA_DEFINE_COMMON(MergeOp, false)
-PA_DEFINE_COMMON(MergeStatesOp, false)
-PA_DEFINE_COMMON(AppendKVOp, true)
-PA_DEFINE_COMMON(AppendKVSlotsOp, true)
-PA_DEFINE_COMMON(ScatterKVOp, true)
-PA_DEFINE_COMMON(PackMaskOp, false)
-PA_DEFINE_COMMON(KVDeviationOp, false)
-PA_DEFINE_COMMON(SelectTopKOp, false)
-#undef PA_DEFINE_COMMON
-
-static std::optional<APFloat> optF(std::optional<APFloat> v) { return v; }
-static std::optional<int64_t> optI(std::optional<uint64_t> v) {
-  if (!v)
-    return std::nullopt;
-  return static_cast<int64_t>(*v);
+AttentionOptions AttentionOptions::get(std::optional<APFloat> smScale,
+                                       std::optional<APFloat> softCap,
+                                       std::optional<uint64_t> window,
+                                       bool lseBase2) {
+  AttentionOptions o;
+  if (smScale)
+    o.smScale = smScale->convertToDouble();
+  if (softCap)
+    o.softCap = softCap->convertToDouble();
+  if (window)
+    o.window = static_cast<int64_t>(*window);
+  o.lseBase2 = lseBase2;
+  return o;
 }
+
+double AttentionOptions::getSmScaleOr(int64_t headDim) const {
+  return smScale ? *smScale : 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+FloatAttr AttentionOptions::getSmScaleAttr(Builder &b) const {
+  return smScale ? b.getF32FloatAttr(static_cast<float>(*smScale))
+                 : FloatAttr();
+}
+
+FloatAttr AttentionOptions::getSoftCapAttr(Builder &b) const {
+  return softCap ? b.getF32FloatAttr(static_cast<float>(*softCap))
+                 : FloatAttr();
+}
+
+IntegerAttr AttentionOptions::getWindowAttr(Builder &b) const {
+  return window ? b.getI64IntegerAttr(*window) : IntegerAttr();
+}
+
+UnitAttr AttentionOptions::getLseBase2Attr(Builder &b) const {
+  return lseBase2 ? b.getUnitAttr() : UnitAttr();
+}
+
+WorkListOperands WorkListOperands::get(ValueRange values) {
+  assert(values.size() == 4 && "a work list has four operands");
+  return {values[0], values[1], values[2], values[3]};
+}
+
+#include "PagedAttn/Dialect/PAInterfaces.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Attention ops
@@ -348,11 +372,9 @@ static std::optional<int64_t> optI(std::optional<uint64_t> v) {
 
 LogicalResult DecodeOp::verify() {
   Checker c(*this);
-  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
-                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
-                             optF(getLogitsSoftCap()), optI(getWindow()))))
+  if (failed(verifyAttention(c, *this)))
     return failure();
-  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+  if (failed(c.pageTable(*this)))
     return failure();
   // One query per request: tokens == batch.
   if (auto t = c.get("tokens"), b = c.get("batch"); t && b && *t != *b)
@@ -364,14 +386,11 @@ LogicalResult DecodeOp::verify() {
 
 LogicalResult PrefillOp::verify() {
   Checker c(*this);
-  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
-                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
-                             optF(getLogitsSoftCap()), optI(getWindow()))))
+  if (failed(verifyAttention(c, *this)))
     return failure();
   if (failed(c.indexArray(getQoIndptr(), "qo_indptr")) ||
-      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)))
-    return failure();
-  if (failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)) ||
+      failed(c.pageTable(*this)))
     return failure();
   if (Value pos = getQPositions())
     if (failed(c.indexArray(pos, "q_positions")) ||
@@ -400,9 +419,7 @@ LogicalResult PrefillOp::verify() {
 
 LogicalResult CascadeOp::verify() {
   Checker c(*this);
-  if (failed(verifyAttention(c, getCache(), getQ(), getKvCache(),
-                             getAlibiSlopes(), getOuts(), optF(getSmScale()),
-                             optF(getLogitsSoftCap()), optI(getWindow()))))
+  if (failed(verifyAttention(c, *this)))
     return failure();
   int64_t levels = getQoIndptrs().size();
   if (levels < 1)
@@ -472,10 +489,7 @@ LogicalResult PlanSplitKVOp::verify() {
 
 LogicalResult DecodePartialOp::verify() {
   Checker c(*this);
-  Type cacheElem;
-  if (failed(c.sameForm()) ||
-      failed(c.kvCache(getCache(), getKvCache(), cacheElem)) ||
-      failed(verifyQuery(c, getCache(), getQ(), cacheElem)))
+  if (failed(verifyAttentionInputs(c, *this)))
     return failure();
   if (getOuts().size() != 2)
     return emitOpError() << "expects 2 outs (o_part, lse_part), got "
@@ -496,9 +510,7 @@ LogicalResult DecodePartialOp::verify() {
       failed(c.bind("work items", lse, "lse_part", 0)) ||
       failed(c.bind("Hq", lse, "lse_part", 1)))
     return failure();
-  if (failed(verifyOptions(c, getAlibiSlopes(), optF(getSmScale()),
-                           optF(getLogitsSoftCap()), optI(getWindow()))) ||
-      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+  if (failed(verifyOptions(c, *this)) || failed(c.pageTable(*this)))
     return failure();
   return verifyWorkList(c, getWorkIndptr(), getWorkRequest(), getWorkStart(),
                         getWorkEnd());
@@ -625,7 +637,7 @@ LogicalResult AppendKVOp::verify() {
                       "v_new")) ||
       failed(c.indexArray(getAppendIndptr(), "append_indptr")) ||
       failed(c.bind("batch", getAppendIndptr(), "append_indptr", 0, -1)) ||
-      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      failed(c.pageTable(*this)))
     return failure();
   return success();
 }
@@ -652,7 +664,7 @@ LogicalResult ScatterKVOp::verify() {
       failed(c.bind("batch", getRowsIndptr(), "rows_indptr", 0, -1)) ||
       failed(c.indexArray(getPositions(), "positions")) ||
       failed(c.bind("rows", getPositions(), "positions", 0)) ||
-      failed(c.pageTable(getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      failed(c.pageTable(*this)))
     return failure();
   return success();
 }

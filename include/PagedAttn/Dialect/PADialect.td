@@ -37,8 +37,8 @@ def PA_Dialect : Dialect {
     * an *attention state* is the pair `(o, lse)`; `lse` is f32, natural log
       unless `lse_base2` is set.
 
-    Semantics follow DESIGN.md section 1 and are implemented, in float64, by
-    the reference library (`lib/Reference`).
+    The binding semantics of every op are in docs/Semantics.md; the
+    reference library (`lib/Reference`) implements them in float64.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 0;

@@ -1,7 +1,8 @@
 //===- PAOps.td - operations of the pa dialect ------------*- tablegen -*-===//
 //
 // Every op is destination-passing style over ranked tensors or memrefs; see
-// docs/Dialect.md for the conventions and DESIGN.md section 1 for semantics.
+// docs/Dialect.md for the conventions and docs/Semantics.md for the binding
+// semantics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #define PAGEDATTN_DIALECT_PAOPS_TD
 
 include "PagedAttn/Dialect/PADialect.td"
+include "PagedAttn/Dialect/PAInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -17,8 +19,10 @@ def PA_TensorOrMemRef : AnyTypeOf<[AnyRankedTensor, AnyMemRef],
                                   "ranked tensor or memref">;
 
 /// Base of all pa ops: destination-passing style (`outs` are the inits), result
-/// types inferred from the `outs` (tensors only), memory effects on memrefs.
-class PA_Op<string mnemonic, list<Trait> traits = []>
+/// types inferred from the `outs` (tensors only), memory effects on memrefs:
+/// inputs are read and inits written. `readsInits`: the op keeps what it does
+/// not overwrite in its outs (the cache writes), so its inits are read too.
+class PA_Op<string mnemonic, list<Trait> traits = [], bit readsInits = 0>
     : Op<PA_Dialect, mnemonic, !listconcat(traits, [
         DestinationStyleOpInterface,
         DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
@@ -27,8 +31,24 @@ class PA_Op<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
   code paExtraDecls = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() { return getOutsMutable(); }
+    /// True if the op keeps what it does not overwrite in its outs, so that
+    /// the inits are read (memory effects, bufferization).
+    static constexpr bool kReadsInits = }] # !if(readsInits, "true", "false")
+    # [{;
   }];
   let extraClassDeclaration = paExtraDecls;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::pa::detail::inferFromOuts(adaptor.getOuts(), inferred);
+    }
+    void $cppClass::getEffects(::llvm::SmallVectorImpl<
+        ::mlir::SideEffects::EffectInstance<::mlir::MemoryEffects::Effect>>
+            &effects) {
+      ::mlir::pa::detail::getDpsEffects(getOperation(), kReadsInits, effects);
+    }
+  }];
 }
 
 /// Options shared by every attention op (decode, prefill, cascade).
@@ -54,7 +74,8 @@ defvar PA_AttnOptionsDoc = [{
 // Attention
 //===----------------------------------------------------------------------===//
 
-def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments]> {
+def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
+    PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "batch decode attention over a paged KV cache";
   let description = !strconcat([{
     One query token per request: `q[B, Hq, D]`; request `b` attends to its
@@ -94,7 +115,8 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments]> {
   }];
 }
 
-def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments]> {
+def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
+    PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "ragged prefill / append attention over a paged KV cache";
   let description = !strconcat([{
     Ragged queries `q[qo_indptr[B], Hq, D]` with `qo_indptr[B+1]`. Query `i`
@@ -149,7 +171,8 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments]> {
   }];
 }
 
-def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments]> {
+def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
+    PA_AttentionOpInterface]> {
   let summary = "multi-level cascade attention (shared prefixes, then suffixes)";
   let description = !strconcat([{
     `L >= 1` levels over one paged KV cache. Level `l` has its own
@@ -199,6 +222,11 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments]> {
   let hasCanonicalizer = 1;
   let extraClassDeclaration = paExtraDecls # [{
     int64_t getNumLevels() { return getQoIndptrs().size(); }
+    /// The page table of level `level`.
+    ::mlir::pa::PageTableOperands getPageTable(int64_t level) {
+      return {getKvIndptrs()[level], getKvIndices()[level],
+              getKvLastPageLens()[level]};
+    }
   }];
 }
 
@@ -238,7 +266,8 @@ def PA_PlanSplitKVOp : PA_Op<"plan_split_kv"> {
   }];
 }
 
-def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments]> {
+def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
+    PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "decode attention over the KV chunks of a work list";
   let description = !strconcat([{
     The split-KV form of `pa.decode`: for every work item
@@ -383,7 +412,8 @@ def PA_MergeStatesOp : PA_Op<"merge_states"> {
 // KV cache writes
 //===----------------------------------------------------------------------===//
 
-def PA_AppendKVOp : PA_Op<"append_kv"> {
+def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
+                          /*readsInits=*/1> {
   let summary = "append ragged K/V rows through a CSR page table";
   let description = [{
     New rows `k_new[N, Hkv, D]`, `v_new[N, Hkv, D]`, ragged by
@@ -420,7 +450,7 @@ def PA_AppendKVOp : PA_Op<"append_kv"> {
   }];
 }
 
-def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots"> {
+def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots", [], /*readsInits=*/1> {
   let summary = "write K/V rows to the cache slots of a slot mapping (vLLM form)";
   let description = [{
     Row `r` of `k_new[N, Hkv, D]` / `v_new[N, Hkv, D]` goes to page
@@ -447,7 +477,8 @@ def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots"> {
   }];
 }
 
-def PA_ScatterKVOp : PA_Op<"scatter_kv"> {
+def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
+                           /*readsInits=*/1> {
   let summary = "scatter recomputed K/V rows into the paged cache (CacheBlend)";
   let description = [{
     Rows `k_rows[M, Hkv, D]`, `v_rows[M, Hkv, D]`, ragged by
