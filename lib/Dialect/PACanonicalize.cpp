@@ -108,14 +108,11 @@ struct OneLevelCascadeToPrefill final : OpRewritePattern<CascadeOp> {
                                 PatternRewriter &rewriter) const override {
     if (op.getNumLevels() != 1)
       return failure();
-    auto prefill = PrefillOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), op.getQ(),
-        op.getQoIndptrs()[0], op.getKvCache(), op.getKvIndptrs()[0],
-        op.getKvIndices()[0], op.getKvLastPageLens()[0],
-        /*q_positions=*/Value(), /*custom_mask=*/Value(),
-        /*mask_indptr=*/Value(), op.getAlibiSlopes(), op.getOuts(),
-        op.getCacheAttr(), op.getCausalAttr(), op.getSmScaleAttr(),
-        op.getLogitsSoftCapAttr(), op.getWindowAttr(), op.getLseBase2Attr());
+    PrefillMasking masking;
+    masking.causal = op.getCausal();
+    auto prefill =
+        PrefillOp::create(rewriter, op.getLoc(), op, op.getQoIndptrs()[0],
+                          op.getPageTable(0), op.getOuts(), masking);
     rewriter.replaceOp(op, prefill);
     return success();
   }

@@ -38,15 +38,11 @@ struct DecomposeCascade final : OpRewritePattern<CascadeOp> {
     for (int64_t l = 0; l < levels; ++l) {
       Value o0 = emptyLike(rewriter, loc, op.getOuts()[0]);
       Value l0 = emptyLike(rewriter, loc, op.getOuts()[1]);
-      bool causal = op.getCausal() && l == levels - 1;
-      auto prefill = PrefillOp::create(
-          rewriter, loc, op.getResultTypes(), op.getQ(), op.getQoIndptrs()[l],
-          op.getKvCache(), op.getKvIndptrs()[l], op.getKvIndices()[l],
-          op.getKvLastPageLens()[l], /*q_positions=*/Value(),
-          /*custom_mask=*/Value(), /*mask_indptr=*/Value(),
-          op.getAlibiSlopes(), ValueRange{o0, l0}, op.getCacheAttr(),
-          causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
-          op.getLogitsSoftCapAttr(), op.getWindowAttr(), op.getLseBase2Attr());
+      PrefillMasking masking;
+      masking.causal = op.getCausal() && l == levels - 1;
+      auto prefill = PrefillOp::create(rewriter, loc, op, op.getQoIndptrs()[l],
+                                       op.getPageTable(l), ValueRange{o0, l0},
+                                       masking);
       states.append({prefill.getResult(0), prefill.getResult(1)});
     }
     auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,

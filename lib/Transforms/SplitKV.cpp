@@ -112,12 +112,8 @@ struct PASplitKV final : pa::impl::PASplitKVBase<PASplitKV> {
     Value lPart = tensor::EmptyOp::create(
         rewriter, loc, ArrayRef<int64_t>(oShape).drop_back(), f32, lDyn);
     auto partial = DecodePartialOp::create(
-        rewriter, loc, TypeRange{oPart.getType(), lPart.getType()},
-        op.getQ(), op.getKvCache(), op.getKvIndptr(), op.getKvIndices(),
-        op.getKvLastPageLen(), work[0], work[1], work[2], work[3],
-        op.getAlibiSlopes(), ValueRange{oPart, lPart}, op.getCacheAttr(),
-        op.getSmScaleAttr(), op.getLogitsSoftCapAttr(), op.getWindowAttr(),
-        op.getLseBase2Attr());
+        rewriter, loc, op, op.getPageTable(), WorkListOperands::get(work),
+        ValueRange{oPart, lPart});
     auto merge = MergeSegmentsOp::create(
         rewriter, loc, op.getResultTypes(), partial.getResult(0),
         partial.getResult(1), work[0], op.getOuts(), op.getLseBase2Attr());

@@ -26,3 +26,15 @@ func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: 
   %r:2 = pa.decode q(%q : tensor<?x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #cache, sm_scale = 0.125 : f32}
   return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
 }
+
+// Every option of the decode reaches decode_partial (split K/V, ALiBi slopes,
+// sm_scale, soft-cap, window, lse_base2) and lse_base2 the merge.
+// PLAN-LABEL: func @all_options
+// PLAN-SAME: %[[Q:[^:]*]]: tensor<?x4x64xbf16>, %[[K:[^:]*]]: tensor<?x2x5x64xbf16>, %[[V:[^:]*]]: tensor<?x2x5x64xbf16>, %[[IP:[^:]*]]: tensor<?xi32>, %[[IX:[^:]*]]: tensor<?xi32>, %[[LP:[^:]*]]: tensor<?xi32>, %[[AL:[^:]*]]: tensor<4xf32>
+// PLAN: %[[W:.*]]:4 = pa.plan_split_kv pages(%[[IP]], %[[LP]] : {{.*}}) outs({{.*}}) {chunk_size = 256 : i64, page_size = 5 : i64}
+// PLAN: %[[P:.*]]:2 = pa.decode_partial q(%[[Q]] : {{.*}}) kv(%[[K]], %[[V]] : {{.*}}) pages(%[[IP]], %[[IX]], %[[LP]] : {{.*}}) work(%[[W]]#0, %[[W]]#1, %[[W]]#2, %[[W]]#3 : {{.*}}) alibi(%[[AL]] : tensor<4xf32>) outs({{.*}} : tensor<?x4x64xf32>, tensor<?x4xf32>) {cache = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>, logits_soft_cap = 3.000000e+01 : f32, lse_base2, sm_scale = 1.250000e-01 : f32, window = 128 : i64}
+// PLAN: pa.merge_segments states(%[[P]]#0, %[[P]]#1 : {{.*}}) segments(%[[W]]#0 : tensor<?xi32>) outs({{.*}}) {lse_base2}
+func.func @all_options(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x5x64xbf16>, %v: tensor<?x2x5x64xbf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %al: tensor<4xf32>, %o: tensor<?x4x64xbf16>, %l: tensor<?x4xf32>) -> (tensor<?x4x64xbf16>, tensor<?x4xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x4x64xbf16>) kv(%k, %v : tensor<?x2x5x64xbf16>, tensor<?x2x5x64xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) alibi(%al : tensor<4xf32>) outs(%o, %l : tensor<?x4x64xbf16>, tensor<?x4xf32>) {cache = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>, sm_scale = 0.125 : f32, logits_soft_cap = 30.0 : f32, window = 128, lse_base2}
+  return %r#0, %r#1 : tensor<?x4x64xbf16>, tensor<?x4xf32>
+}

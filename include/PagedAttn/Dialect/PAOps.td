@@ -51,6 +51,13 @@ class PA_Op<string mnemonic, list<Trait> traits = [], bit readsInits = 0>
   }];
 }
 
+/// Builder arguments shared by the attention ops (after the op-specific
+/// operand groups): the cache attribute, the options and the ALiBi slopes.
+defvar PA_AttnBuilderTail = (ins
+  "::mlir::pa::PagedKVAttr":$cache,
+  CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
+  CArg<"::mlir::Value", "{}">:$alibiSlopes);
+
 /// Options shared by every attention op (decode, prefill, cascade).
 defvar PA_AttnOptions = (ins
   OptionalAttr<F32Attr>:$sm_scale,
@@ -113,6 +120,21 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// Result types are those of the tensor outs.
+    OpBuilder<!con((ins "::mlir::Value":$q, "::mlir::ValueRange":$kvCache,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs), PA_AttnBuilderTail), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, q, kvCache, pages.indptr,
+            pages.indices, pages.lastPageLen, alibiSlopes, outs, cache,
+            options.getSmScaleAttr($_builder),
+            options.getSoftCapAttr($_builder),
+            options.getWindowAttr($_builder),
+            options.getLseBase2Attr($_builder));
+    }]>
+  ];
 }
 
 def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
@@ -169,6 +191,39 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// Result types are those of the tensor outs.
+    OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$qoIndptr,
+        "::mlir::ValueRange":$kvCache,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
+        CArg<"const ::mlir::pa::PrefillMasking &", "{}">:$masking,
+        CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
+        CArg<"::mlir::Value", "{}">:$alibiSlopes), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, q, qoIndptr, kvCache, pages.indptr,
+            pages.indices, pages.lastPageLen, masking.qPositions,
+            masking.customMask, masking.maskIndptr, alibiSlopes, outs, cache,
+            masking.causal ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
+            options.getSmScaleAttr($_builder),
+            options.getSoftCapAttr($_builder),
+            options.getWindowAttr($_builder),
+            options.getLseBase2Attr($_builder));
+    }]>,
+    /// Attention of `like`'s query over `like`'s cache, with its ALiBi slopes
+    /// and options, through the page table `pages` and the query segments
+    /// `qoIndptr` (e.g. one level of a cascade).
+    OpBuilder<(ins "::mlir::pa::AttentionOpInterface":$like,
+        "::mlir::Value":$qoIndptr,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs,
+        CArg<"const ::mlir::pa::PrefillMasking &", "{}">:$masking), [{
+      build($_builder, $_state, like.getQ(), qoIndptr, like.getKvCache(),
+            pages, outs, like.getCache(), masking,
+            like.getAttentionOptions(), like.getAlibiSlopes());
+    }]>
+  ];
 }
 
 def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
@@ -219,6 +274,33 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// One query segmentation and one page table per level; result types are
+    /// those of the tensor outs.
+    OpBuilder<(ins "::mlir::Value":$q, "::mlir::ValueRange":$kvCache,
+        "::mlir::ValueRange":$qoIndptrs,
+        "::llvm::ArrayRef<::mlir::pa::PageTableOperands>":$levels,
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
+        CArg<"bool", "false">:$causal,
+        CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
+        CArg<"::mlir::Value", "{}">:$alibiSlopes), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      ::llvm::SmallVector<::mlir::Value> indptrs, indices, lastPageLens;
+      for (const ::mlir::pa::PageTableOperands &level : levels) {
+        indptrs.push_back(level.indptr);
+        indices.push_back(level.indices);
+        lastPageLens.push_back(level.lastPageLen);
+      }
+      build($_builder, $_state, types, q, kvCache, qoIndptrs, indptrs,
+            indices, lastPageLens, alibiSlopes, outs, cache,
+            causal ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
+            options.getSmScaleAttr($_builder),
+            options.getSoftCapAttr($_builder),
+            options.getWindowAttr($_builder),
+            options.getLseBase2Attr($_builder));
+    }]>
+  ];
   let hasCanonicalizer = 1;
   let extraClassDeclaration = paExtraDecls # [{
     int64_t getNumLevels() { return getQoIndptrs().size(); }
@@ -315,6 +397,33 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// Result types are those of the tensor outs.
+    OpBuilder<!con((ins "::mlir::Value":$q, "::mlir::ValueRange":$kvCache,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "const ::mlir::pa::WorkListOperands &":$work,
+        "::mlir::ValueRange":$outs), PA_AttnBuilderTail), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, q, kvCache, pages.indptr,
+            pages.indices, pages.lastPageLen, work.indptr, work.request,
+            work.start, work.end, alibiSlopes, outs, cache,
+            options.getSmScaleAttr($_builder),
+            options.getSoftCapAttr($_builder),
+            options.getWindowAttr($_builder),
+            options.getLseBase2Attr($_builder));
+    }]>,
+    /// `like`'s query, cache, ALiBi slopes and options over the chunks of
+    /// the work list `work` (e.g. a pa.decode split over its KV).
+    OpBuilder<(ins "::mlir::pa::AttentionOpInterface":$like,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "const ::mlir::pa::WorkListOperands &":$work,
+        "::mlir::ValueRange":$outs), [{
+      build($_builder, $_state, like.getQ(), like.getKvCache(), pages, work,
+            outs, like.getCache(), like.getAttentionOptions(),
+            like.getAlibiSlopes());
+    }]>
+  ];
 }
 
 def PA_MergeSegmentsOp : PA_Op<"merge_segments"> {
@@ -448,6 +557,18 @@ def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// Result types are those of the tensor outs (the cache).
+    OpBuilder<(ins "::mlir::Value":$kNew, "::mlir::Value":$vNew,
+        "::mlir::Value":$appendIndptr,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, kNew, vNew, appendIndptr, pages.indptr,
+            pages.indices, pages.lastPageLen, outs, cache);
+    }]>
+  ];
 }
 
 def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots", [], /*readsInits=*/1> {
@@ -514,6 +635,18 @@ def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
+  let builders = [
+    /// Result types are those of the tensor outs (the cache).
+    OpBuilder<(ins "::mlir::Value":$kRows, "::mlir::Value":$vRows,
+        "::mlir::Value":$rowsIndptr, "::mlir::Value":$positions,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache), [{
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, kRows, vRows, rowsIndptr, positions,
+            pages.indptr, pages.indices, pages.lastPageLen, outs, cache);
+    }]>
+  ];
 }
 
 //===----------------------------------------------------------------------===//
