@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The strict line-based manifest parser, role shapes, grid resolution and
-// memref-descriptor parameter packing. Pure C++ (no CUDA), no exceptions.
+// The manifest spellings, the strict line-based manifest parser and its
+// printer, role shapes, grid resolution and memref-descriptor parameter
+// packing. Pure C++ (no CUDA), no exceptions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,13 +22,6 @@ using namespace pa::rt;
 
 namespace {
 
-/// Returns an error Status whose message is the concatenation of `parts`.
-template <typename... Ts> Status fail(const Ts &...parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return Status::error(os.str());
-}
-
 /// Looks `name` up in `table` (pairs of spelling and value).
 template <typename T, size_t N>
 bool lookup(const std::pair<const char *, T> (&table)[N], std::string_view name,
@@ -38,6 +32,15 @@ bool lookup(const std::pair<const char *, T> (&table)[N], std::string_view name,
       return true;
     }
   return false;
+}
+
+/// The spelling of `v` in `table`, or "?".
+template <typename T, size_t N>
+const char *spellingOf(const std::pair<const char *, T> (&table)[N], T v) {
+  for (const auto &[spelling, value] : table)
+    if (value == v)
+      return spelling;
+  return "?";
 }
 
 /// The spellings of `table`, as "'a', 'b', 'c'".
@@ -84,19 +87,12 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"work_end", ArgRole::WorkEnd},
     {"o_part", ArgRole::OPart},
     {"lse_part", ArgRole::LSEPart}};
+/// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
     {"kv_heads", GridSymbol::KVHeads},
     {"num_q_heads", GridSymbol::NumQHeads},
     {"work_capacity", GridSymbol::WorkCapacity}};
-
-template <typename T, size_t N>
-const char *spellingOf(const std::pair<const char *, T> (&table)[N], T v) {
-  for (const auto &[spelling, value] : table)
-    if (value == v)
-      return spelling;
-  return "?";
-}
 
 /// The rank and element type the ABI fixes for role `r`.
 void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
@@ -305,9 +301,9 @@ Status Parser::parseHeader(const std::vector<std::string_view> &t) {
   int64_t v = 0;
   if (!parseInt(t[1], v))
     return lineError("bundle version '", t[1], "' is not an integer");
-  if (v != 1)
+  if (v != kManifestVersion)
     return lineError("unsupported bundle version ", v,
-                     " (this runtime reads version 1)");
+                     " (this runtime reads version ", kManifestVersion, ")");
   m.version = v;
   haveHeader = true;
   return Status::success();
@@ -351,17 +347,17 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
       intField = &c.group;
       break;
     case Layout:
-      if (!lookup(kLayouts, val, c.layout))
+      if (!fromString(val, c.layout))
         return lineError("unknown layout '", val, "' (expected ",
                          spellings(kLayouts), ")");
       break;
     case Dtype:
-      if (!lookup(kDTypes, val, c.dtype))
+      if (!fromString(val, c.dtype))
         return lineError("unknown dtype '", val, "' (expected ",
                          spellings(kDTypes), ")");
       break;
     case Kv:
-      if (!lookup(kStorages, val, c.kv))
+      if (!fromString(val, c.kv))
         return lineError("unknown kv storage '", val, "' (expected ",
                          spellings(kStorages), ")");
       break;
@@ -392,7 +388,7 @@ Status Parser::parseKernel(const std::vector<std::string_view> &t) {
   if (t.size() != 4)
     return lineError("expected 'kernel NAME FILE SYMBOL'");
   KernelSpec k;
-  if (!lookup(kKernelKinds, t[1], k.kind))
+  if (!fromString(t[1], k.kind))
     return lineError("unknown kernel '", t[1], "' (expected one of ",
                      spellings(kKernelKinds), ")");
   if (m.find(k.kind))
@@ -426,7 +422,7 @@ Status Parser::parseArg(const std::vector<std::string_view> &t) {
   KernelSpec &k = m.kernels.back();
   ArgSpec a;
   a.line = lineNo;
-  if (!lookup(kRoles, t[1], a.role))
+  if (!fromString(t[1], a.role))
     return lineError("unknown argument role '", t[1], "' (expected one of ",
                      spellings(kRoles), ")");
   if (t[2] != "memref")
@@ -434,7 +430,7 @@ Status Parser::parseArg(const std::vector<std::string_view> &t) {
                      "' (only 'memref' is supported)");
   if (!parseInt(t[3], a.rank))
     return lineError("memref rank '", t[3], "' is not an integer");
-  if (!lookup(kElemTypes, t[4], a.type))
+  if (!fromString(t[4], a.type))
     return lineError("unknown element type '", t[4], "' (expected ",
                      spellings(kElemTypes), ")");
   std::vector<ArgRole> allowed = requiredRoles(k.kind, m.config.kv);
@@ -471,7 +467,7 @@ Status Parser::parseLaunch(const std::vector<std::string_view> &t) {
   for (int i = 0; i < 3; ++i) {
     std::string_view tok = t[2 + i];
     GridExtent &g = l.grid[i];
-    if (lookup(kGridSymbols, tok, g.symbol))
+    if (fromString(tok, g.symbol) && g.symbol != GridSymbol::Literal)
       continue;
     g.symbol = GridSymbol::Literal;
     if (!parseInt(tok, g.value))
@@ -568,6 +564,32 @@ const char *pa::rt::toString(GridSymbol s) {
   return spellingOf(kGridSymbols, s);
 }
 
+bool pa::rt::fromString(std::string_view s, DType &out) {
+  return lookup(kDTypes, s, out);
+}
+bool pa::rt::fromString(std::string_view s, CacheLayout &out) {
+  return lookup(kLayouts, s, out);
+}
+bool pa::rt::fromString(std::string_view s, KVStorage &out) {
+  return lookup(kStorages, s, out);
+}
+bool pa::rt::fromString(std::string_view s, ElemType &out) {
+  return lookup(kElemTypes, s, out);
+}
+bool pa::rt::fromString(std::string_view s, KernelKind &out) {
+  return lookup(kKernelKinds, s, out);
+}
+bool pa::rt::fromString(std::string_view s, ArgRole &out) {
+  return lookup(kRoles, s, out);
+}
+bool pa::rt::fromString(std::string_view s, GridSymbol &out) {
+  if (s == "literal") {
+    out = GridSymbol::Literal;
+    return true;
+  }
+  return lookup(kGridSymbols, s, out);
+}
+
 ElemType pa::rt::toElemType(DType t) {
   switch (t) {
   case DType::F16:
@@ -603,12 +625,41 @@ const KernelSpec *Manifest::find(KernelKind k) const {
 }
 
 //===----------------------------------------------------------------------===//
-// Reading
+// Reading and writing
 //===----------------------------------------------------------------------===//
 
 Status pa::rt::parseManifest(std::string_view text, Manifest &out,
                              std::string_view source) {
   return Parser(text, source).run(out);
+}
+
+std::string pa::rt::printManifest(const Manifest &m) {
+  std::ostringstream os;
+  const BundleConfig &c = m.config;
+  os << "pa-bundle " << m.version << "\n";
+  os << "config head_dim " << c.headDim << " page_size " << c.pageSize
+     << " kv_heads " << c.kvHeads << " group " << c.group << " layout "
+     << toString(c.layout) << " dtype " << toString(c.dtype) << " kv "
+     << toString(c.kv) << "\n";
+  for (const KernelSpec &k : m.kernels) {
+    os << "kernel " << toString(k.kind) << " " << k.file << " " << k.symbol
+       << "\n";
+    for (const ArgSpec &a : k.args)
+      os << "arg " << toString(a.role) << " memref " << a.rank << " "
+         << toString(a.type) << "\n";
+    const LaunchSpec &l = k.launch;
+    os << "launch grid";
+    for (const GridExtent &g : l.grid) {
+      if (g.symbol == GridSymbol::Literal)
+        os << " " << g.value;
+      else
+        os << " " << toString(g.symbol);
+    }
+    os << " block " << l.block[0] << " " << l.block[1] << " " << l.block[2]
+       << " smem " << l.sharedBytes << "\n";
+  }
+  os << "end\n";
+  return os.str();
 }
 
 Status pa::rt::readFile(const std::string &path, std::string &out) {

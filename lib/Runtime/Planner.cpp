@@ -14,19 +14,11 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
-#include <sstream>
 #include <string>
 
 using namespace pa::rt;
 
 namespace {
-
-/// Returns an error Status whose message is the concatenation of `parts`.
-template <typename... Ts> Status fail(const Ts &...parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return Status::error(os.str());
-}
 
 /// ceil(a / b) for a >= 0, b >= 1.
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -43,29 +35,45 @@ int64_t countCTAs(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
   return items * numKVHeads;
 }
 
+/// Checks that array `name` has a non-negative length and data behind it.
+Status checkData(I32Span a, const char *name) {
+  if (a.size < 0)
+    return fail(name, " has a negative length ", a.size);
+  if (a.size > 0 && !a.data)
+    return fail(name, " is null but has length ", a.size);
+  return Status::success();
+}
+
+/// Checks that array `name` has exactly `expected` entries, spelled `what`
+/// in the message ("batch + 1"), and data behind them.
+Status checkLength(I32Span a, const char *name, int64_t expected,
+                   const char *what) {
+  if (Status s = checkData(a, name); !s)
+    return s;
+  if (a.size != expected)
+    return fail(name, " has ", a.size, " entries, expected ", what, " = ",
+                expected);
+  return Status::success();
+}
+
 /// Checks the common arguments of kvLengths() / validatePageTable().
-Status checkArgs(const int32_t *kvIndptr, const int32_t *lastPageLen,
-                 int64_t batch, int64_t pageSize) {
+Status checkArgs(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
+                 int64_t pageSize) {
   if (batch < 0)
     return fail("batch = ", batch, " is negative");
   if (pageSize <= 0)
     return fail("page_size = ", pageSize, " must be positive");
   if (pageSize > std::numeric_limits<int32_t>::max())
     return fail("page_size = ", pageSize, " exceeds INT32_MAX");
-  if (!kvIndptr)
-    return fail("kv_indptr is null (it needs batch + 1 = ", batch + 1,
-                " entries)");
-  if (batch > 0 && !lastPageLen)
-    return fail("kv_last_page_len is null (it needs batch = ", batch,
-                " entries)");
-  return Status::success();
+  if (Status s = checkLength(kvIndptr, "kv_indptr", batch + 1, "batch + 1"); !s)
+    return s;
+  return checkLength(lastPageLen, "kv_last_page_len", batch, "batch");
 }
 
 } // namespace
 
-Status pa::rt::kvLengths(const int32_t *kvIndptr, const int32_t *lastPageLen,
-                         int64_t batch, int64_t pageSize,
-                         std::vector<int64_t> &out) {
+Status pa::rt::kvLengths(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
+                         int64_t pageSize, std::vector<int64_t> &out) {
   out.clear();
   if (Status s = checkArgs(kvIndptr, lastPageLen, batch, pageSize); !s)
     return s;
@@ -90,19 +98,20 @@ Status pa::rt::kvLengths(const int32_t *kvIndptr, const int32_t *lastPageLen,
   return Status::success();
 }
 
-Status pa::rt::validatePageTable(const int32_t *kvIndptr,
-                                 const int32_t *kvIndices,
-                                 const int32_t *lastPageLen, int64_t batch,
+Status pa::rt::validatePageTable(I32Span kvIndptr, I32Span kvIndices,
+                                 I32Span lastPageLen, int64_t batch,
                                  int64_t pageSize, int64_t numPages) {
   std::vector<int64_t> lens;
   if (Status s = kvLengths(kvIndptr, lastPageLen, batch, pageSize, lens); !s)
     return s;
   if (numPages < 0)
     return fail("num_pages = ", numPages, " is negative");
+  if (Status s = checkData(kvIndices, "kv_indices"); !s)
+    return s;
   int64_t used = kvIndptr[batch];
-  if (used > 0 && !kvIndices)
-    return fail("kv_indices is null (it needs kv_indptr[", batch, "] = ", used,
-                " entries)");
+  if (used > kvIndices.size)
+    return fail("kv_indptr[", batch, "] = ", used, " exceeds the ",
+                kvIndices.size, " entries of kv_indices");
   for (int64_t i = 0; i < used; ++i) {
     int64_t page = kvIndices[i];
     if (page < 0 || page >= numPages)
@@ -168,9 +177,9 @@ int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
   return lo * pageSize;
 }
 
-Status pa::rt::planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
-                          int64_t batch, int64_t pageSize, int64_t numKVHeads,
-                          int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan,
+Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
+                          int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
+                          int64_t ctasPerSM, DecodePlan &plan,
                           int64_t minChunk) {
   if (numKVHeads <= 0)
     return fail("num_kv_heads = ", numKVHeads, " must be positive");

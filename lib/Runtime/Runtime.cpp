@@ -23,7 +23,6 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,13 +35,6 @@ using namespace pa::rt;
 namespace {
 
 thread_local std::string lastError;
-
-/// Returns an error Status whose message is the concatenation of `parts`.
-template <typename... Ts> Status fail(const Ts &...parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return Status::error(os.str());
-}
 
 /// Status of a driver call: "<what> failed: CUDA_ERROR_X (text)".
 Status cuCheck(CUresult r, const char *what) {
@@ -266,7 +258,10 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   const BundleConfig &c = b.manifest.config;
   p.config = c;
   p.batch = batch;
-  PA_TRY(kvLengths(kvIndptr, lastPageLen, batch, c.pageSize, p.kvLens));
+  // The C API's contract: kv_indptr has batch + 1 entries and
+  // kv_last_page_len batch entries.
+  I32Span indptr(kvIndptr, batch + 1), lastLen(lastPageLen, batch);
+  PA_TRY(kvLengths(indptr, lastLen, batch, c.pageSize, p.kvLens));
   p.nnz = kvIndptr[batch];
 
   CUdevice dev;
@@ -320,8 +315,8 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
     }
     p.plan.maxItemsBound = batch + ceilDiv(total, forceChunk);
   } else {
-    PA_TRY(planDecode(kvIndptr, lastPageLen, batch, c.pageSize, c.kvHeads,
-                      p.numSMs, p.ctasPerSM, p.plan));
+    PA_TRY(planDecode(indptr, lastLen, batch, c.pageSize, c.kvHeads, p.numSMs,
+                      p.ctasPerSM, p.plan));
   }
   if (p.plan.split && !b.hasSplit())
     return fail("the plan splits KV (chunk ", p.plan.chunkSize,
@@ -358,7 +353,9 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
 }
 
 /// Checked mode: validates the device page table on the host against the
-/// cache, the nnz argument and the plan.
+/// cache, the nnz argument and the plan. The host copies have the lengths
+/// the arguments give (batch + 1, batch, nnz), and the validators check the
+/// table against exactly those lengths.
 Status checkPageTable(const BundleConfig &c, const pa_plan &p,
                       const pa_decode_args &a, CUstream stream) {
   std::vector<int32_t> indptr, lastLen, indices;
@@ -366,13 +363,13 @@ Status checkPageTable(const BundleConfig &c, const pa_plan &p,
   PA_TRY(download(lastLen, a.kv_last_page_len, a.batch, stream,
                   "kv_last_page_len"));
   std::vector<int64_t> lens;
-  PA_TRY(kvLengths(indptr.data(), lastLen.data(), a.batch, c.pageSize, lens));
+  PA_TRY(kvLengths(indptr, lastLen, a.batch, c.pageSize, lens));
   if (indptr[a.batch] != a.nnz)
     return fail("size mismatch: kv_indptr[", a.batch, "] = ", indptr[a.batch],
                 " on the device, but nnz (entries of kv_indices) = ", a.nnz);
   PA_TRY(download(indices, a.kv_indices, a.nnz, stream, "kv_indices"));
-  PA_TRY(validatePageTable(indptr.data(), indices.data(), lastLen.data(),
-                           a.batch, c.pageSize, a.num_pages));
+  PA_TRY(validatePageTable(indptr, indices, lastLen, a.batch, c.pageSize,
+                           a.num_pages));
   for (int64_t b = 0; b < a.batch; ++b)
     if (lens[b] != p.kvLens[b])
       return fail("the page table does not match the plan: kv_len[", b,

@@ -5,9 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The manifest parser on the contract's example and on one broken variant per
-// rule (each error must name the line), role shapes of both layouts and both
-// storages, grid resolution, and the memref-descriptor parameter packing.
-// No GPU needed.
+// rule (each error must name the line), the printer (parse(print(m)) == m and
+// print(parse(text)) == text for every kernel set, storage, layout and
+// dtype), the spellings (fromString / toString of every enumerator), role
+// shapes of both layouts and both storages, grid resolution, and the
+// memref-descriptor parameter packing. No GPU needed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -325,6 +331,313 @@ TEST(BundleManifest, ReadManifestNamesTheFile) {
   EXPECT_NE(s.message.find("/nonexistent-pa-bundle-dir/bundle.manifest"),
             std::string::npos)
       << s.message;
+}
+
+//===----------------------------------------------------------------------===//
+// Spellings
+//===----------------------------------------------------------------------===//
+
+/// Every enumerator of E (values 0 .. n-1) spells a distinct name that
+/// fromString maps back; other text (also in another case) is rejected and
+/// leaves `out` alone.
+template <typename E> void expectSpellingsRoundTrip(int n, const char *what) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < n; ++i) {
+    E e = static_cast<E>(i);
+    std::string name = toString(e);
+    SCOPED_TRACE(std::string(what) + " '" + name + "'");
+    EXPECT_NE(name, "?");
+    EXPECT_EQ(std::find(seen.begin(), seen.end(), name), seen.end())
+        << "spelled twice";
+    seen.push_back(name);
+    E back = static_cast<E>((i + 1) % n);
+    ASSERT_TRUE(fromString(name, back));
+    EXPECT_EQ(back, e);
+    std::string upper = name;
+    for (char &c : upper)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    E untouched = e;
+    EXPECT_FALSE(fromString(upper, untouched));
+    EXPECT_FALSE(fromString(name + " ", untouched));
+    EXPECT_FALSE(fromString(name + "x", untouched));
+    EXPECT_EQ(untouched, e);
+  }
+  E untouched = static_cast<E>(0);
+  EXPECT_FALSE(fromString("", untouched));
+  EXPECT_FALSE(fromString("bogus", untouched));
+  EXPECT_EQ(untouched, static_cast<E>(0));
+}
+
+TEST(BundleSpellings, EveryEnumeratorRoundTrips) {
+  expectSpellingsRoundTrip<DType>(3, "dtype");
+  expectSpellingsRoundTrip<CacheLayout>(2, "layout");
+  expectSpellingsRoundTrip<KVStorage>(2, "kv storage");
+  expectSpellingsRoundTrip<ElemType>(4, "element type");
+  expectSpellingsRoundTrip<KernelKind>(kNumKernelKinds, "kernel kind");
+  expectSpellingsRoundTrip<ArgRole>(kNumArgRoles, "argument role");
+  expectSpellingsRoundTrip<GridSymbol>(kNumGridSymbols, "grid symbol");
+}
+
+/// Expects `name` to spell `value`.
+template <typename E> void expectSpelled(const char *name, E value) {
+  E e = value == static_cast<E>(0) ? static_cast<E>(1) : static_cast<E>(0);
+  ASSERT_TRUE(fromString(name, e)) << name;
+  EXPECT_EQ(e, value) << name;
+}
+
+TEST(BundleSpellings, ManifestNames) {
+  expectSpelled("decode_partial", KernelKind::DecodePartial);
+  expectSpelled("kv_last_page_len", ArgRole::KVLastPageLen);
+  expectSpelled("work_capacity", GridSymbol::WorkCapacity);
+  expectSpelled("bf16", DType::BF16);
+  expectSpelled("i32", ElemType::I32);
+  expectSpelled("hnd", CacheLayout::HND);
+  expectSpelled("split", KVStorage::Split);
+  DType d = DType::F16;
+  EXPECT_FALSE(fromString("i32", d)) << "i32 is an element type, not a dtype";
+  // "literal" names GridSymbol::Literal but is not a grid extent.
+  expectError(replaced(11, "launch grid batch literal 1 block 128 1 1 smem 0"),
+              11, "grid extent 'literal' is neither an integer nor one of");
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+/// Canonical manifest text of one configuration: the kernels in `order`
+/// (decode_partial and merge_segments only when `split`), each with the
+/// roles its kind takes for `storage`, in the order pa-compile writes them.
+std::string canonicalManifest(CacheLayout layout, DType dtype,
+                              KVStorage storage, bool split,
+                              const std::vector<KernelKind> &order) {
+  std::string dt = toString(dtype);
+  std::string cache =
+      storage == KVStorage::Joint
+          ? "arg kv memref 5 " + dt + "\n"
+          : "arg k memref 4 " + dt + "\narg v memref 4 " + dt + "\n";
+  std::string pages = "arg kv_indptr memref 1 i32\n"
+                      "arg kv_indices memref 1 i32\n"
+                      "arg kv_last_page_len memref 1 i32\n";
+  std::string text = "pa-bundle 1\nconfig head_dim 64 page_size 32 kv_heads "
+                     "2 group 6 layout " +
+                     std::string(toString(layout)) + " dtype " + dt + " kv " +
+                     toString(storage) + "\n";
+  for (KernelKind k : order) {
+    if (!split && k != KernelKind::Decode)
+      continue;
+    switch (k) {
+    case KernelKind::Decode:
+      text += "kernel decode k.cubin pa_decode\narg q memref 3 " + dt + "\n" +
+              cache + pages + "arg o memref 3 " + dt +
+              "\narg lse memref 2 f32\n"
+              "launch grid batch kv_heads 1 block 128 1 1 smem 0\n";
+      break;
+    case KernelKind::DecodePartial:
+      text += "kernel decode_partial sub/k2.ptx pa_decode_partial\n"
+              "arg q memref 3 " +
+              dt + "\n" + cache + pages +
+              "arg work_indptr memref 1 i32\narg work_request memref 1 i32\n"
+              "arg work_start memref 1 i32\narg work_end memref 1 i32\n"
+              "arg o_part memref 3 f32\narg lse_part memref 2 f32\n"
+              "launch grid work_capacity num_q_heads 3 block 32 4 2 smem "
+              "65536\n";
+      break;
+    case KernelKind::MergeSegments:
+      text += "kernel merge_segments k.cubin pa_merge_segments\n"
+              "arg lse_part memref 2 f32\narg o_part memref 3 f32\n"
+              "arg work_indptr memref 1 i32\narg o memref 3 " +
+              dt +
+              "\narg lse memref 2 f32\n"
+              "launch grid 7 batch 1 block 1024 1 1 smem 48\n";
+      break;
+    }
+  }
+  return text + "end\n";
+}
+
+TEST(BundlePrint, RoundTripsEveryConfiguration) {
+  using K = KernelKind;
+  const std::vector<std::vector<K>> orders = {
+      {K::Decode, K::DecodePartial, K::MergeSegments},
+      {K::MergeSegments, K::Decode, K::DecodePartial}};
+  int checked = 0;
+  for (CacheLayout layout : {CacheLayout::NHD, CacheLayout::HND})
+    for (DType dtype : {DType::F16, DType::BF16, DType::F32})
+      for (KVStorage storage : {KVStorage::Joint, KVStorage::Split})
+        for (bool split : {false, true})
+          for (const std::vector<K> &order : orders) {
+            std::string text =
+                canonicalManifest(layout, dtype, storage, split, order);
+            SCOPED_TRACE(text);
+            Manifest m;
+            Status s = parseManifest(text, m);
+            ASSERT_TRUE(s) << s.message;
+            ASSERT_EQ(m.hasSplitKernels(), split);
+            EXPECT_EQ(printManifest(m), text);
+            Manifest again;
+            s = parseManifest(printManifest(m), again);
+            ASSERT_TRUE(s) << s.message;
+            EXPECT_EQ(again, m);
+            ++checked;
+          }
+  EXPECT_EQ(checked, 2 * 3 * 2 * 2 * 2);
+}
+
+TEST(BundlePrint, TheContractExampleIsCanonical) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m));
+  EXPECT_EQ(printManifest(m), join(kExample));
+}
+
+TEST(BundlePrint, OtherTextsPrintCanonically) {
+  // Comments, blank lines, tabs, CRLF and another key order parse to the
+  // same manifest as their canonical print.
+  std::string spaced = "# a bundle\n\n  pa-bundle   1   # version\n";
+  for (size_t i = 1; i < kExample.size(); ++i)
+    spaced += "\t" + kExample[i] + "  # line " + std::to_string(i) + "\r\n\n";
+  std::string reordered =
+      "pa-bundle 1\n"
+      "config kv split dtype bf16 layout hnd group 1 kv_heads 32 page_size 64 "
+      "head_dim 64\n"
+      "kernel decode d.ptx my_decode\n"
+      "arg q memref 3 bf16\narg k memref 4 bf16\narg v memref 4 bf16\n"
+      "arg kv_indptr memref 1 i32\narg kv_indices memref 1 i32\n"
+      "arg kv_last_page_len memref 1 i32\narg o memref 3 bf16\n"
+      "arg lse memref 2 f32\n"
+      "launch grid batch num_q_heads 2 block 32 4 1 smem 65536\n"
+      "end\n";
+  for (const std::string &text : {spaced, reordered}) {
+    Manifest m;
+    ASSERT_TRUE(parseManifest(text, m));
+    std::string printed = printManifest(m);
+    EXPECT_NE(printed, text);
+    Manifest again;
+    Status s = parseManifest(printed, again);
+    ASSERT_TRUE(s) << s.message;
+    EXPECT_EQ(again, m);
+    EXPECT_EQ(printManifest(again), printed);
+  }
+  Manifest m;
+  ASSERT_TRUE(parseManifest(reordered, m));
+  const std::string head = "pa-bundle 1\nconfig head_dim 64 page_size 64 "
+                           "kv_heads 32 group 1 layout hnd dtype bf16 kv "
+                           "split\n";
+  EXPECT_EQ(printManifest(m).substr(0, head.size()), head);
+}
+
+TEST(BundlePrint, AManifestBuiltFromStrings) {
+  // What a compiler does: every field from its spelling.
+  Manifest m;
+  ASSERT_TRUE(fromString("hnd", m.config.layout));
+  ASSERT_TRUE(fromString("f32", m.config.dtype));
+  ASSERT_TRUE(fromString("joint", m.config.kv));
+  m.config.headDim = 32;
+  m.config.pageSize = 1;
+  m.config.kvHeads = 1;
+  m.config.group = 8;
+  KernelSpec k;
+  ASSERT_TRUE(fromString("decode", k.kind));
+  k.file = "kernels.cubin";
+  k.symbol = "pa_decode";
+  for (const char *role :
+       {"q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"}) {
+    ArgSpec a;
+    ASSERT_TRUE(fromString(role, a.role));
+    a.rank = std::string(role) == "kv"                              ? 5
+             : std::string(role) == "q" || std::string(role) == "o" ? 3
+             : std::string(role) == "lse"                           ? 2
+                                                                    : 1;
+    ASSERT_TRUE(fromString(a.rank == 1 ? "i32" : "f32", a.type));
+    k.args.push_back(a);
+  }
+  ASSERT_TRUE(fromString("batch", k.launch.grid[0].symbol));
+  ASSERT_TRUE(fromString("kv_heads", k.launch.grid[1].symbol));
+  k.launch.block = {256, 1, 1};
+  m.kernels.push_back(k);
+  EXPECT_EQ(m.version, kManifestVersion);
+
+  std::string text = printManifest(m);
+  EXPECT_EQ(text, "pa-bundle 1\n"
+                  "config head_dim 32 page_size 1 kv_heads 1 group 8 layout "
+                  "hnd dtype f32 kv joint\n"
+                  "kernel decode kernels.cubin pa_decode\n"
+                  "arg q memref 3 f32\narg kv memref 5 f32\n"
+                  "arg kv_indptr memref 1 i32\narg kv_indices memref 1 i32\n"
+                  "arg kv_last_page_len memref 1 i32\narg o memref 3 f32\n"
+                  "arg lse memref 2 f32\n"
+                  "launch grid batch kv_heads 1 block 256 1 1 smem 0\n"
+                  "end\n");
+  Manifest parsed;
+  Status s = parseManifest(text, parsed);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_EQ(parsed, m);
+}
+
+TEST(BundlePrint, BrokenManifestsPrintAsTextTheParserRejects) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kExample), m));
+  m.kernels[0].args.pop_back(); // decode without lse
+  expectError(printManifest(m), 3, "missing argument role 'lse'");
+  m.kernels.erase(m.kernels.begin()); // no decode kernel
+  expectError(printManifest(m), 23, "no 'decode' kernel");
+}
+
+TEST(BundleEquality, ComparesEveryFieldButLines) {
+  Manifest a;
+  ASSERT_TRUE(parseManifest(join(kExample), a));
+  Manifest b = a;
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a != b);
+  // Line numbers are not part of a manifest's value.
+  b.kernels[1].line = 99;
+  b.kernels[1].args[3].line = 7;
+  EXPECT_EQ(a, b);
+  // Every other field is.
+  auto differs = [&](const std::function<void(Manifest &)> &edit,
+                     const char *what) {
+    Manifest c = a;
+    edit(c);
+    EXPECT_NE(a, c) << what;
+    EXPECT_FALSE(a == c) << what;
+  };
+  differs([](Manifest &m) { m.version = 2; }, "version");
+  differs([](Manifest &m) { m.config.group = 2; }, "config");
+  differs([](Manifest &m) { m.kernels.pop_back(); }, "kernel count");
+  differs([](Manifest &m) { std::swap(m.kernels[1], m.kernels[2]); },
+          "kernel order");
+  differs([](Manifest &m) { m.kernels[0].kind = KernelKind::MergeSegments; },
+          "kind");
+  differs([](Manifest &m) { m.kernels[0].file = "x.cubin"; }, "file");
+  differs([](Manifest &m) { m.kernels[0].symbol = "x"; }, "symbol");
+  differs(
+      [](Manifest &m) {
+        std::swap(m.kernels[0].args[0], m.kernels[0].args[1]);
+      },
+      "argument order");
+  differs([](Manifest &m) { m.kernels[0].args[0].rank = 4; }, "rank");
+  differs([](Manifest &m) { m.kernels[0].args[0].type = ElemType::F32; },
+          "type");
+  differs([](Manifest &m) { m.kernels[0].args[0].role = ArgRole::O; }, "role");
+  differs([](Manifest &m) { m.kernels[0].launch.block[2] = 2; }, "block");
+  differs([](Manifest &m) { m.kernels[0].launch.sharedBytes = 16; }, "smem");
+  differs([](Manifest &m) { m.kernels[0].launch.grid[2].value = 2; },
+          "literal grid value");
+  differs(
+      [](Manifest &m) {
+        m.kernels[0].launch.grid[0].symbol = GridSymbol::NumQHeads;
+      },
+      "grid symbol");
+
+  // A symbol's unused value does not matter; a literal's does.
+  GridExtent x, y;
+  x.symbol = y.symbol = GridSymbol::Batch;
+  x.value = 5;
+  y.value = 9;
+  EXPECT_EQ(x, y);
+  x.symbol = y.symbol = GridSymbol::Literal;
+  EXPECT_NE(x, y);
+  y.value = 5;
+  EXPECT_EQ(x, y);
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Page-table validation messages, the exact-cover property of the fixed-chunk
-// work list over thousands of random batches, the chunk-size rule, and
-// planDecode end to end. Random cases print their std::mt19937 seed through
-// SCOPED_TRACE so a failure can be replayed.
+// Page-table validation messages (every invariant, array lengths included),
+// the exact-cover property of the fixed-chunk work list over thousands of
+// random batches, the chunk-size rule, and planDecode end to end. Random cases
+// print their std::mt19937 seed through SCOPED_TRACE so a failure can be
+// replayed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,11 +149,10 @@ const std::vector<int32_t> kLast = {2, 0, 4};
 
 TEST(PageTable, ValidTablePasses) {
   std::vector<int64_t> lens;
-  Status s = kvLengths(kIndptr.data(), kLast.data(), 3, 4, lens);
+  Status s = kvLengths(kIndptr, kLast, 3, 4, lens);
   ASSERT_TRUE(s) << s.message;
   EXPECT_EQ(lens, (std::vector<int64_t>{10, 0, 4}));
-  s = validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(), 3, 4,
-                        10);
+  s = validatePageTable(kIndptr, kIndices, kLast, 3, 4, 10);
   EXPECT_TRUE(s) << s.message;
   EXPECT_TRUE(s.message.empty());
 }
@@ -160,10 +160,11 @@ TEST(PageTable, ValidTablePasses) {
 TEST(PageTable, EmptyBatchPasses) {
   int32_t indptr = 0;
   std::vector<int64_t> lens = {5};
-  Status s = kvLengths(&indptr, nullptr, 0, 16, lens);
+  Status s = kvLengths(I32Span(&indptr, 1), I32Span(), 0, 16, lens);
   ASSERT_TRUE(s) << s.message;
   EXPECT_TRUE(lens.empty());
-  EXPECT_TRUE(validatePageTable(&indptr, nullptr, nullptr, 0, 16, 0));
+  EXPECT_TRUE(
+      validatePageTable(I32Span(&indptr, 1), I32Span(), I32Span(), 0, 16, 0));
 }
 
 TEST(PageTable, RandomTablesMatchLengths) {
@@ -174,15 +175,27 @@ TEST(PageTable, RandomTablesMatchLengths) {
     std::vector<int64_t> lens = randomLens(rng, 64, 5000);
     Table t = makeTable(lens, pageSize);
     std::vector<int64_t> got;
-    Status s = kvLengths(t.indptr.data(), t.lastPageLen.data(),
-                         static_cast<int64_t>(lens.size()), pageSize, got);
+    int64_t batch = static_cast<int64_t>(lens.size());
+    Status s = kvLengths(t.indptr, t.lastPageLen, batch, pageSize, got);
     ASSERT_TRUE(s) << s.message;
     EXPECT_EQ(got, lens);
-    s = validatePageTable(t.indptr.data(), t.indices.data(),
-                          t.lastPageLen.data(),
-                          static_cast<int64_t>(lens.size()), pageSize,
-                          static_cast<int64_t>(t.indices.size()));
+    int64_t numPages = static_cast<int64_t>(t.indices.size());
+    s = validatePageTable(t.indptr, t.indices, t.lastPageLen, batch, pageSize,
+                          numPages);
     EXPECT_TRUE(s) << s.message;
+    if (numPages == 0)
+      continue;
+    // Regression: kv_indices one or more entries short of kv_indptr[B] is
+    // rejected, naming both arrays, not read past its end.
+    int64_t shortBy = uniform(rng, 1, numPages);
+    s = validatePageTable(t.indptr,
+                          I32Span(t.indices.data(), numPages - shortBy),
+                          t.lastPageLen, batch, pageSize, numPages);
+    EXPECT_FALSE(s);
+    EXPECT_EQ(s.message, "kv_indptr[" + std::to_string(batch) + "] = " +
+                             std::to_string(numPages) + " exceeds the " +
+                             std::to_string(numPages - shortBy) +
+                             " entries of kv_indices");
   }
 }
 
@@ -195,85 +208,129 @@ void expectError(const Status &s, const std::string &what) {
       << "\"";
 }
 
+TEST(PageTable, KVIndicesShorterThanIndptrSays) {
+  // kv_indptr[3] = 4 pages, but only 3 (or 0) entries of kv_indices.
+  expectError(
+      validatePageTable(kIndptr, I32Span(kIndices.data(), 3), kLast, 3, 4, 10),
+      "kv_indptr[3] = 4 exceeds the 3 entries of kv_indices");
+  expectError(validatePageTable(kIndptr, I32Span(), kLast, 3, 4, 10),
+              "kv_indptr[3] = 4 exceeds the 0 entries of kv_indices");
+  // Entries past kv_indptr[B] are not read: a longer array is fine.
+  std::vector<int32_t> longer = kIndices;
+  longer.push_back(-5);
+  longer.push_back(1000);
+  EXPECT_TRUE(validatePageTable(kIndptr, longer, kLast, 3, 4, 10));
+}
+
+TEST(PageTable, KVIndptrLengthIsBatchPlusOne) {
+  std::vector<int64_t> lens;
+  DecodePlan plan;
+  std::vector<int32_t> longer = {0, 3, 3, 4, 4};
+  for (I32Span indptr : {I32Span(kIndptr.data(), 3), I32Span(longer)}) {
+    std::string msg = "kv_indptr has " + std::to_string(indptr.size) +
+                      " entries, expected batch + 1 = 4";
+    expectError(kvLengths(indptr, kLast, 3, 4, lens), msg);
+    expectError(validatePageTable(indptr, kIndices, kLast, 3, 4, 10), msg);
+    expectError(planDecode(indptr, kLast, 3, 4, 1, 100, 1, plan), msg);
+  }
+  expectError(kvLengths(I32Span(), I32Span(), 0, 4, lens),
+              "kv_indptr has 0 entries, expected batch + 1 = 1");
+}
+
+TEST(PageTable, LastPageLenLengthIsBatch) {
+  std::vector<int64_t> lens;
+  DecodePlan plan;
+  const std::string msg = "kv_last_page_len has 2 entries, expected batch = 3";
+  I32Span shortLast(kLast.data(), 2);
+  expectError(kvLengths(kIndptr, shortLast, 3, 4, lens), msg);
+  expectError(validatePageTable(kIndptr, kIndices, shortLast, 3, 4, 10), msg);
+  expectError(planDecode(kIndptr, shortLast, 3, 4, 1, 100, 1, plan), msg);
+  std::vector<int32_t> longer = {2, 0, 4, 1};
+  expectError(kvLengths(kIndptr, longer, 3, 4, lens),
+              "kv_last_page_len has 4 entries, expected batch = 3");
+}
+
+TEST(PageTable, NullOrNegativeLengthArrays) {
+  std::vector<int64_t> lens;
+  expectError(validatePageTable(I32Span(nullptr, 4), kIndices, kLast, 3, 4, 10),
+              "kv_indptr is null but has length 4");
+  expectError(validatePageTable(kIndptr, I32Span(nullptr, 4), kLast, 3, 4, 10),
+              "kv_indices is null but has length 4");
+  expectError(
+      validatePageTable(kIndptr, kIndices, I32Span(nullptr, 3), 3, 4, 10),
+      "kv_last_page_len is null but has length 3");
+  expectError(kvLengths(I32Span(kIndptr.data(), -1), kLast, 3, 4, lens),
+              "kv_indptr has a negative length -1");
+  expectError(
+      validatePageTable(kIndptr, I32Span(kIndices.data(), -2), kLast, 3, 4, 10),
+      "kv_indices has a negative length -2");
+}
+
 TEST(PageTable, PageIndexOutOfRange) {
   std::vector<int32_t> indices = kIndices;
   indices[2] = 10;
-  expectError(
-      validatePageTable(kIndptr.data(), indices.data(), kLast.data(), 3, 4, 10),
-      "kv_indices[2] = 10 out of range [0, 10)");
+  expectError(validatePageTable(kIndptr, indices, kLast, 3, 4, 10),
+              "kv_indices[2] = 10 out of range [0, 10)");
   indices[2] = 9;
   indices[3] = -1;
-  expectError(
-      validatePageTable(kIndptr.data(), indices.data(), kLast.data(), 3, 4, 10),
-      "kv_indices[3] = -1 out of range [0, 10)");
+  expectError(validatePageTable(kIndptr, indices, kLast, 3, 4, 10),
+              "kv_indices[3] = -1 out of range [0, 10)");
   // kvLengths does not look at indices.
   std::vector<int64_t> lens;
-  EXPECT_TRUE(kvLengths(kIndptr.data(), kLast.data(), 3, 4, lens));
+  EXPECT_TRUE(kvLengths(kIndptr, kLast, 3, 4, lens));
 }
 
 TEST(PageTable, LastPageLenZero) {
   std::vector<int32_t> last = kLast;
   last[2] = 0;
   std::vector<int64_t> lens = {1, 2};
-  Status s = kvLengths(kIndptr.data(), last.data(), 3, 4, lens);
+  Status s = kvLengths(kIndptr, last, 3, 4, lens);
   expectError(s, "kv_last_page_len[2] = 0 not in [1, 4]");
   EXPECT_TRUE(lens.empty());
-  expectError(
-      validatePageTable(kIndptr.data(), kIndices.data(), last.data(), 3, 4, 10),
-      "kv_last_page_len[2] = 0 not in [1, 4]");
+  expectError(validatePageTable(kIndptr, kIndices, last, 3, 4, 10),
+              "kv_last_page_len[2] = 0 not in [1, 4]");
 }
 
 TEST(PageTable, LastPageLenAbovePageSize) {
   std::vector<int32_t> last = kLast;
   last[0] = 5;
   std::vector<int64_t> lens;
-  expectError(kvLengths(kIndptr.data(), last.data(), 3, 4, lens),
+  expectError(kvLengths(kIndptr, last, 3, 4, lens),
               "kv_last_page_len[0] = 5 not in [1, 4]");
-  expectError(
-      validatePageTable(kIndptr.data(), kIndices.data(), last.data(), 3, 4, 10),
-      "kv_last_page_len[0] = 5 not in [1, 4]");
+  expectError(validatePageTable(kIndptr, kIndices, last, 3, 4, 10),
+              "kv_last_page_len[0] = 5 not in [1, 4]");
 }
 
 TEST(PageTable, IndptrNotMonotonic) {
   std::vector<int32_t> indptr = {0, 3, 2, 4};
   std::vector<int64_t> lens;
-  expectError(kvLengths(indptr.data(), kLast.data(), 3, 4, lens),
+  expectError(kvLengths(indptr, kLast, 3, 4, lens),
               "kv_indptr not non-decreasing at b = 1: kv_indptr[1] = 3 > "
               "kv_indptr[2] = 2");
-  expectError(
-      validatePageTable(indptr.data(), kIndices.data(), kLast.data(), 3, 4, 10),
-      "kv_indptr not non-decreasing at b = 1");
+  expectError(validatePageTable(indptr, kIndices, kLast, 3, 4, 10),
+              "kv_indptr not non-decreasing at b = 1");
 }
 
 TEST(PageTable, IndptrNotStartingAtZero) {
   std::vector<int32_t> indptr = {1, 3, 3, 4};
   std::vector<int64_t> lens;
-  expectError(kvLengths(indptr.data(), kLast.data(), 3, 4, lens),
+  expectError(kvLengths(indptr, kLast, 3, 4, lens),
               "kv_indptr[0] = 1, expected 0");
-  expectError(
-      validatePageTable(indptr.data(), kIndices.data(), kLast.data(), 3, 4, 10),
-      "kv_indptr[0] = 1, expected 0");
+  expectError(validatePageTable(indptr, kIndices, kLast, 3, 4, 10),
+              "kv_indptr[0] = 1, expected 0");
 }
 
 TEST(PageTable, BadSizes) {
   std::vector<int64_t> lens;
-  expectError(kvLengths(kIndptr.data(), kLast.data(), -1, 4, lens),
+  expectError(kvLengths(kIndptr, kLast, -1, 4, lens), "batch = -1 is negative");
+  expectError(validatePageTable(kIndptr, kIndices, kLast, -1, 4, 10),
               "batch = -1 is negative");
-  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
-                                -1, 4, 10),
-              "batch = -1 is negative");
-  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
-                                3, 0, 10),
+  expectError(validatePageTable(kIndptr, kIndices, kLast, 3, 0, 10),
               "page_size = 0 must be positive");
-  expectError(validatePageTable(kIndptr.data(), kIndices.data(), kLast.data(),
-                                3, 4, -2),
+  expectError(validatePageTable(kIndptr, kIndices, kLast, 3, 4, -2),
               "num_pages = -2 is negative");
-  expectError(
-      validatePageTable(nullptr, kIndices.data(), kLast.data(), 3, 4, 10),
-      "kv_indptr is null");
-  expectError(
-      validatePageTable(kIndptr.data(), nullptr, kLast.data(), 3, 4, 10),
-      "kv_indices is null");
+  expectError(validatePageTable(kIndptr, kIndices, kLast, 3, 1LL << 31, 10),
+              "page_size = 2147483648 exceeds INT32_MAX");
 }
 
 //===----------------------------------------------------------------------===//
@@ -317,8 +374,7 @@ TEST(FixedChunks, RandomCoverage) {
     int64_t batch = static_cast<int64_t>(lens.size());
     Table t = makeTable(lens, pageSize);
     std::vector<int64_t> got;
-    Status s =
-        kvLengths(t.indptr.data(), t.lastPageLen.data(), batch, pageSize, got);
+    Status s = kvLengths(t.indptr, t.lastPageLen, batch, pageSize, got);
     ASSERT_TRUE(s) << s.message;
     ASSERT_EQ(got, lens);
 
@@ -425,7 +481,7 @@ TEST(ChunkSize, RandomRule) {
 
 TEST(PlanDecode, SmallTableNoSplit) {
   DecodePlan plan;
-  Status s = planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 100, 1, plan);
+  Status s = planDecode(kIndptr, kLast, 3, 4, 1, 100, 1, plan);
   ASSERT_TRUE(s) << s.message;
   // Lengths {10, 0, 4}, all within one minimal chunk.
   EXPECT_FALSE(plan.split);
@@ -444,7 +500,7 @@ TEST(PlanDecode, SmallTableSplit) {
   std::vector<int32_t> indptr = {0, 64, 104};
   std::vector<int32_t> last = {16, 5};
   DecodePlan plan;
-  Status s = planDecode(indptr.data(), last.data(), 2, 16, 2, 4, 2, plan);
+  Status s = planDecode(indptr, last, 2, 16, 2, 4, 2, plan);
   ASSERT_TRUE(s) << s.message;
   EXPECT_TRUE(plan.split);
   EXPECT_EQ(plan.chunkSize, 512);
@@ -461,15 +517,15 @@ TEST(PlanDecode, Errors) {
   plan.chunkSize = -7;
   std::vector<int32_t> last = kLast;
   last[0] = 0;
-  expectError(planDecode(kIndptr.data(), last.data(), 3, 4, 1, 100, 1, plan),
+  expectError(planDecode(kIndptr, last, 3, 4, 1, 100, 1, plan),
               "kv_last_page_len[0] = 0 not in [1, 4]");
-  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 0, 100, 1, plan),
+  expectError(planDecode(kIndptr, kLast, 3, 4, 0, 100, 1, plan),
               "num_kv_heads = 0 must be positive");
-  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 0, 1, plan),
+  expectError(planDecode(kIndptr, kLast, 3, 4, 1, 0, 1, plan),
               "num_sms = 0 must be positive");
-  expectError(planDecode(kIndptr.data(), kLast.data(), 3, 4, 1, 100, -1, plan),
+  expectError(planDecode(kIndptr, kLast, 3, 4, 1, 100, -1, plan),
               "ctas_per_sm = -1 must be positive");
-  expectError(planDecode(kIndptr.data(), kLast.data(), -3, 4, 1, 100, 1, plan),
+  expectError(planDecode(kIndptr, kLast, -3, 4, 1, 100, 1, plan),
               "batch = -3 is negative");
   EXPECT_EQ(plan.chunkSize, -7) << "plan written on failure";
 }
@@ -485,8 +541,8 @@ TEST(PlanDecode, RandomMatchesParts) {
     int64_t kvHeads = uniform(rng, 1, 8), sms = uniform(rng, 1, 132),
             perSM = uniform(rng, 1, 4);
     DecodePlan plan;
-    Status s = planDecode(t.indptr.data(), t.lastPageLen.data(), batch,
-                          pageSize, kvHeads, sms, perSM, plan);
+    Status s = planDecode(t.indptr, t.lastPageLen, batch, pageSize, kvHeads,
+                          sms, perSM, plan);
     ASSERT_TRUE(s) << s.message;
     EXPECT_EQ(plan.chunkSize,
               chooseChunkSize(lens, kvHeads, sms * perSM, pageSize,

@@ -10,7 +10,8 @@
 // testable without a GPU:
 //
 //   * the manifest parser (strict: an unknown key, role, kernel or symbol is
-//     an error naming the line);
+//     an error naming the line) and its inverse, the printer;
+//   * the manifest spellings of every enumeration (toString / fromString);
 //   * the shapes of every argument role for given problem sizes;
 //   * launch-grid resolution (symbols batch, kv_heads, num_q_heads,
 //     work_capacity);
@@ -55,6 +56,13 @@ const char *toString(DType t);
 const char *toString(CacheLayout l);
 const char *toString(KVStorage s);
 const char *toString(ElemType t);
+/// The value spelled `s` in a manifest (exactly toString's spelling, case
+/// sensitive); false, `out` untouched, for any other text. The same tables
+/// serve the parser, the printer and a compiler that builds a Manifest.
+bool fromString(std::string_view s, DType &out);
+bool fromString(std::string_view s, CacheLayout &out);
+bool fromString(std::string_view s, KVStorage &out);
+bool fromString(std::string_view s, ElemType &out);
 /// The argument element type that holds values of `t`.
 ElemType toElemType(DType t);
 
@@ -90,6 +98,7 @@ enum class KernelKind {
 };
 constexpr int kNumKernelKinds = 3;
 const char *toString(KernelKind k);
+bool fromString(std::string_view s, KernelKind &out);
 
 /// Argument roles; the manifest spelling is toString(role).
 enum class ArgRole {
@@ -111,6 +120,7 @@ enum class ArgRole {
 };
 constexpr int kNumArgRoles = 15;
 const char *toString(ArgRole r);
+bool fromString(std::string_view s, ArgRole &out);
 
 /// One `arg ROLE memref RANK TYPE` line.
 struct ArgSpec {
@@ -119,16 +129,35 @@ struct ArgSpec {
   ElemType type = ElemType::F32;
   /// 1-based manifest line (for messages).
   int line = 0;
+
+  /// Role, rank and type equal (the lines may differ).
+  bool operator==(const ArgSpec &o) const {
+    return role == o.role && rank == o.rank && type == o.type;
+  }
+  bool operator!=(const ArgSpec &o) const { return !(*this == o); }
 };
 
 /// A grid extent: an integer or a symbol resolved at launch.
 enum class GridSymbol { Literal, Batch, KVHeads, NumQHeads, WorkCapacity };
+constexpr int kNumGridSymbols = 5;
+/// "batch", "kv_heads", "num_q_heads", "work_capacity"; "literal" for
+/// Literal, which a manifest spells as the number itself.
 const char *toString(GridSymbol s);
+/// The inverse of toString, "literal" included (the parser takes a grid
+/// extent that names Literal for a malformed number).
+bool fromString(std::string_view s, GridSymbol &out);
 
 struct GridExtent {
   GridSymbol symbol = GridSymbol::Literal;
-  /// The value when symbol == Literal.
+  /// The value when symbol == Literal (ignored otherwise).
   int64_t value = 1;
+
+  /// Same symbol, and the same value for literals.
+  bool operator==(const GridExtent &o) const {
+    return symbol == o.symbol &&
+           (symbol != GridSymbol::Literal || value == o.value);
+  }
+  bool operator!=(const GridExtent &o) const { return !(*this == o); }
 };
 
 /// `launch grid X Y Z block X Y Z smem BYTES`; smem is the dynamic shared
@@ -137,6 +166,11 @@ struct LaunchSpec {
   std::array<GridExtent, 3> grid;
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t sharedBytes = 0;
+
+  bool operator==(const LaunchSpec &o) const {
+    return grid == o.grid && block == o.block && sharedBytes == o.sharedBytes;
+  }
+  bool operator!=(const LaunchSpec &o) const { return !(*this == o); }
 };
 
 /// `kernel NAME FILE SYMBOL` with its `arg` lines and its `launch` line.
@@ -153,14 +187,31 @@ struct KernelSpec {
 
   /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
   int64_t numParams() const;
+
+  /// Kind, file, symbol, arguments (in order) and launch equal; the lines
+  /// may differ.
+  bool operator==(const KernelSpec &o) const {
+    return kind == o.kind && file == o.file && symbol == o.symbol &&
+           args == o.args && launch == o.launch;
+  }
+  bool operator!=(const KernelSpec &o) const { return !(*this == o); }
 };
+
+/// The manifest version this runtime reads and writes.
+constexpr int64_t kManifestVersion = 1;
 
 /// A parsed bundle.manifest.
 struct Manifest {
-  int64_t version = 0;
+  int64_t version = kManifestVersion;
   BundleConfig config;
   /// In manifest order; at most one per KernelKind.
   std::vector<KernelSpec> kernels;
+
+  /// Version, config and kernels (in order) equal; line numbers ignored.
+  bool operator==(const Manifest &o) const {
+    return version == o.version && config == o.config && kernels == o.kernels;
+  }
+  bool operator!=(const Manifest &o) const { return !(*this == o); }
 
   /// The kernel of kind `k`, or null.
   const KernelSpec *find(KernelKind k) const;
@@ -182,6 +233,17 @@ struct Manifest {
 /// `out` is only written on success.
 Status parseManifest(std::string_view text, Manifest &out,
                      std::string_view source = "bundle.manifest");
+
+/// The manifest text of `m` in the canonical form that parseManifest reads
+/// (docs/Runtime.md): `pa-bundle VERSION`, one `config` line with the keys in
+/// the order head_dim page_size kv_heads group layout dtype kv, then per
+/// kernel (in m.kernels order) its `kernel`, `arg` (in order) and `launch`
+/// lines, and `end`; single blanks, no comments, '\n' after every line.
+/// For every manifest that parseManifest accepts,
+/// parseManifest(printManifest(m)) == m; printManifest(parsed) reproduces
+/// canonical text byte for byte. It does not validate: a manifest that breaks
+/// the rules prints as text that parseManifest rejects.
+std::string printManifest(const Manifest &m);
 
 /// Reads `<dir>/bundle.manifest` and parses it.
 Status readManifest(const std::string &dir, Manifest &out);

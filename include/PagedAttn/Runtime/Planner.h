@@ -40,22 +40,42 @@ struct WorkList {
   int64_t size() const { return static_cast<int64_t>(request.size()); }
 };
 
+/// A read-only view of a host int32 array with its length. The page-table
+/// checks take one per array they read, so that an array shorter than the
+/// table claims is an error, not a read past its end. Converts implicitly
+/// from a std::vector (the whole vector).
+struct I32Span {
+  const int32_t *data = nullptr;
+  int64_t size = 0;
+
+  I32Span() = default;
+  I32Span(const int32_t *data, int64_t size) : data(data), size(size) {}
+  I32Span(const std::vector<int32_t> &v)
+      : data(v.data()), size(static_cast<int64_t>(v.size())) {}
+
+  int32_t operator[](int64_t i) const { return data[i]; }
+};
+
 /// Computes kv_len[b] = 0 if request b has no pages, else
 /// (npages-1)*pageSize + lastPageLen[b], into `out` (resized to `batch`).
-/// kvIndptr has batch+1 entries, lastPageLen has batch entries (may be null
-/// when batch == 0). Checks batch >= 0, pageSize > 0, kvIndptr[0] == 0,
-/// kvIndptr non-decreasing, and lastPageLen[b] in [1, pageSize] for every
-/// request that owns pages (ignored for requests without pages). On error
-/// `out` is left empty.
-Status kvLengths(const int32_t *kvIndptr, const int32_t *lastPageLen,
-                 int64_t batch, int64_t pageSize, std::vector<int64_t> &out);
+/// Checks batch >= 0, 0 < pageSize <= INT32_MAX, kvIndptr.size == batch + 1,
+/// lastPageLen.size == batch, no null data behind a non-zero size,
+/// kvIndptr[0] == 0, kvIndptr non-decreasing, and lastPageLen[b] in
+/// [1, pageSize] for every request that owns pages (ignored for requests
+/// without pages). Messages name the array and the index, e.g.
+/// "kv_indptr has 3 entries, expected batch + 1 = 4",
+/// "kv_last_page_len[2] = 0 not in [1, 16]". On error `out` is left empty.
+Status kvLengths(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
+                 int64_t pageSize, std::vector<int64_t> &out);
 
 /// The runtime's checked mode: everything kvLengths() checks, plus
-/// numPages >= 0 and every kvIndices[i], i < kvIndptr[batch], in
-/// [0, numPages). kvIndices may be null when kvIndptr[batch] == 0.
-Status validatePageTable(const int32_t *kvIndptr, const int32_t *kvIndices,
-                         const int32_t *lastPageLen, int64_t batch,
-                         int64_t pageSize, int64_t numPages);
+/// numPages >= 0, kvIndptr[batch] <= kvIndices.size (e.g. "kv_indptr[3] = 7
+/// exceeds the 6 entries of kv_indices") and every kvIndices[i],
+/// i < kvIndptr[batch], in [0, numPages). kvIndices may be longer than
+/// kvIndptr[batch] (the rest is not read) and empty when it is 0.
+Status validatePageTable(I32Span kvIndptr, I32Span kvIndices,
+                         I32Span lastPageLen, int64_t batch, int64_t pageSize,
+                         int64_t numPages);
 
 /// Fixed-size chunking: chunk c of request b covers tokens
 /// [c*chunkSize, min((c+1)*chunkSize, kvLens[b])), for
@@ -103,12 +123,12 @@ inline constexpr int64_t kDefaultMinChunk = 64;
 
 /// Plans a split-KV decode step: kvLengths(), then
 /// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize,
-/// minChunk), then planFixedChunks(). Fails on an invalid page table (see kvLengths()), on a
-/// kv_len above INT32_MAX, or on non-positive numKVHeads, numSMs or
-/// ctasPerSM; `plan` is only written on success.
-Status planDecode(const int32_t *kvIndptr, const int32_t *lastPageLen,
-                  int64_t batch, int64_t pageSize, int64_t numKVHeads,
-                  int64_t numSMs, int64_t ctasPerSM, DecodePlan &plan,
+/// minChunk), then planFixedChunks(). Fails on an invalid page table (see
+/// kvLengths()), on a kv_len above INT32_MAX, or on non-positive numKVHeads,
+/// numSMs or ctasPerSM; `plan` is only written on success.
+Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
+                  int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
+                  int64_t ctasPerSM, DecodePlan &plan,
                   int64_t minChunk = kDefaultMinChunk);
 
 /// Upper bound on the work items of any batch of `batch` requests owning

@@ -6,12 +6,14 @@
 //
 // The runtime compiles with -fno-exceptions: every call that can reject its
 // input returns a Status naming the broken invariant instead of throwing.
+// fail() builds the error from message parts.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PAGEDATTN_RUNTIME_STATUS_H
 #define PAGEDATTN_RUNTIME_STATUS_H
 
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -32,6 +34,14 @@ struct Status {
   /// True on success.
   explicit operator bool() const { return ok; }
 };
+
+/// An error Status whose message is the concatenation of `parts`, each
+/// written with operator<<, e.g. fail("kv_indices[", i, "] = ", v, " ...").
+template <typename... Ts> Status fail(const Ts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return Status::error(os.str());
+}
 
 } // namespace pa::rt
 
