@@ -106,21 +106,8 @@ struct AttnConfig {
   }
 };
 
-/// A cache configuration: the first ones have the interesting page sizes
-/// (1, 16, 64, 3, 5, 7), then random 1..64; layouts, joint/split and
-/// f32/f16 cycle so that every combination appears.
-CacheConfig randomCacheConfig(Rng &rng, int idx) {
-  static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
-  CacheConfig c;
-  c.pageSize = idx < static_cast<int>(fixedP.size()) ? fixedP[idx]
-                                                     : rng.uniformInt(1, 64);
-  c.kvHeads = rng.uniformInt(1, 4);
-  c.headDim = rng.pick(std::vector<int64_t>{4, 8, 8, 16, 16, 32, 64, 12});
-  c.layout = idx % 2 == 0 ? ref::KVLayout::NHD : ref::KVLayout::HND;
-  c.joint = (idx / 2) % 2 == 0;
-  c.elem = (idx / 4) % 2 == 0 ? Elem::F32 : Elem::F16;
-  return c;
-}
+/// Head dims of the random cache configurations.
+const std::vector<int64_t> kHeadDims = {4, 8, 8, 16, 16, 32, 64, 12};
 
 void randomCommonOptions(Rng &rng, AttnConfig &c, double p) {
   if (rng.chance(p))
@@ -135,14 +122,14 @@ void randomCommonOptions(Rng &rng, AttnConfig &c, double p) {
 
 AttnConfig randomDecodeConfig(Rng &rng, int idx) {
   AttnConfig c;
-  c.cache = randomCacheConfig(rng, idx);
+  c.cache = randomCacheConfig(rng, idx, kHeadDims);
   randomCommonOptions(rng, c, 0.3);
   return c;
 }
 
 AttnConfig randomPrefillConfig(Rng &rng, int idx) {
   AttnConfig c;
-  c.cache = randomCacheConfig(rng, idx);
+  c.cache = randomCacheConfig(rng, idx, kHeadDims);
   randomCommonOptions(rng, c, 0.3);
   // Mask modes cycle: none, causal, window, causal+window, custom.
   switch (idx % 5) {
@@ -173,7 +160,7 @@ AttnConfig randomPrefillConfig(Rng &rng, int idx) {
 
 AttnConfig randomCascadeConfig(Rng &rng, int idx) {
   AttnConfig c;
-  c.cache = randomCacheConfig(rng, idx);
+  c.cache = randomCacheConfig(rng, idx, kHeadDims);
   randomCommonOptions(rng, c, 0.25);
   c.causal = rng.chance(0.5);
   c.levels = idx % 2 == 0 ? 2 : 3;
@@ -194,6 +181,20 @@ struct Types {
   std::string q, oPart, lse, idx, f32v, mask, cache;
 };
 
+/// The end of an attention function's signature: the outs %o0, %l0 and the
+/// results.
+std::string outsSignature(const Types &t) {
+  return ", %o0: " + t.q + ", %l0: " + t.lse + ") -> (" + t.q + ", " + t.lse +
+         ") attributes {llvm.emit_c_interface} {\n";
+}
+
+/// The end of an attention function: the op's outs and attributes, and the
+/// return of its two results %r.
+std::string outsAndReturn(const AttnConfig &c, const Types &t) {
+  return " outs(%o0, %l0 : " + t.q + ", " + t.lse + ") " + c.attrDict() +
+         "\n  return %r#0, %r#1 : " + t.q + ", " + t.lse + "\n}\n";
+}
+
 /// `kv(...)` operand list and the matching function arguments.
 std::string kvOperands(const AttnConfig &c, const Types &t) {
   return c.cache.joint ? "kv(%k : " + t.cache + ")"
@@ -211,16 +212,13 @@ std::string decodeModule(const AttnConfig &c) {
      << t.idx << ", %ix: " << t.idx << ", %lp: " << t.idx;
   if (c.alibi)
     os << ", %al: " << t.f32v;
-  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
-     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << outsSignature(t);
   os << "  %r:2 = pa.decode q(%q : " << t.q << ") " << kvOperands(c, t)
      << " pages(%ip, %ix, %lp : " << t.idx << ", " << t.idx << ", " << t.idx
      << ")";
   if (c.alibi)
     os << " alibi(%al : " << t.f32v << ")";
-  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
-     << "\n";
-  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  os << outsAndReturn(c, t);
   return os.str();
 }
 
@@ -236,8 +234,7 @@ std::string prefillModule(const AttnConfig &c) {
     os << ", %m: " << t.mask << ", %mi: " << t.idx;
   if (c.alibi)
     os << ", %al: " << t.f32v;
-  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
-     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << outsSignature(t);
   os << "  %r:2 = pa.prefill q(%q, %qo : " << t.q << ", " << t.idx << ") "
      << kvOperands(c, t) << " pages(%ip, %ix, %lp : " << t.idx << ", "
      << t.idx << ", " << t.idx << ")";
@@ -247,9 +244,7 @@ std::string prefillModule(const AttnConfig &c) {
     os << " mask(%m, %mi : " << t.mask << ", " << t.idx << ")";
   if (c.alibi)
     os << " alibi(%al : " << t.f32v << ")";
-  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
-     << "\n";
-  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  os << outsAndReturn(c, t);
   return os.str();
 }
 
@@ -275,8 +270,7 @@ std::string cascadeModule(const AttnConfig &c) {
       os << ", %" << p << l << ": " << t.idx;
   if (c.alibi)
     os << ", %al: " << t.f32v;
-  os << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.q << ", "
-     << t.lse << ") attributes {llvm.emit_c_interface} {\n";
+  os << outsSignature(t);
   os << "  %r:2 = pa.cascade q(%q : " << t.q << ") " << kvOperands(c, t)
      << " qo_indptrs(" << list("qo") << " : " << types() << ")"
      << " kv_indptrs(" << list("ip") << " : " << types() << ")"
@@ -284,9 +278,7 @@ std::string cascadeModule(const AttnConfig &c) {
      << " kv_last_page_lens(" << list("lp") << " : " << types() << ")";
   if (c.alibi)
     os << " alibi(%al : " << t.f32v << ")";
-  os << " outs(%o0, %l0 : " << t.q << ", " << t.lse << ") " << c.attrDict()
-     << "\n";
-  os << "  return %r#0, %r#1 : " << t.q << ", " << t.lse << "\n}\n";
+  os << outsAndReturn(c, t);
   return os.str();
 }
 
@@ -365,13 +357,6 @@ std::vector<int64_t> decodeLens(Rng &rng, int caseIdx, int64_t P,
   }
 }
 
-int64_t totalPages(const std::vector<int64_t> &lens, int64_t P) {
-  int64_t n = 0;
-  for (int64_t l : lens)
-    n += pagesFor(l, P);
-  return n;
-}
-
 /// Everything a paged attention call reads.
 struct PagedInputs {
   int64_t numPages = 0, numQHeads = 0;
@@ -431,19 +416,12 @@ std::string runDecodeCase(JitModule &m, const AttnConfig &c, Rng &rng,
   if (std::string err = m.call("decode", args); !err.empty())
     return err + " (" + desc + ")";
 
-  ref::States expected;
-  try {
-    expected = ref::decode(in.q, in.numQHeads, in.kv, pt,
+  return checkAgainstOracle(
+      [&] {
+        return ref::decode(in.q, in.numQHeads, in.kv, pt,
                            c.refOptions(in.slopes));
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: the oracle rejected the input: ") +
-           e.what() + " (" + desc + ")";
-  }
-  StateResult r = compareStates(o, lse, expected, B);
-  stats.add(r, c.cache.elem);
-  if (!r.ok(c.cache.elem))
-    return r.str() + " (" + desc + ")";
-  return "";
+      },
+      o, lse, B, c.cache.elem, stats, desc);
 }
 
 /// Runs decode configurations through the pipeline with `pipeline`.
@@ -550,22 +528,15 @@ std::string runPrefillCase(JitModule &m, const AttnConfig &c, Rng &rng,
   if (std::string err = m.call("prefill", args); !err.empty())
     return err + " (" + desc + ")";
 
-  ref::States expected;
-  try {
-    expected = ref::prefill(in.q, in.numQHeads, qoIndptr, in.kv, pt,
+  return checkAgainstOracle(
+      [&] {
+        return ref::prefill(in.q, in.numQHeads, qoIndptr, in.kv, pt,
                             c.refOptions(in.slopes),
                             c.positions ? &positions : nullptr,
                             c.customMask ? &packed : nullptr,
                             c.customMask ? &maskIndptr : nullptr);
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: the oracle rejected the input: ") +
-           e.what() + " (" + desc + ")";
-  }
-  StateResult r = compareStates(o, lse, expected, Nq);
-  stats.add(r, c.cache.elem);
-  if (!r.ok(c.cache.elem))
-    return r.str() + " (" + desc + ")";
-  return "";
+      },
+      o, lse, Nq, c.cache.elem, stats, desc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -678,19 +649,12 @@ std::string runCascadeCase(JitModule &m, const AttnConfig &c, Rng &rng,
   if (std::string err = m.call("cascade", args); !err.empty())
     return err + " (" + desc + ")";
 
-  ref::States expected;
-  try {
-    expected = ref::cascade(in.q, in.numQHeads, qoIndptrs, tables, in.kv,
+  return checkAgainstOracle(
+      [&] {
+        return ref::cascade(in.q, in.numQHeads, qoIndptrs, tables, in.kv,
                             c.refOptions(in.slopes));
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: the oracle rejected the input: ") +
-           e.what() + " (" + desc + ")";
-  }
-  StateResult r = compareStates(o, lse, expected, Nq);
-  stats.add(r, c.cache.elem);
-  if (!r.ok(c.cache.elem))
-    return r.str() + " (" + desc + ")";
-  return "";
+      },
+      o, lse, Nq, c.cache.elem, stats, desc);
 }
 
 void runCascadeTest(const std::string &testName, const PipelineConfig &pc,

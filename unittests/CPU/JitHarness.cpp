@@ -44,85 +44,8 @@ namespace pa_cpu_test {
 // Number formats
 //===----------------------------------------------------------------------===//
 
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7FFFFFFFu;
-  if (absx > 0x7F800000u) // NaN: keep it quiet, keep some payload
-    return static_cast<uint16_t>(sign | 0x7E00u | ((absx >> 13) & 0x1FFu));
-  if (absx >= 0x477FF000u) // rounds to >= 65520: inf
-    return static_cast<uint16_t>(sign | 0x7C00u);
-  if (absx < 0x38800000u) { // below 2^-14: subnormal half (or zero)
-    // value = absx as float; half subnormal unit is 2^-24.
-    float af;
-    std::memcpy(&af, &absx, 4);
-    // af * 2^24, rounded to nearest even, is the subnormal mantissa.
-    float scaled = af * 16777216.0f; // exact (power of two)
-    float r = std::nearbyint(scaled); // default rounding mode: to even
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(r));
-  }
-  // Normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits.
-  uint32_t mant = absx & 0x7FFFFFu;
-  uint32_t exp = (absx >> 23) - 127 + 15;
-  uint32_t h = (exp << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-    ++h; // may carry into the exponent, up to inf: correct
-  return static_cast<uint16_t>(sign | h);
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  uint32_t x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      float v = std::ldexp(static_cast<float>(mant), -24);
-      std::memcpy(&x, &v, 4);
-      x |= sign;
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7F800000u | (mant << 13);
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t floatToBF16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u)
-    return static_cast<uint16_t>((x >> 16) | 0x40u);
-  uint32_t lsb = (x >> 16) & 1u;
-  x += 0x7FFFu + lsb;
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float bf16ToFloat(uint16_t h) {
-  uint32_t x = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
 double roundTo(Elem elem, double v) {
-  switch (elem) {
-  case Elem::F32:
-    return static_cast<double>(static_cast<float>(v));
-  case Elem::F16:
-    return halfToFloat(floatToHalf(static_cast<float>(v)));
-  case Elem::BF16:
-    return bf16ToFloat(floatToBF16(static_cast<float>(v)));
-  default:
-    return v;
-  }
+  return isFloat(elem) ? pa::test::roundTo(dtypeOf(elem), v) : v;
 }
 
 //===----------------------------------------------------------------------===//
@@ -164,6 +87,20 @@ int64_t elemBytes(Elem e) {
 
 bool isFloat(Elem e) {
   return e == Elem::F32 || e == Elem::F16 || e == Elem::BF16;
+}
+
+pa::rt::DType dtypeOf(Elem e) {
+  switch (e) {
+  case Elem::F16:
+    return pa::rt::DType::F16;
+  case Elem::BF16:
+    return pa::rt::DType::BF16;
+  case Elem::F32:
+    return pa::rt::DType::F32;
+  default:
+    throw std::logic_error(std::string("dtypeOf: ") + elemName(e) +
+                           " is not a float type");
+  }
 }
 
 HostArray::HostArray(Elem elem, std::vector<int64_t> shape)
@@ -215,21 +152,10 @@ const void *HostArray::data() const { return storage_.data(); }
 double HostArray::get(int64_t i) const {
   const uint8_t *p = reinterpret_cast<const uint8_t *>(storage_.data());
   switch (elem_) {
-  case Elem::F32: {
-    float f;
-    std::memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  case Elem::F16: {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  case Elem::BF16: {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return bf16ToFloat(h);
-  }
+  case Elem::F32:
+  case Elem::F16:
+  case Elem::BF16:
+    return pa::test::loadElement(p, i, dtypeOf(elem_));
   case Elem::I32: {
     int32_t v;
     std::memcpy(&v, p + 4 * i, 4);
@@ -246,21 +172,11 @@ double HostArray::get(int64_t i) const {
 void HostArray::set(int64_t i, double v) {
   uint8_t *p = reinterpret_cast<uint8_t *>(storage_.data());
   switch (elem_) {
-  case Elem::F32: {
-    float f = static_cast<float>(v);
-    std::memcpy(p + 4 * i, &f, 4);
+  case Elem::F32:
+  case Elem::F16:
+  case Elem::BF16:
+    pa::test::storeElement(p, i, dtypeOf(elem_), v);
     return;
-  }
-  case Elem::F16: {
-    uint16_t h = floatToHalf(static_cast<float>(v));
-    std::memcpy(p + 2 * i, &h, 2);
-    return;
-  }
-  case Elem::BF16: {
-    uint16_t h = floatToBF16(static_cast<float>(v));
-    std::memcpy(p + 2 * i, &h, 2);
-    return;
-  }
   case Elem::I32: {
     int32_t x = static_cast<int32_t>(v);
     std::memcpy(p + 4 * i, &x, 4);
@@ -631,47 +547,10 @@ int64_t numCompiledModules() { return state().compiled; }
 // Seeds, random numbers
 //===----------------------------------------------------------------------===//
 
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t baseSeed(const std::string &testName, uint64_t defaultSeed) {
-  uint64_t seed = defaultSeed;
-  if (const char *env = std::getenv("PA_SEED"))
-    seed = std::strtoull(env, nullptr, 0);
-  uint64_t h = 1469598103934665603ull; // FNV-1a of the name
-  for (char c : testName)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return splitmix(seed ^ h);
-}
-
-uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c) {
-  return splitmix(splitmix(splitmix(a) ^ b) ^ c);
-}
-
-int64_t Rng::uniformInt(int64_t lo, int64_t hi) {
-  if (hi <= lo)
-    return lo;
-  uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
-  return lo + static_cast<int64_t>(gen() % span);
-}
-
-double Rng::uniform(double lo, double hi) {
-  double u = static_cast<double>(gen() >> 11) * 0x1.0p-53;
-  return lo + (hi - lo) * u;
-}
-
-bool Rng::chance(double p) { return uniform(0, 1) < p; }
-
 std::vector<double> randomValues(Rng &rng, int64_t n, Elem elem, double lo,
                                  double hi) {
-  std::vector<double> v(n);
-  for (double &x : v)
-    x = roundTo(elem, rng.uniform(lo, hi));
-  return v;
+  return isFloat(elem) ? pa::test::randomValues(rng, n, dtypeOf(elem), lo, hi)
+                       : pa::test::randomValues(rng, n, lo, hi);
 }
 
 //===----------------------------------------------------------------------===//
@@ -698,18 +577,32 @@ std::string CacheConfig::tensorType() const {
 }
 
 std::vector<int64_t> CacheConfig::shape(int64_t numPages) const {
-  std::vector<int64_t> s{numPages};
-  if (joint)
-    s.push_back(2);
-  if (layout == ref::KVLayout::NHD) {
-    s.push_back(pageSize);
-    s.push_back(kvHeads);
-  } else {
-    s.push_back(kvHeads);
-    s.push_back(pageSize);
-  }
-  s.push_back(headDim);
-  return s;
+  return geometry().bufferShape(numPages);
+}
+
+CacheConfig randomCacheConfig(Rng &rng, int idx,
+                              const std::vector<int64_t> &headDims) {
+  static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
+  CacheConfig c;
+  c.pageSize = idx < static_cast<int>(fixedP.size()) ? fixedP[idx]
+                                                     : rng.uniformInt(1, 64);
+  c.kvHeads = rng.uniformInt(1, 4);
+  c.headDim = rng.pick(headDims);
+  c.layout = idx % 2 == 0 ? ref::KVLayout::NHD : ref::KVLayout::HND;
+  c.joint = (idx / 2) % 2 == 0;
+  c.elem = (idx / 4) % 2 == 0 ? Elem::F32 : Elem::F16;
+  return c;
+}
+
+pa::test::CacheGeometry CacheConfig::geometry() const {
+  pa::test::CacheGeometry g;
+  g.layout = layout == ref::KVLayout::NHD ? pa::rt::CacheLayout::NHD
+                                          : pa::rt::CacheLayout::HND;
+  g.storage = joint ? pa::rt::KVStorage::Joint : pa::rt::KVStorage::Split;
+  g.pageSize = pageSize;
+  g.kvHeads = kvHeads;
+  g.headDim = headDim;
+  return g;
 }
 
 std::string CacheConfig::str() const {
@@ -720,82 +613,22 @@ std::string CacheConfig::str() const {
   return os.str();
 }
 
-PagePool::PagePool(Rng &rng, int64_t numPages) : perm(numPages) {
-  for (int64_t i = 0; i < numPages; ++i)
-    perm[i] = static_cast<int32_t>(i);
-  rng.shuffle(perm);
-}
-
-int32_t PagePool::take() {
-  if (next >= perm.size())
-    throw std::logic_error("PagePool exhausted");
-  return perm[next++];
-}
-
-ref::PageTable makePageTable(Rng &rng, int64_t pageSize,
-                             const std::vector<int64_t> &lens,
-                             PagePool &pool) {
-  ref::PageTable pt;
-  pt.pageSize = pageSize;
-  pt.indptr.push_back(0);
-  for (int64_t len : lens) {
-    int64_t np = pagesFor(len, pageSize);
-    for (int64_t i = 0; i < np; ++i)
-      pt.indices.push_back(pool.take());
-    pt.indptr.push_back(static_cast<int32_t>(pt.indices.size()));
-    pt.lastPageLen.push_back(
-        np == 0 ? static_cast<int32_t>(rng.uniformInt(0, pageSize))
-                : static_cast<int32_t>(len - (np - 1) * pageSize));
-  }
-  return pt;
-}
-
-int64_t sampleLen(Rng &rng, int64_t pageSize, int64_t maxLen) {
-  double r = rng.uniform(0, 1);
-  if (r < 0.12 || maxLen <= 0)
-    return 0;
-  if (r < 0.30) { // full last page
-    int64_t k = std::max<int64_t>(1, maxLen / pageSize);
-    return rng.uniformInt(1, k) * pageSize;
-  }
-  if (r < 0.42) // at most one page
-    return rng.uniformInt(1, std::min(pageSize, maxLen));
-  return rng.uniformInt(1, maxLen);
-}
-
-static int64_t jointOffset(const CacheConfig &cfg, int64_t refOffset,
-                           bool isV) {
-  int64_t pageElems = cfg.pageSize * cfg.kvHeads * cfg.headDim;
-  if (!cfg.joint)
-    return refOffset;
-  int64_t page = refOffset / pageElems, inner = refOffset % pageElems;
-  return page * 2 * pageElems + (isV ? pageElems : 0) + inner;
-}
-
 std::vector<HostArray> cacheArrays(const CacheConfig &cfg,
                                    const ref::PagedKV &kv) {
   std::vector<HostArray> arrays;
-  for (int64_t i = 0; i < cfg.numOperands(); ++i)
+  for (const std::vector<uint8_t> &bytes :
+       pa::test::cacheBuffers(cfg.geometry(), dtypeOf(cfg.elem), kv)) {
     arrays.emplace_back(cfg.elem, cfg.shape(kv.numPages));
-  int64_t n = kv.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    if (cfg.joint) {
-      arrays[0].set(jointOffset(cfg, i, false), kv.k[i]);
-      arrays[0].set(jointOffset(cfg, i, true), kv.v[i]);
-    } else {
-      arrays[0].set(i, kv.k[i]);
-      arrays[1].set(i, kv.v[i]);
-    }
+    if (!bytes.empty())
+      std::memcpy(arrays.back().data(), bytes.data(), bytes.size());
   }
   return arrays;
 }
 
 void randomCache(Rng &rng, const CacheConfig &cfg, int64_t numPages,
                  ref::PagedKV &kv, std::vector<HostArray> &arrays) {
-  kv = ref::PagedKV(cfg.layout, numPages, cfg.pageSize, cfg.kvHeads,
-                    cfg.headDim);
-  kv.k = randomValues(rng, kv.numElements(), cfg.elem, -1, 1);
-  kv.v = randomValues(rng, kv.numElements(), cfg.elem, -1, 1);
+  kv = pa::test::randomPagedKV(rng, cfg.layout, numPages, cfg.pageSize,
+                               cfg.kvHeads, cfg.headDim, dtypeOf(cfg.elem));
   arrays = cacheArrays(cfg, kv);
 }
 
@@ -884,6 +717,28 @@ StateResult compareStates(const HostArray &o, const HostArray &lse,
   return r;
 }
 
+std::string checkStates(const HostArray &o, const HostArray &lse,
+                        const ref::States &expected, int64_t rows, Elem e,
+                        OpStats &stats, const std::string &desc) {
+  StateResult r = compareStates(o, lse, expected, rows);
+  stats.add(r, e);
+  return r.ok(e) ? "" : r.str() + " (" + desc + ")";
+}
+
+std::string checkAgainstOracle(const std::function<ref::States()> &oracle,
+                               const HostArray &o, const HostArray &lse,
+                               int64_t rows, Elem e, OpStats &stats,
+                               const std::string &desc) {
+  ref::States expected;
+  try {
+    expected = oracle();
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  return checkStates(o, lse, expected, rows, e, stats, desc);
+}
+
 void OpStats::print() const {
   std::cout << "[pa-cpu-diff] " << name << ": " << cases << " cases over "
             << configs << " static configurations";
@@ -969,13 +824,6 @@ std::string fmtF64(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17e", v);
   return buf;
-}
-
-std::vector<int32_t> indptrOf(const std::vector<int64_t> &lens) {
-  std::vector<int32_t> ip{0};
-  for (int64_t l : lens)
-    ip.push_back(static_cast<int32_t>(ip.back() + l));
-  return ip;
 }
 
 } // namespace pa_cpu_test

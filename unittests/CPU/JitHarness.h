@@ -15,7 +15,9 @@
 //     StridedMemRefType descriptors (rank 1..5, row-major, identity layout);
 //   * HostArray: a row-major host array in the memory representation of the
 //     lowered code (f32, IEEE f16 bits, bf16 bits, i32, i8, i1 as bytes);
-//   * random generation of page tables, paged caches, lengths;
+//   * random generation of page tables, paged caches, lengths (through the
+//     test-support library, PagedAttn/TestSupport, which the GPU runner and
+//     the runtime tests share);
 //   * comparison with the tolerances of the project, seeds and statistics;
 //   * runDifferentialTest(), the driver loop every test runs (configurations,
 //     compile, cases, failure reports, summary lines).
@@ -26,6 +28,10 @@
 #define PAGEDATTN_UNITTESTS_CPU_JITHARNESS_H
 
 #include "PagedAttn/Reference/Reference.h"
+#include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/TestSupport/Cache.h"
+#include "PagedAttn/TestSupport/Numbers.h"
+#include "PagedAttn/TestSupport/Random.h"
 
 #include <cstdint>
 #include <cstring>
@@ -42,16 +48,13 @@ namespace pa_cpu_test {
 namespace ref = pa::ref;
 
 //===----------------------------------------------------------------------===//
-// Number formats
+// Number formats (PATestSupport)
 //===----------------------------------------------------------------------===//
 
-/// IEEE binary16 bits of `f`, round to nearest even (overflow -> inf, NaN
-/// stays NaN).
-uint16_t floatToHalf(float f);
-float halfToFloat(uint16_t h);
-/// bfloat16 bits of `f`, round to nearest even.
-uint16_t floatToBF16(float f);
-float bf16ToFloat(uint16_t h);
+using pa::test::bf16ToFloat;
+using pa::test::floatToBF16;
+using pa::test::floatToHalf;
+using pa::test::halfToFloat;
 
 //===----------------------------------------------------------------------===//
 // Host arrays
@@ -64,6 +67,8 @@ const char *elemName(Elem e);
 /// Bytes per element in memory.
 int64_t elemBytes(Elem e);
 bool isFloat(Elem e);
+/// The runtime dtype of a float element type (F32, F16, BF16).
+pa::rt::DType dtypeOf(Elem e);
 
 /// A row-major array in the representation the JIT code reads and writes.
 class HostArray {
@@ -155,29 +160,9 @@ int64_t numCopiedResults();
 // Seeds, random numbers
 //===----------------------------------------------------------------------===//
 
-/// The base seed of a test: `defaultSeed`, or PA_SEED (decimal or 0x hex)
-/// from the environment, mixed with the test's name.
-uint64_t baseSeed(const std::string &testName, uint64_t defaultSeed);
-/// splitmix64 of (a, b, c): a per-configuration / per-case seed.
-uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c = 0);
-
-class Rng {
-public:
-  explicit Rng(uint64_t seed) : gen(seed) {}
-  /// Uniform integer in [lo, hi] (inclusive).
-  int64_t uniformInt(int64_t lo, int64_t hi);
-  /// Uniform real in [lo, hi).
-  double uniform(double lo, double hi);
-  bool chance(double p);
-  template <typename T> const T &pick(const std::vector<T> &v) {
-    return v[uniformInt(0, static_cast<int64_t>(v.size()) - 1)];
-  }
-  template <typename T> void shuffle(std::vector<T> &v) {
-    for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i)
-      std::swap(v[i], v[uniformInt(0, i)]);
-  }
-  std::mt19937_64 gen;
-};
+using pa::test::baseSeed;
+using pa::test::mixSeed;
+using pa::test::Rng;
 
 /// `n` values uniform in [lo, hi), rounded to `elem`, as doubles.
 std::vector<double> randomValues(Rng &rng, int64_t n, Elem elem, double lo,
@@ -203,35 +188,24 @@ struct CacheConfig {
   /// Shape of one cache operand for `numPages` pages.
   std::vector<int64_t> shape(int64_t numPages) const;
   int64_t numOperands() const { return joint ? 1 : 2; }
+  /// Where the cache's elements live in the operands.
+  pa::test::CacheGeometry geometry() const;
   std::string str() const;
 };
 
-/// Hands out distinct page indices of [0, numPages) in random order.
-class PagePool {
-public:
-  PagePool(Rng &rng, int64_t numPages);
-  int32_t take();
-  int64_t numPages() const { return static_cast<int64_t>(perm.size()); }
+/// A cache configuration for configuration `idx` of a test: the first ones
+/// have the interesting page sizes (1, 16, 64, 3, 5, 7), then random 1..64;
+/// layouts, joint/split and f32/f16 cycle so that every combination
+/// appears; the head dim is one of `headDims`.
+CacheConfig randomCacheConfig(Rng &rng, int idx,
+                              const std::vector<int64_t> &headDims);
 
-private:
-  std::vector<int32_t> perm;
-  size_t next = 0;
-};
-
-/// Number of pages of a request of `len` tokens.
-inline int64_t pagesFor(int64_t len, int64_t pageSize) {
-  return (len + pageSize - 1) / pageSize;
-}
-
-/// A CSR page table with kv_len[b] == lens[b], pages taken from `pool`.
-/// Requests without tokens get no page and a random (ignored)
-/// last_page_len in [0, P].
-ref::PageTable makePageTable(Rng &rng, int64_t pageSize,
-                             const std::vector<int64_t> &lens, PagePool &pool);
-
-/// A random length in [0, maxLen]: 0, multiples of the page size
-/// (last_page_len == P), at most one page, or uniform.
-int64_t sampleLen(Rng &rng, int64_t pageSize, int64_t maxLen);
+using pa::test::indptrOf;
+using pa::test::makePageTable;
+using pa::test::PagePool;
+using pa::test::pagesFor;
+using pa::test::sampleLen;
+using pa::test::totalPages;
 
 /// A random cache of `numPages` pages, values uniform in [-1, 1) rounded to
 /// the element type: the reference view `kv` and the operand arrays `arrays`
@@ -314,6 +288,23 @@ struct OpStats {
   double maxOF32 = 0, maxLseF32 = 0; // over f32 cases only
 };
 
+/// compareStates() over the first `rows` rows, recorded in `stats` as data
+/// of element type `e`; returns "" within e's tolerances, else the errors
+/// and " (<desc>)".
+std::string checkStates(const HostArray &o, const HostArray &lse,
+                        const ref::States &expected, int64_t rows, Elem e,
+                        OpStats &stats, const std::string &desc);
+
+/// Evaluates the oracle, then checkStates() against its states: "" if the
+/// kernel's (o, lse) match the oracle's, else what went wrong. An oracle
+/// that rejects the input (pa::ref::Error: a bug of the harness, whose
+/// inputs are valid) gives "harness bug: the oracle rejected the input:
+/// <why> (<desc>)".
+std::string checkAgainstOracle(const std::function<ref::States()> &oracle,
+                               const HostArray &o, const HostArray &lse,
+                               int64_t rows, Elem e, OpStats &stats,
+                               const std::string &desc);
+
 //===----------------------------------------------------------------------===//
 // Test driver
 //===----------------------------------------------------------------------===//
@@ -365,9 +356,6 @@ template <typename T> std::string join(const std::vector<T> &v) {
 /// Prints a float so that parsing it as f32 (or f64) gives the value back.
 std::string fmtF32(float v);
 std::string fmtF64(double v);
-
-/// Exclusive prefix sum with a leading 0 (an indptr of `lens`).
-std::vector<int32_t> indptrOf(const std::vector<int64_t> &lens);
 
 } // namespace pa_cpu_test
 

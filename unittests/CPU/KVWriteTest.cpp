@@ -24,19 +24,11 @@ constexpr uint64_t kConfigSalt = 0x3C7A;
 
 enum class WriteOp { Append, Slots, Scatter };
 
-CacheConfig randomCacheConfig(Rng &rng, int idx) {
-  static const std::vector<int64_t> fixedP = {1, 16, 64, 3, 5, 7};
-  CacheConfig c;
-  c.pageSize = idx < static_cast<int>(fixedP.size()) ? fixedP[idx]
-                                                     : rng.uniformInt(1, 64);
-  c.kvHeads = rng.uniformInt(1, 4);
-  c.headDim = rng.pick(std::vector<int64_t>{1, 4, 8, 16, 32, 64, 12});
-  c.layout = idx % 2 == 0 ? ref::KVLayout::NHD : ref::KVLayout::HND;
-  c.joint = (idx / 2) % 2 == 0;
-  c.elem = (idx / 4) % 2 == 0 ? Elem::F32 : Elem::F16;
-  return c;
-}
+/// Head dims of the random cache configurations.
+const std::vector<int64_t> kHeadDims = {1, 4, 8, 16, 32, 64, 12};
 
+/// The module of `op`: one function @kv_write (not @write: the lowering's
+/// pa-assert-to-stderr calls libc's write).
 std::string writeModule(WriteOp op, const CacheConfig &c) {
   std::string ct = c.tensorType(), it = "tensor<?xi32>";
   std::string rt = "tensor<?x" + std::to_string(c.kvHeads) + "x" +
@@ -50,27 +42,27 @@ std::string writeModule(WriteOp op, const CacheConfig &c) {
   std::ostringstream os;
   switch (op) {
   case WriteOp::Append:
-    os << "func.func @write(%kn: " << rt << ", %vn: " << rt << ", %ai: " << it
-       << ", %ip: " << it << ", %ix: " << it << ", %lp: " << it << ", "
-       << cacheArgs << ") -> (" << results
+    os << "func.func @kv_write(%kn: " << rt << ", %vn: " << rt
+       << ", %ai: " << it << ", %ip: " << it << ", %ix: " << it
+       << ", %lp: " << it << ", " << cacheArgs << ") -> (" << results
        << ") attributes {llvm.emit_c_interface} {\n  " << res
        << " = pa.append_kv new(%kn, %vn, %ai : " << rt << ", " << rt << ", "
        << it << ") pages(%ip, %ix, %lp : " << it << ", " << it << ", " << it
        << ") outs(" << cacheOuts << ") {cache = " << c.attr() << "}\n";
     break;
   case WriteOp::Slots:
-    os << "func.func @write(%kn: " << rt << ", %vn: " << rt << ", %s: " << it
+    os << "func.func @kv_write(%kn: " << rt << ", %vn: " << rt << ", %s: " << it
        << ", " << cacheArgs << ") -> (" << results
        << ") attributes {llvm.emit_c_interface} {\n  " << res
        << " = pa.append_kv_slots new(%kn, %vn : " << rt << ", " << rt
-       << ") slots(%s : " << it << ") outs(" << cacheOuts << ") {cache = "
-       << c.attr() << "}\n";
+       << ") slots(%s : " << it << ") outs(" << cacheOuts
+       << ") {cache = " << c.attr() << "}\n";
     break;
   case WriteOp::Scatter:
-    os << "func.func @write(%kr: " << rt << ", %vr: " << rt << ", %ri: " << it
-       << ", %pos: " << it << ", %ip: " << it << ", %ix: " << it
-       << ", %lp: " << it << ", " << cacheArgs << ") -> (" << results
-       << ") attributes {llvm.emit_c_interface} {\n  " << res
+    os << "func.func @kv_write(%kr: " << rt << ", %vr: " << rt
+       << ", %ri: " << it << ", %pos: " << it << ", %ip: " << it
+       << ", %ix: " << it << ", %lp: " << it << ", " << cacheArgs << ") -> ("
+       << results << ") attributes {llvm.emit_c_interface} {\n  " << res
        << " = pa.scatter_kv new(%kr, %vr, %ri : " << rt << ", " << rt << ", "
        << it << ") positions(%pos : " << it << ") pages(%ip, %ix, %lp : " << it
        << ", " << it << ", " << it << ") outs(" << cacheOuts
@@ -219,7 +211,7 @@ std::string runWriteCase(WriteOp op, JitModule &m, const CacheConfig &c,
   }
   for (HostArray &a : cache)
     args.push_back(&a);
-  if (std::string err = m.call("write", args); !err.empty())
+  if (std::string err = m.call("kv_write", args); !err.empty())
     return err + " (" + desc.str() + ")";
   stats.addExact();
   std::string diff = compareCache(c, expected, cache);
@@ -233,7 +225,7 @@ void runWriteTest(WriteOp op, const std::string &testName, uint64_t defaultSeed,
   OpStats stats(statName, false);
   runDifferentialTest(testName, defaultSeed, kConfigSalt, kConfigs,
                       kCasesPerConfig, {&stats}, [&](Rng &crng, int ci) {
-                        CacheConfig c = randomCacheConfig(crng, ci);
+                        CacheConfig c = randomCacheConfig(crng, ci, kHeadDims);
                         return DiffConfig{
                             c.str(), writeModule(op, c), PipelineConfig{},
                             [op, c, &stats](JitModule &m, Rng &rng, int k) {

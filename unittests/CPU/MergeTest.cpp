@@ -165,19 +165,15 @@ std::string runMergeCase(JitModule &m, const MergeConfig &c, Rng &rng,
   std::string desc = "o shape " + shapeStr(oShape);
   if (std::string err = m.call("merge", args); !err.empty())
     return err + " (" + desc + ")";
-  ref::States expected = states[0];
-  try {
-    for (int64_t s = 1; s < c.numStates; ++s)
-      expected = ref::merge(expected, states[s]);
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: ") + e.what();
-  }
-  fromNatural(expected, c.base2);
-  StateResult r = compareStates(o, lse, expected, n);
-  stats.add(r, c.elem);
-  if (!r.ok(c.elem))
-    return r.str() + " (" + desc + ")";
-  return "";
+  return checkAgainstOracle(
+      [&] {
+        ref::States merged = states[0];
+        for (int64_t s = 1; s < c.numStates; ++s)
+          merged = ref::merge(merged, states[s]);
+        fromNatural(merged, c.base2);
+        return merged;
+      },
+      o, lse, n, c.elem, stats, desc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -208,19 +204,11 @@ StackConfig randomStackConfig(Rng &rng, int idx) {
   return c;
 }
 
-/// Compares a merge of stacked states with the reference: f32 tolerances
-/// only where both the states and the result are f32.
-std::string checkStackResult(const StackConfig &c, const HostArray &o,
-                             const HostArray &lse, const ref::States &expected,
-                             int64_t rows, const std::string &desc,
-                             OpStats &stats) {
-  StateResult r = compareStates(o, lse, expected, rows);
-  Elem e = c.types.in == Elem::F32 && c.types.out == Elem::F32 ? Elem::F32
-                                                               : Elem::F16;
-  stats.add(r, e);
-  if (!r.ok(e))
-    return r.str() + " (" + desc + ")";
-  return "";
+/// The tolerances of a merge of stacked states: f32 only where both the
+/// states and the result are f32.
+Elem stackTolerance(const StackConfig &c) {
+  return c.types.in == Elem::F32 && c.types.out == Elem::F32 ? Elem::F32
+                                                             : Elem::F16;
 }
 
 std::string mergeStatesModule(const StackConfig &c) {
@@ -261,14 +249,14 @@ std::string runMergeStatesCase(JitModule &m, const StackConfig &c, Rng &rng,
   if (std::string err = m.call("merge_states", {&osArr, &lsArr, &o, &lse});
       !err.empty())
     return err + " (" + desc + ")";
-  ref::States expected;
-  try {
-    expected = ref::mergeN(oStates, toNatural(stored, c.base2), S, N, H, D);
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: ") + e.what();
-  }
-  fromNatural(expected, c.base2);
-  return checkStackResult(c, o, lse, expected, S, desc, stats);
+  return checkAgainstOracle(
+      [&] {
+        ref::States expected =
+            ref::mergeN(oStates, toNatural(stored, c.base2), S, N, H, D);
+        fromNatural(expected, c.base2);
+        return expected;
+      },
+      o, lse, S, stackTolerance(c), stats, desc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -318,24 +306,25 @@ std::string runMergeSegmentsCase(JitModule &m, const StackConfig &c, Rng &rng,
           m.call("merge_segments", {&opArr, &lpArr, &segArr, &o, &lse});
       !err.empty())
     return err + " (" + desc + ")";
-  ref::States expected = ref::States::identity(S, H, D);
-  try {
-    std::vector<double> natural = toNatural(stored, c.base2);
-    for (int64_t s = 0; s < S; ++s) {
-      int64_t a = seg[s], n = seg[s + 1] - seg[s];
-      std::vector<double> so(oPart.begin() + a * H * D,
-                             oPart.begin() + (a + n) * H * D);
-      std::vector<double> sl(natural.begin() + a * H,
-                             natural.begin() + (a + n) * H);
-      ref::States one = ref::mergeN(so, sl, 1, n, H, D);
-      std::copy(one.o.begin(), one.o.end(), expected.o.begin() + s * H * D);
-      std::copy(one.lse.begin(), one.lse.end(), expected.lse.begin() + s * H);
-    }
-  } catch (const ref::Error &e) {
-    return std::string("harness bug: ") + e.what();
-  }
-  fromNatural(expected, c.base2);
-  return checkStackResult(c, o, lse, expected, S, desc, stats);
+  return checkAgainstOracle(
+      [&] {
+        ref::States expected = ref::States::identity(S, H, D);
+        std::vector<double> natural = toNatural(stored, c.base2);
+        for (int64_t s = 0; s < S; ++s) {
+          int64_t a = seg[s], n = seg[s + 1] - seg[s];
+          std::vector<double> so(oPart.begin() + a * H * D,
+                                 oPart.begin() + (a + n) * H * D);
+          std::vector<double> sl(natural.begin() + a * H,
+                                 natural.begin() + (a + n) * H);
+          ref::States one = ref::mergeN(so, sl, 1, n, H, D);
+          std::copy(one.o.begin(), one.o.end(), expected.o.begin() + s * H * D);
+          std::copy(one.lse.begin(), one.lse.end(),
+                    expected.lse.begin() + s * H);
+        }
+        fromNatural(expected, c.base2);
+        return expected;
+      },
+      o, lse, S, stackTolerance(c), stats, desc);
 }
 
 /// A test of kConfigs configurations `makeConfig(crng, ci)` of

@@ -5,12 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Hand-computed cases and randomized property tests of pa::ref. Random cases
-// print their std::mt19937 seed through SCOPED_TRACE so a failure can be
-// replayed.
+// (pa::test::Rng, PATestSupport) print their seed through SCOPED_TRACE so a
+// failure can be replayed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PagedAttn/Reference/Reference.h"
+#include "PagedAttn/TestSupport/Random.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,11 @@
 #include <string>
 
 using namespace pa::ref;
+using pa::test::indptrOf;
+using pa::test::pagesFor;
+using pa::test::randomPagedKV;
+using pa::test::Rng;
+using pa::test::totalPages;
 
 namespace {
 
@@ -32,30 +38,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Helpers
 //===----------------------------------------------------------------------===//
 
-std::vector<double> randVec(std::mt19937 &rng, int64_t n, double lo = -1.0,
+/// `n` values uniform in [lo, hi).
+std::vector<double> randVec(Rng &rng, int64_t n, double lo = -1.0,
                             double hi = 1.0) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double &x : v)
-    x = dist(rng);
-  return v;
-}
-
-int64_t randInt(std::mt19937 &rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-int64_t pagesFor(int64_t len, int64_t pageSize) {
-  return (len + pageSize - 1) / pageSize;
-}
-
-/// A cache with random K/V of the given shape.
-PagedKV randomCache(std::mt19937 &rng, KVLayout layout, int64_t numPages,
-                    int64_t pageSize, int64_t numHeads, int64_t headDim) {
-  PagedKV kv(layout, numPages, pageSize, numHeads, headDim);
-  kv.k = randVec(rng, kv.numElements());
-  kv.v = randVec(rng, kv.numElements());
-  return kv;
+  return pa::test::randomValues(rng, n, lo, hi);
 }
 
 /// The same logical cache in another layout.
@@ -88,36 +74,12 @@ PageTable tableFromPages(const std::vector<std::vector<int32_t>> &pages,
   return pt;
 }
 
-/// Distinct random pages from [0, numPages) for each kv length.
-std::vector<std::vector<int32_t>> allocPages(std::mt19937 &rng,
-                                             const std::vector<int64_t> &lens,
-                                             int64_t pageSize,
-                                             int64_t numPages) {
-  std::vector<int32_t> pool(numPages);
-  std::iota(pool.begin(), pool.end(), 0);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  std::vector<std::vector<int32_t>> pages;
-  size_t next = 0;
-  for (int64_t len : lens) {
-    pages.emplace_back();
-    for (int64_t i = 0; i < pagesFor(len, pageSize); ++i)
-      pages.back().push_back(pool.at(next++));
-  }
-  return pages;
-}
-
-int64_t totalPages(const std::vector<int64_t> &lens, int64_t pageSize) {
-  int64_t n = 0;
-  for (int64_t len : lens)
-    n += pagesFor(len, pageSize);
-  return n;
-}
-
-std::vector<int32_t> indptrOf(const std::vector<int64_t> &lens) {
-  std::vector<int32_t> indptr(1, 0);
-  for (int64_t len : lens)
-    indptr.push_back(static_cast<int32_t>(indptr.back() + len));
-  return indptr;
+/// A page table with kv lengths `lens` over distinct random pages of
+/// [0, numPages).
+PageTable randomTable(Rng &rng, const std::vector<int64_t> &lens,
+                      int64_t pageSize, int64_t numPages) {
+  pa::test::PagePool pool(rng, numPages);
+  return pa::test::makePageTable(rng, pageSize, lens, pool);
 }
 
 /// Dense [kv_len, D] copy of K (or V) of request b, kv head `head`.
@@ -262,33 +224,32 @@ struct Problem {
 };
 
 /// kv lengths in [0, 3P+2] (some 0), qo_len in [0, kv_len] or == kv_len.
-Problem randomProblem(std::mt19937 &rng, KVLayout layout, bool qoEqualsKv,
+Problem randomProblem(Rng &rng, KVLayout layout, bool qoEqualsKv,
                       int64_t maxBatch = 4) {
   static const int64_t kPageSizes[] = {1, 3, 5, 7, 16};
   Problem p;
-  int64_t pageSize = kPageSizes[randInt(rng, 0, 4)];
-  int64_t hkv = randInt(rng, 1, 2);
-  int64_t group = randInt(rng, 1, 8);
-  int64_t dim = randInt(rng, 1, 3) * 4;
+  int64_t pageSize = kPageSizes[rng.uniformInt(0, 4)];
+  int64_t hkv = rng.uniformInt(1, 2);
+  int64_t group = rng.uniformInt(1, 8);
+  int64_t dim = rng.uniformInt(1, 3) * 4;
   p.hq = hkv * group;
-  int64_t batch = randInt(rng, 1, maxBatch);
+  int64_t batch = rng.uniformInt(1, maxBatch);
   for (int64_t b = 0; b < batch; ++b) {
     int64_t len =
-        randInt(rng, 0, 5) == 0 ? 0 : randInt(rng, 1, 3 * pageSize + 2);
+        rng.uniformInt(0, 5) == 0 ? 0 : rng.uniformInt(1, 3 * pageSize + 2);
     p.kvLens.push_back(len);
-    p.qoLens.push_back(qoEqualsKv ? len
-                                  : randInt(rng, 0, std::min<int64_t>(len, 6)));
+    p.qoLens.push_back(
+        qoEqualsKv ? len : rng.uniformInt(0, std::min<int64_t>(len, 6)));
   }
   int64_t numPages = totalPages(p.kvLens, pageSize) + 2;
-  p.kv = randomCache(rng, layout, numPages, pageSize, hkv, dim);
-  p.pt = tableFromPages(allocPages(rng, p.kvLens, pageSize, numPages), p.kvLens,
-                        pageSize);
+  p.kv = randomPagedKV(rng, layout, numPages, pageSize, hkv, dim);
+  p.pt = randomTable(rng, p.kvLens, pageSize, numPages);
   p.qoIndptr = indptrOf(p.qoLens);
   p.q = randVec(rng, p.qoIndptr.back() * p.hq * dim);
   return p;
 }
 
-std::vector<double> randomSlopes(std::mt19937 &rng, int64_t numHeads) {
+std::vector<double> randomSlopes(Rng &rng, int64_t numHeads) {
   return randVec(rng, numHeads, 0.0, 0.5);
 }
 
@@ -371,8 +332,8 @@ TEST(DecodeTest, TwoTokensKnownScores) {
 }
 
 TEST(DecodeTest, DefaultScaleIsInverseSqrtHeadDim) {
-  std::mt19937 rng(11);
-  PagedKV kv = randomCache(rng, KVLayout::NHD, 3, 5, 2, 8);
+  Rng rng(11);
+  PagedKV kv = randomPagedKV(rng, KVLayout::NHD, 3, 5, 2, 8);
   PageTable pt{{0, 2, 3}, {2, 0, 1}, {4, 5}, 5};
   std::vector<double> q = randVec(rng, 2 * 4 * 8);
   AttnOptions explicitScale;
@@ -382,8 +343,8 @@ TEST(DecodeTest, DefaultScaleIsInverseSqrtHeadDim) {
 }
 
 TEST(DecodeTest, EmptyRequestIsIdentity) {
-  std::mt19937 rng(12);
-  PagedKV kv = randomCache(rng, KVLayout::NHD, 2, 3, 1, 4);
+  Rng rng(12);
+  PagedKV kv = randomPagedKV(rng, KVLayout::NHD, 2, 3, 1, 4);
   PageTable pt{{0, 0, 1, 1}, {1}, {0, 2, -5}, 3}; // garbage for empty requests
   std::vector<double> q = randVec(rng, 3 * 2 * 4);
   States s = decode(q, 2, kv, pt, {});
@@ -407,8 +368,8 @@ TEST(SoftCapTest, BoundsScores) {
   EXPECT_GE(s.lseAt(0, 0), -5.0);
 
   // Many tokens with huge raw scores: |lse - ln(n)| <= c.
-  std::mt19937 rng(13);
-  PagedKV big = randomCache(rng, KVLayout::HND, 4, 4, 1, 8);
+  Rng rng(13);
+  PagedKV big = randomPagedKV(rng, KVLayout::HND, 4, 4, 1, 8);
   PageTable pt4{{0, 4}, {3, 1, 0, 2}, {3}, 4};
   std::vector<double> q = randVec(rng, 8, -1000, 1000);
   s = decode(q, 1, big, pt4, opts);
@@ -435,7 +396,7 @@ TEST(AlibiTest, HandComputedBias) {
 }
 
 TEST(LseBase2Test, DividesByLn2) {
-  std::mt19937 rng(14);
+  Rng rng(14);
   Problem p = randomProblem(rng, KVLayout::NHD, false);
   AttnOptions opts;
   opts.mask = MaskMode::Causal;
@@ -463,13 +424,13 @@ TEST(LseBase2Test, DividesByLn2) {
 // Merge
 //===----------------------------------------------------------------------===//
 
-States randomStates(std::mt19937 &rng, int64_t n, int64_t h, int64_t d) {
+States randomStates(Rng &rng, int64_t n, int64_t h, int64_t d) {
   States s = States::identity(n, h, d);
   s.o = randVec(rng, n * h * d);
   s.lse = randVec(rng, n * h, -5, 5);
   // Some identity rows.
   for (int64_t r = 0; r < n * h; ++r)
-    if (randInt(rng, 0, 4) == 0) {
+    if (rng.uniformInt(0, 4) == 0) {
       s.lse[r] = -kInf;
       std::fill_n(&s.o[r * d], d, 0.0);
     }
@@ -479,9 +440,9 @@ States randomStates(std::mt19937 &rng, int64_t n, int64_t h, int64_t d) {
 TEST(MergeTest, CommutativeAssociativeIdentity) {
   for (uint32_t seed = 0; seed < 20; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    int64_t n = randInt(rng, 1, 5), h = randInt(rng, 1, 4),
-            d = randInt(rng, 1, 8);
+    Rng rng(seed);
+    int64_t n = rng.uniformInt(1, 5), h = rng.uniformInt(1, 4),
+            d = rng.uniformInt(1, 8);
     States a = randomStates(rng, n, h, d), b = randomStates(rng, n, h, d),
            c = randomStates(rng, n, h, d);
     States id = States::identity(n, h, d);
@@ -520,9 +481,9 @@ TEST(MergeTest, HandComputed) {
 TEST(MergeTest, MergeNMatchesPairwiseFold) {
   for (uint32_t seed = 100; seed < 110; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    int64_t s = randInt(rng, 1, 4), n = randInt(rng, 1, 5),
-            h = randInt(rng, 1, 3), d = randInt(rng, 1, 6);
+    Rng rng(seed);
+    int64_t s = rng.uniformInt(1, 4), n = rng.uniformInt(1, 5),
+            h = rng.uniformInt(1, 3), d = rng.uniformInt(1, 6);
     std::vector<States> parts;
     for (int64_t j = 0; j < n; ++j)
       parts.push_back(randomStates(rng, s, h, d));
@@ -553,7 +514,7 @@ TEST(MergeTest, MergeNMatchesPairwiseFold) {
 TEST(AttentionTest, UnionOfDisjointKeysIsMergeOfParts) {
   for (uint32_t seed = 200; seed < 230; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p =
         randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD, false);
     const int64_t pageSize = p.pt.pageSize;
@@ -562,7 +523,7 @@ TEST(AttentionTest, UnionOfDisjointKeysIsMergeOfParts) {
     std::vector<int64_t> headLens, tailLens;
     for (int64_t b = 0; b < p.pt.batch(); ++b) {
       int64_t npages = p.pt.numPagesOf(b);
-      int64_t cut = randInt(rng, 0, npages);
+      int64_t cut = rng.uniformInt(0, npages);
       head.emplace_back(p.pt.indices.begin() + p.pt.indptr[b],
                         p.pt.indices.begin() + p.pt.indptr[b] + cut);
       tail.emplace_back(p.pt.indices.begin() + p.pt.indptr[b] + cut,
@@ -593,12 +554,12 @@ TEST(AttentionTest, UnionOfDisjointKeysIsMergeOfParts) {
 TEST(AttentionTest, LayoutsAgree) {
   for (uint32_t seed = 300; seed < 320; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p = randomProblem(rng, KVLayout::NHD, false);
     PagedKV hnd = toLayout(p.kv, KVLayout::HND);
     AttnOptions opts;
     opts.mask = MaskMode::Causal;
-    opts.window = randInt(rng, 1, 6);
+    opts.window = rng.uniformInt(1, 6);
     opts.logitsSoftCap = 2.0;
     opts.alibiSlopes = randomSlopes(rng, p.hq);
     States a = prefill(p.q, p.hq, p.qoIndptr, p.kv, p.pt, opts);
@@ -614,13 +575,13 @@ TEST(AttentionTest, LayoutsAgree) {
 TEST(PrefillTest, CausalMatchesDenseAttention) {
   for (uint32_t seed = 400; seed < 440; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p = randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD,
                               /*qoEqualsKv=*/true);
     AttnOptions opts;
     opts.mask = MaskMode::Causal;
     if (seed % 4 == 1)
-      opts.window = randInt(rng, 1, 5);
+      opts.window = rng.uniformInt(1, 5);
     if (seed % 4 == 2)
       opts.alibiSlopes = randomSlopes(rng, p.hq);
     if (seed % 4 == 3)
@@ -643,20 +604,20 @@ TEST(PrefillTest, CausalMatchesDenseAttention) {
 TEST(PrefillTest, AllOptionsMatchDenseAttention) {
   for (uint32_t seed = 500; seed < 540; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p = randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD,
                               /*qoEqualsKv=*/false);
     AttnOptions opts;
     opts.mask = seed % 3 == 0 ? MaskMode::None : MaskMode::Causal;
-    if (randInt(rng, 0, 1))
-      opts.window = randInt(rng, 1, 8);
-    if (randInt(rng, 0, 1))
+    if (rng.uniformInt(0, 1))
+      opts.window = rng.uniformInt(1, 8);
+    if (rng.uniformInt(0, 1))
       opts.alibiSlopes = randomSlopes(rng, p.hq);
-    if (randInt(rng, 0, 1))
+    if (rng.uniformInt(0, 1))
       opts.logitsSoftCap = 1.5;
-    if (randInt(rng, 0, 1))
+    if (rng.uniformInt(0, 1))
       opts.smScale = 0.3;
-    opts.lseBase2 = randInt(rng, 0, 1);
+    opts.lseBase2 = rng.uniformInt(0, 1);
     expectStatesNear(prefill(p.q, p.hq, p.qoIndptr, p.kv, p.pt, opts),
                      naivePrefill(p.q, p.hq, p.qoIndptr, p.kv, p.pt, opts),
                      1e-12);
@@ -664,8 +625,8 @@ TEST(PrefillTest, AllOptionsMatchDenseAttention) {
 }
 
 /// Random custom mask bits for a problem; `density` in [0, 1].
-std::vector<std::vector<uint8_t>> randomBits(std::mt19937 &rng,
-                                             const Problem &p, double density) {
+std::vector<std::vector<uint8_t>> randomBits(Rng &rng, const Problem &p,
+                                             double density) {
   std::bernoulli_distribution coin(density);
   std::vector<std::vector<uint8_t>> bits;
   for (size_t b = 0; b < p.kvLens.size(); ++b) {
@@ -690,7 +651,7 @@ packAll(const std::vector<std::vector<uint8_t>> &bits) {
 TEST(PrefillTest, CustomMaskMatchesDenseAttention) {
   for (uint32_t seed = 600; seed < 630; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p =
         randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD, false);
     auto bits = randomBits(rng, p, 0.6);
@@ -698,7 +659,7 @@ TEST(PrefillTest, CustomMaskMatchesDenseAttention) {
     AttnOptions opts;
     opts.mask = MaskMode::Custom;
     if (seed % 3 == 0)
-      opts.window = randInt(rng, 1, 4);
+      opts.window = rng.uniformInt(1, 4);
     if (seed % 3 == 1)
       opts.alibiSlopes = randomSlopes(rng, p.hq);
     expectStatesNear(
@@ -721,7 +682,7 @@ TEST(PrefillTest, CustomMaskMatchesDenseAttention) {
 }
 
 TEST(PrefillTest, FullyMaskedRowsAreEmpty) {
-  std::mt19937 rng(700);
+  Rng rng(700);
   Problem p = randomProblem(rng, KVLayout::NHD, false, 4);
   // All-zero custom mask: every row is empty.
   auto zeros = randomBits(rng, p, 0.0);
@@ -735,7 +696,7 @@ TEST(PrefillTest, FullyMaskedRowsAreEmpty) {
 
   // Window 1 (t > pos - 1) with a mask that hides t >= pos: empty rows; the
   // same mask without a window leaves earlier keys visible.
-  PagedKV kv = randomCache(rng, KVLayout::HND, 2, 3, 1, 4);
+  PagedKV kv = randomPagedKV(rng, KVLayout::HND, 2, 3, 1, 4);
   PageTable pt{{0, 2}, {1, 0}, {2}, 3}; // kv_len 5
   std::vector<int32_t> qoIndptr = {0, 2};
   std::vector<double> q = randVec(rng, 2 * 2 * 4);
@@ -768,7 +729,7 @@ TEST(PrefillTest, FullyMaskedRowsAreEmpty) {
 TEST(PrefillTest, ExplicitPositionsAndPartialPrefill) {
   for (uint32_t seed = 750; seed < 770; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p = randomProblem(rng, KVLayout::HND, true);
     AttnOptions opts;
     opts.mask = MaskMode::Causal;
@@ -784,7 +745,7 @@ TEST(PrefillTest, ExplicitPositionsAndPartialPrefill) {
     const int64_t rowElems = p.hq * p.kv.headDim;
     for (int64_t b = 0; b < p.pt.batch(); ++b) {
       for (int64_t i = 0; i < p.qoLens[b]; ++i) {
-        if (randInt(rng, 0, 2) == 0)
+        if (rng.uniformInt(0, 2) == 0)
           continue;
         int64_t row = p.qoIndptr[b] + i;
         rows.push_back(row);
@@ -807,7 +768,7 @@ TEST(PrefillTest, ExplicitPositionsAndPartialPrefill) {
 TEST(DecodeTest, EqualsPrefillWithOneQueryPerRequest) {
   for (uint32_t seed = 800; seed < 830; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p =
         randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD, false, 6);
     // Drop empty requests from the prefill (qo_len 1 > kv_len 0).
@@ -817,11 +778,11 @@ TEST(DecodeTest, EqualsPrefillWithOneQueryPerRequest) {
     std::vector<int32_t> qoIndptr = indptrOf(lens);
     std::vector<double> q = randVec(rng, p.pt.batch() * p.hq * p.kv.headDim);
     AttnOptions opts;
-    if (randInt(rng, 0, 1))
-      opts.window = randInt(rng, 1, 6);
-    if (randInt(rng, 0, 1))
+    if (rng.uniformInt(0, 1))
+      opts.window = rng.uniformInt(1, 6);
+    if (rng.uniformInt(0, 1))
       opts.alibiSlopes = randomSlopes(rng, p.hq);
-    if (randInt(rng, 0, 1))
+    if (rng.uniformInt(0, 1))
       opts.logitsSoftCap = 0.9;
     States d = decode(q, p.hq, p.kv, p.pt, opts);
     std::vector<double> qp;
@@ -851,13 +812,13 @@ TEST(DecodeTest, EqualsPrefillWithOneQueryPerRequest) {
 TEST(DecodeTest, GroupedQueryEqualsReplicatedHeads) {
   for (int64_t group = 1; group <= 8; ++group) {
     SCOPED_TRACE("group " + std::to_string(group));
-    std::mt19937 rng(900 + group);
+    Rng rng(900 + group);
     const int64_t hkv = 2, dim = 4, pageSize = 7;
     std::vector<int64_t> lens = {9, 0, 15};
     int64_t numPages = totalPages(lens, pageSize) + 1;
-    PagedKV kv = randomCache(rng, KVLayout::NHD, numPages, pageSize, hkv, dim);
-    PageTable pt = tableFromPages(allocPages(rng, lens, pageSize, numPages),
-                                  lens, pageSize);
+    PagedKV kv =
+        randomPagedKV(rng, KVLayout::NHD, numPages, pageSize, hkv, dim);
+    PageTable pt = randomTable(rng, lens, pageSize, numPages);
     // MHA cache: kv head h holds the data of GQA kv head h / group.
     PagedKV mha(KVLayout::HND, numPages, pageSize, hkv * group, dim);
     for (int64_t p = 0; p < numPages; ++p)
@@ -880,22 +841,22 @@ TEST(DecodeTest, GroupedQueryEqualsReplicatedHeads) {
 TEST(CascadeTest, TwoLevelsEqualPrefillOverConcatenatedPages) {
   for (uint32_t seed = 1000; seed < 1030; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    const int64_t pageSize = randInt(rng, 1, 6);
-    const int64_t hkv = randInt(rng, 1, 2), group = randInt(rng, 1, 8);
+    Rng rng(seed);
+    const int64_t pageSize = rng.uniformInt(1, 6);
+    const int64_t hkv = rng.uniformInt(1, 2), group = rng.uniformInt(1, 8);
     const int64_t dim = 4, hq = hkv * group;
-    const int64_t batch = randInt(rng, 1, 5);
-    const int64_t prefixPages = randInt(rng, 0, 3);
+    const int64_t batch = rng.uniformInt(1, 5);
+    const int64_t prefixPages = rng.uniformInt(0, 3);
     const int64_t prefixLen = prefixPages * pageSize; // full pages
     std::vector<int64_t> suffixLens, qoLens, fullLens;
     for (int64_t b = 0; b < batch; ++b) {
-      suffixLens.push_back(randInt(rng, 0, 2 * pageSize + 1));
-      qoLens.push_back(randInt(rng, 0, suffixLens.back()));
+      suffixLens.push_back(rng.uniformInt(0, 2 * pageSize + 1));
+      qoLens.push_back(rng.uniformInt(0, suffixLens.back()));
       fullLens.push_back(prefixLen + suffixLens.back());
     }
     const int64_t numPages = prefixPages + totalPages(suffixLens, pageSize) + 1;
-    PagedKV kv = randomCache(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD,
-                             numPages, pageSize, hkv, dim);
+    PagedKV kv = randomPagedKV(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD,
+                               numPages, pageSize, hkv, dim);
     // Pages [0, prefixPages) are the shared prefix; the rest are unique.
     std::vector<int32_t> pool(numPages - prefixPages);
     std::iota(pool.begin(), pool.end(), static_cast<int32_t>(prefixPages));
@@ -936,7 +897,7 @@ TEST(CascadeTest, TwoLevelsEqualPrefillOverConcatenatedPages) {
 }
 
 TEST(CascadeTest, OneLevelIsPrefill) {
-  std::mt19937 rng(1100);
+  Rng rng(1100);
   Problem p = randomProblem(rng, KVLayout::NHD, false);
   AttnOptions opts;
   opts.mask = MaskMode::Causal;
@@ -964,15 +925,15 @@ TEST(CascadeTest, OneLevelIsPrefill) {
 TEST(PackMaskTest, RoundTripsAgainstBitExtraction) {
   for (uint32_t seed = 1200; seed < 1220; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     static const int64_t kLens[] = {0, 1, 7, 8, 9, 16, 17, 30};
     std::vector<int64_t> lens;
-    for (int64_t b = 0, n = randInt(rng, 1, 6); b < n; ++b)
-      lens.push_back(kLens[randInt(rng, 0, 7)]);
+    for (int64_t b = 0, n = rng.uniformInt(1, 6); b < n; ++b)
+      lens.push_back(kLens[rng.uniformInt(0, 7)]);
     std::vector<int32_t> indptr = indptrOf(lens);
     std::vector<uint8_t> bits(indptr.back());
     for (uint8_t &x : bits)
-      x = static_cast<uint8_t>(randInt(rng, 0, 1));
+      x = static_cast<uint8_t>(rng.uniformInt(0, 1));
     auto [bytes, byteIndptr] = packMask(bits, indptr);
     ASSERT_EQ(byteIndptr.size(), indptr.size());
     EXPECT_EQ(byteIndptr[0], 0);
@@ -1039,15 +1000,14 @@ TEST(CacheBlendTest, SelectTopKTiesAndCeil) {
 }
 
 TEST(CacheBlendTest, ScatterThenReadBack) {
-  std::mt19937 rng(1300);
+  Rng rng(1300);
   const int64_t pageSize = 5, hkv = 2, dim = 3;
   std::vector<int64_t> lens = {12, 0, 7};
   int64_t numPages = totalPages(lens, pageSize) + 2;
   for (KVLayout layout : {KVLayout::NHD, KVLayout::HND}) {
-    PagedKV kv = randomCache(rng, layout, numPages, pageSize, hkv, dim);
+    PagedKV kv = randomPagedKV(rng, layout, numPages, pageSize, hkv, dim);
     PagedKV before = kv;
-    PageTable pt = tableFromPages(allocPages(rng, lens, pageSize, numPages),
-                                  lens, pageSize);
+    PageTable pt = randomTable(rng, lens, pageSize, numPages);
     std::vector<int32_t> positions = {0, 5, 11, /*r2*/ 6};
     std::vector<int32_t> selIndptr = {0, 3, 3, 4};
     std::vector<double> kRows = randVec(rng, 4 * hkv * dim);
@@ -1082,7 +1042,7 @@ TEST(CacheBlendTest, ScatterThenReadBack) {
 TEST(AppendTest, PageTableFormEqualsSlotMapping) {
   for (uint32_t seed = 1400; seed < 1420; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
+    Rng rng(seed);
     Problem p =
         randomProblem(rng, seed % 2 ? KVLayout::HND : KVLayout::NHD, false, 5);
     // Append the last qo_len tokens of each request.
@@ -1106,7 +1066,7 @@ TEST(AppendTest, PageTableFormEqualsSlotMapping) {
                   kNew.begin() + (row + 1) * rowElems);
         vS.insert(vS.end(), vNew.begin() + row * rowElems,
                   vNew.begin() + (row + 1) * rowElems);
-        if (randInt(rng, 0, 3) == 0) {
+        if (rng.uniformInt(0, 3) == 0) {
           slots.push_back(-1);
           std::vector<double> junk = randVec(rng, rowElems, 5, 6);
           kS.insert(kS.end(), junk.begin(), junk.end());
@@ -1192,8 +1152,8 @@ TEST(ValidationTest, PageTableErrorsNameTheInvariant) {
 }
 
 TEST(ValidationTest, AttentionErrorsNameTheInvariant) {
-  std::mt19937 rng(1500);
-  PagedKV kv = randomCache(rng, KVLayout::NHD, 4, 3, 2, 4);
+  Rng rng(1500);
+  PagedKV kv = randomPagedKV(rng, KVLayout::NHD, 4, 3, 2, 4);
   PageTable pt{{0, 2}, {3, 1}, {2}, 3}; // kv_len 5
   std::vector<double> q = randVec(rng, 3 * 4);
 

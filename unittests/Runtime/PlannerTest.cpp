@@ -6,71 +6,43 @@
 //
 // Page-table validation messages (every invariant, array lengths included),
 // the exact-cover property of the fixed-chunk work list over thousands of
-// random batches, the chunk-size rule, and planDecode end to end. Random cases
-// print their std::mt19937 seed through SCOPED_TRACE so a failure can be
-// replayed.
+// random batches, the chunk-size rule, and planDecode end to end. Random
+// cases (pa::test, PATestSupport) print their seed through SCOPED_TRACE so a
+// failure can be replayed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PagedAttn/Runtime/Planner.h"
+#include "PagedAttn/TestSupport/Random.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 using namespace pa::rt;
+using pa::test::Rng;
 
 namespace {
 
 /// ceil(a / b) for a >= 0, b >= 1.
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) { return pa::test::pagesFor(a, b); }
 
-/// Uniform integer in [lo, hi].
-int64_t uniform(std::mt19937 &rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-/// A CSR page table built from kv lengths (pages numbered consecutively).
-struct Table {
-  std::vector<int32_t> indptr, indices, lastPageLen;
-};
-
-Table makeTable(const std::vector<int64_t> &lens, int64_t pageSize) {
-  Table t;
-  t.indptr.push_back(0);
-  for (int64_t len : lens) {
-    int64_t pages = ceilDiv(len, pageSize);
-    for (int64_t p = 0; p < pages; ++p)
-      t.indices.push_back(static_cast<int32_t>(t.indices.size()));
-    t.indptr.push_back(static_cast<int32_t>(t.indices.size()));
-    // Requests without pages get a garbage last_page_len: it must be ignored.
-    t.lastPageLen.push_back(
-        static_cast<int32_t>(pages ? len - (pages - 1) * pageSize : 0));
-  }
-  return t;
+/// A page table with kv_len[b] == lens[b] over exactly the pages it uses
+/// (in a random order).
+pa::ref::PageTable makeTable(Rng &rng, const std::vector<int64_t> &lens,
+                             int64_t pageSize) {
+  pa::test::PagePool pool(rng, pa::test::totalPages(lens, pageSize));
+  return pa::test::makePageTable(rng, pageSize, lens, pool);
 }
 
 /// Random kv lengths: batch in [0, maxBatch], lengths in [0, maxLen] with
-/// plenty of zeros, and some exact multiples of `chunk` when chunk > 0.
-std::vector<int64_t> randomLens(std::mt19937 &rng, int64_t maxBatch,
-                                int64_t maxLen, int64_t chunk = 0) {
-  std::vector<int64_t> lens(static_cast<size_t>(uniform(rng, 0, maxBatch)));
-  for (int64_t &len : lens) {
-    int64_t kind = uniform(rng, 0, 9);
-    if (kind == 0)
-      len = 0;
-    else if (kind == 1 && chunk > 0)
-      len = std::min(maxLen, chunk * uniform(rng, 1, 8));
-    else if (kind == 2)
-      len = uniform(rng, 1, 3);
-    else
-      len = uniform(rng, 1, maxLen);
-  }
-  return lens;
+/// plenty of zeros and exact multiples of `unit`.
+std::vector<int64_t> randomBatch(Rng &rng, int64_t maxBatch, int64_t maxLen,
+                                 int64_t unit) {
+  return pa::test::randomLens(rng, rng.uniformInt(0, maxBatch), unit, maxLen);
 }
 
 /// Checks that `work` is planFixedChunks(lens, chunk): CSR well formed,
@@ -170,10 +142,10 @@ TEST(PageTable, EmptyBatchPasses) {
 TEST(PageTable, RandomTablesMatchLengths) {
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    int64_t pageSize = uniform(rng, 1, 64);
-    std::vector<int64_t> lens = randomLens(rng, 64, 5000);
-    Table t = makeTable(lens, pageSize);
+    Rng rng(seed);
+    int64_t pageSize = rng.uniformInt(1, 64);
+    std::vector<int64_t> lens = randomBatch(rng, 64, 5000, pageSize);
+    pa::ref::PageTable t = makeTable(rng, lens, pageSize);
     std::vector<int64_t> got;
     int64_t batch = static_cast<int64_t>(lens.size());
     Status s = kvLengths(t.indptr, t.lastPageLen, batch, pageSize, got);
@@ -187,7 +159,7 @@ TEST(PageTable, RandomTablesMatchLengths) {
       continue;
     // Regression: kv_indices one or more entries short of kv_indptr[B] is
     // rejected, naming both arrays, not read past its end.
-    int64_t shortBy = uniform(rng, 1, numPages);
+    int64_t shortBy = rng.uniformInt(1, numPages);
     s = validatePageTable(t.indptr,
                           I32Span(t.indices.data(), numPages - shortBy),
                           t.lastPageLen, batch, pageSize, numPages);
@@ -366,13 +338,13 @@ TEST(FixedChunks, RandomCoverage) {
   // >= 2000 random batches: exact cover, CSR shape, and the static bound.
   for (uint32_t seed = 1; seed <= 2500; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    int64_t chunk =
-        uniform(rng, 0, 9) == 0 ? uniform(rng, 1, 4) : uniform(rng, 1, 600);
-    int64_t pageSize = uniform(rng, 1, 64);
-    std::vector<int64_t> lens = randomLens(rng, 64, 5000, chunk);
+    Rng rng(seed);
+    int64_t chunk = rng.uniformInt(0, 9) == 0 ? rng.uniformInt(1, 4)
+                                              : rng.uniformInt(1, 600);
+    int64_t pageSize = rng.uniformInt(1, 64);
+    std::vector<int64_t> lens = randomBatch(rng, 64, 5000, chunk);
     int64_t batch = static_cast<int64_t>(lens.size());
-    Table t = makeTable(lens, pageSize);
+    pa::ref::PageTable t = makeTable(rng, lens, pageSize);
     std::vector<int64_t> got;
     Status s = kvLengths(t.indptr, t.lastPageLen, batch, pageSize, got);
     ASSERT_TRUE(s) << s.message;
@@ -443,13 +415,13 @@ TEST(ChunkSize, RandomRule) {
   int splits = 0;
   for (uint32_t seed = 1; seed <= 500; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    std::vector<int64_t> lens = randomLens(rng, 16, 40000);
+    Rng rng(seed);
+    std::vector<int64_t> lens = randomBatch(rng, 16, 40000, 256);
     int64_t batch = static_cast<int64_t>(lens.size());
-    int64_t kvHeads = uniform(rng, 1, 8);
-    int64_t pageSize = uniform(rng, 1, 64);
-    int64_t minChunk = uniform(rng, 1, 512);
-    int64_t maxCTAs = uniform(rng, 1, 1000);
+    int64_t kvHeads = rng.uniformInt(1, 8);
+    int64_t pageSize = rng.uniformInt(1, 64);
+    int64_t minChunk = rng.uniformInt(1, 512);
+    int64_t maxCTAs = rng.uniformInt(1, 1000);
     int64_t maxLen = 0;
     for (int64_t len : lens)
       maxLen = std::max(maxLen, len);
@@ -469,7 +441,7 @@ TEST(ChunkSize, RandomRule) {
       ++splits;
     }
     int64_t more = chooseChunkSize(
-        lens, kvHeads, maxCTAs + uniform(rng, 1, 500), pageSize, minChunk);
+        lens, kvHeads, maxCTAs + rng.uniformInt(1, 500), pageSize, minChunk);
     EXPECT_LE(more, c);
   }
   EXPECT_GT(splits, 100) << "too few random cases exercise the split rule";
@@ -533,13 +505,13 @@ TEST(PlanDecode, Errors) {
 TEST(PlanDecode, RandomMatchesParts) {
   for (uint32_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937 rng(seed);
-    int64_t pageSize = uniform(rng, 1, 64);
-    std::vector<int64_t> lens = randomLens(rng, 32, 20000);
+    Rng rng(seed);
+    int64_t pageSize = rng.uniformInt(1, 64);
+    std::vector<int64_t> lens = randomBatch(rng, 32, 20000, pageSize);
     int64_t batch = static_cast<int64_t>(lens.size());
-    Table t = makeTable(lens, pageSize);
-    int64_t kvHeads = uniform(rng, 1, 8), sms = uniform(rng, 1, 132),
-            perSM = uniform(rng, 1, 4);
+    pa::ref::PageTable t = makeTable(rng, lens, pageSize);
+    int64_t kvHeads = rng.uniformInt(1, 8), sms = rng.uniformInt(1, 132),
+            perSM = rng.uniformInt(1, 4);
     DecodePlan plan;
     Status s = planDecode(t.indptr, t.lastPageLen, batch, pageSize, kvHeads,
                           sms, perSM, plan);
