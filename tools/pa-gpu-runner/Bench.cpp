@@ -24,6 +24,7 @@
 
 #include "PagedAttn/Runtime/Bundle.h"
 #include "PagedAttn/Runtime/pa_runtime.h"
+#include "PagedAttn/TestSupport/Random.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -33,14 +34,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <numeric>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 using namespace pa::runner;
 namespace rt = pa::rt;
+namespace ref = pa::ref;
+namespace test = pa::test;
 
 namespace {
 
@@ -216,22 +217,23 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   if (!joint)
     roofs.fillUniform(pool1.get(), pool1.size() / eb, dtype, o.seed + 2, -1.f,
                       1.f, stream);
-  std::vector<int32_t> perm(static_cast<size_t>(numPages));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::mt19937_64 rng(o.seed * 7919u + static_cast<uint64_t>(B * 100003 + L));
-  std::shuffle(perm.begin(), perm.end(), rng);
-
-  std::vector<int32_t> indptr(static_cast<size_t>(B + 1)),
-      last(static_cast<size_t>(B), static_cast<int32_t>(L - (ppr - 1) * P));
-  for (int64_t b = 0; b <= B; ++b)
-    indptr[b] = static_cast<int32_t>(b * ppr);
+  // One page table per set over the shared, shuffled pool: each set reads
+  // its own pages, in a random order. Indptr and last_page_len are the same
+  // for every set.
+  test::Rng rng(test::mixSeed(o.seed, static_cast<uint64_t>(B),
+                              static_cast<uint64_t>(L)));
+  test::PagePool pages(rng, numPages);
+  const std::vector<int64_t> lens(static_cast<size_t>(B), L);
+  std::vector<ref::PageTable> tables;
+  for (int64_t s = 0; s < sets; ++s)
+    tables.push_back(test::makePageTable(rng, P, lens, pages));
+  const std::vector<int32_t> &indptr = tables[0].indptr,
+                             &last = tables[0].lastPageLen;
   DeviceBuffer dIndptr = uploadVector(indptr), dLast = uploadVector(last);
   std::vector<DeviceBuffer> dIndices, dQ, dO, dLse;
   size_t qBytes = static_cast<size_t>(B * Hq * D * eb);
   for (int64_t s = 0; s < sets; ++s) {
-    std::vector<int32_t> idx(perm.begin() + s * pagesPerSet,
-                             perm.begin() + (s + 1) * pagesPerSet);
-    dIndices.push_back(uploadVector(idx));
+    dIndices.push_back(uploadVector(tables[static_cast<size_t>(s)].indices));
     dQ.emplace_back(qBytes);
     roofs.fillUniform(dQ.back().get(), qBytes / eb, dtype,
                       o.seed + 10 + static_cast<uint32_t>(s), -1.f, 1.f,

@@ -9,7 +9,6 @@
 #include "PagedAttn/Runtime/Bundle.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
@@ -68,60 +67,6 @@ void DeviceBuffer::download(void *dst, size_t n) const {
 //===----------------------------------------------------------------------===//
 // Numbers
 //===----------------------------------------------------------------------===//
-
-namespace {
-uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-} // namespace
-
-float pa::runner::halfToFloat(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0) {
-    float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  if (exp == 31)
-    return bitsFloat(sign | 0x7f800000 | (mant << 13));
-  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t pa::runner::floatToHalf(float f) {
-  uint32_t x = floatBits(f);
-  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  x &= 0x7fffffff;
-  if (x >= 0x7f800000) // inf or NaN
-    return sign | (x > 0x7f800000 ? 0x7e00 : 0x7c00);
-  if (x >= 0x477ff000) // >= 65520: rounds to inf
-    return sign | 0x7c00;
-  if (x < 0x38800000) { // below 2^-14: subnormal half (or zero)
-    float a = bitsFloat(x) * 16777216.0f; // exact scaling by 2^24
-    return sign | static_cast<uint16_t>(std::nearbyint(a));
-  }
-  uint32_t odd = (x >> 13) & 1;
-  x += 0xc8000fffu + odd; // rebias the exponent by -112, round to even
-  return sign | static_cast<uint16_t>(x >> 13);
-}
-
-float pa::runner::bf16ToFloat(uint16_t h) {
-  return bitsFloat(static_cast<uint32_t>(h) << 16);
-}
-
-uint16_t pa::runner::floatToBf16(float f) {
-  uint32_t x = floatBits(f);
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
 
 double pa::runner::median(std::vector<double> v) {
   if (v.empty())

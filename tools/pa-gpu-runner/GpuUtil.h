@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Checked CUDA driver calls (every failure carries cuGetErrorString's text),
-// RAII device buffers and events, host-side f16/bf16 conversions, and the
-// roofs module (bench/roofs.cu: the read-roof and random-fill kernels). The
-// runner is a tool, not the library: it reports failures by throwing
-// pa::runner::Failure, caught per bundle.
+// RAII device buffers and events, the median, and the roofs module
+// (bench/roofs.cu: the read-roof and random-fill kernels). The runner is a
+// tool, not the library: it reports failures by throwing pa::runner::Failure,
+// caught per bundle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,13 +89,6 @@ template <typename T> DeviceBuffer uploadVector(const std::vector<T> &v) {
 //===----------------------------------------------------------------------===//
 // Numbers
 //===----------------------------------------------------------------------===//
-
-float halfToFloat(uint16_t h);
-/// Round to nearest even; overflow to inf.
-uint16_t floatToHalf(float f);
-float bf16ToFloat(uint16_t h);
-/// Round to nearest even.
-uint16_t floatToBf16(float f);
 
 /// Median of `v` (copied, sorted); 0 for an empty vector.
 double median(std::vector<double> v);

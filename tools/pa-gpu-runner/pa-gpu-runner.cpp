@@ -7,813 +7,118 @@
 //   pa-gpu-runner check [options] BUNDLE_DIR...
 //   pa-gpu-runner bench [options] BUNDLE_DIR
 //
-// `check` runs each bundle's decode step through the runtime's C API on
-// seeded random inputs against the float64 oracle pa::ref::decode, with
-// poisoned outputs (NaN) and poisoned unused cache slots and pages, over
-// ragged batches (empty requests, 1 token, partial last pages, full last
-// pages, long requests that split), the planner's chunking and forced
-// chunkings, and checks that checked mode rejects bad page tables before any
-// launch. `bench` times the decode step against the read and copy ceilings
-// (Bench.cpp). See docs/Runtime.md.
+// The driver: parses the command line with one option parser (Options.h) and
+// dispatches. `check` (Check.cpp) runs each bundle's decode step against the
+// float64 oracle and tests checked mode; `bench` (Bench.cpp) times the decode
+// step against the read and copy ceilings. See docs/Runtime.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
-#include "GpuUtil.h"
+#include "Check.h"
+#include "Options.h"
 
-#include "PagedAttn/Reference/Reference.h"
-#include "PagedAttn/Runtime/Bundle.h"
-#include "PagedAttn/Runtime/pa_runtime.h"
-
-#include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
 #include <limits>
-#include <numeric>
-#include <random>
-#include <sstream>
 #include <string>
-#include <vector>
 
 using namespace pa::runner;
-namespace rt = pa::rt;
-namespace ref = pa::ref;
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Options
-//===----------------------------------------------------------------------===//
+constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
 
-struct CheckOptions {
-  std::vector<std::string> bundles;
-  uint64_t seed = 0;
-  bool seedGiven = false;
-  /// > 0: the forced-chunk variants use this chunk only.
-  int64_t forceChunk = 0;
-  /// Fill unused cache slots / pages with a large finite value instead of
-  /// NaN.
-  bool finiteSlack = false;
-  /// Skip the long cases (quick smoke runs).
-  bool quick = false;
-  int device = 0;
-};
-
-void usage() {
-  std::fprintf(
-      stderr,
-      "usage:\n"
-      "  pa-gpu-runner check [--seed N] [--force-chunk N] [--finite-slack]\n"
-      "                      [--quick] [--device N] BUNDLE_DIR...\n"
-      "  pa-gpu-runner bench [--out FILE] [--roofs CUBIN] [--reps N]\n"
-      "                      [--warmup N] [--batches a,b,..] [--lens a,b,..]\n"
-      "                      [--max-kv-gib X] [--max-sets N] [--ceiling-gib X]\n"
-      "                      [--ctas-per-sm N] [--force-chunk N] [--seed N]\n"
-      "                      [--device N] BUNDLE_DIR\n"
-      "environment: PA_FORCE_CHUNK (as --force-chunk), PA_ROOFS_CUBIN\n");
+/// The flags of `check`, bound to `o`.
+void addCheckOptions(OptionParser &p, CheckOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "seed of the random cases (default: from the clock; printed)");
+  p.integer("--force-chunk", o.forceChunk, 1, kMaxI64,
+            "forced-chunk variants use only this chunk size");
+  p.flag("--finite-slack", o.finiteSlack,
+         "unused cache slots / pages hold 8.0 instead of NaN");
+  p.flag("--quick", o.quick, "skip the long case");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
 }
 
-bool parseI64(const char *s, int64_t &out) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno || !end || *end || end == s)
-    return false;
-  out = v;
-  return true;
+/// The flags of `bench`, bound to `o`; the bundle goes to `operands`.
+void addBenchOptions(OptionParser &p, BenchOptions &o,
+                     std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per configuration");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.positiveList("--batches", o.batches, "batch sizes");
+  p.positiveList("--lens", o.lengths, "kv lengths");
+  p.positiveReal("--max-kv-gib", o.maxKVGiB,
+                 "skip configurations with a larger KV cache");
+  p.integer("--max-sets", o.maxSets, 1, std::numeric_limits<int>::max(),
+            "input sets rotated");
+  p.positiveReal("--ceiling-gib", o.ceilingGiB,
+                 "bytes of the copy and read ceilings");
+  p.integer("--ctas-per-sm", o.ctasPerSM, 1, kMaxI64,
+            "planner's CTAs per SM (default: occupancy)");
+  p.integer("--force-chunk", o.forceChunk, 1, kMaxI64,
+            "chunk size instead of the planner's");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the random fill and page order");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
-bool parseList(const char *s, std::vector<int64_t> &out) {
-  out.clear();
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int64_t v;
-    if (!parseI64(item.c_str(), v) || v <= 0)
-      return false;
-    out.push_back(v);
-  }
-  return !out.empty();
+void printUsage(std::FILE *f) {
+  CheckOptions check;
+  BenchOptions bench;
+  std::vector<std::string> operands;
+  OptionParser checkParser("check"), benchParser("bench");
+  addCheckOptions(checkParser, check);
+  addBenchOptions(benchParser, bench, operands);
+  std::fprintf(f, "usage:\n%s%s", checkParser.usage().c_str(),
+               benchParser.usage().c_str());
+  std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
+                  "PA_ROOFS_CUBIN\n");
 }
 
-//===----------------------------------------------------------------------===//
-// Element storage
-//===----------------------------------------------------------------------===//
-
-/// Rounds `v` to the bundle dtype and stores it at element `i` of `buf`.
-/// Returns the rounded value.
-double storeElem(std::vector<uint8_t> &buf, int64_t i, rt::DType t, float v) {
-  switch (t) {
-  case rt::DType::F16: {
-    uint16_t h = floatToHalf(v);
-    std::memcpy(buf.data() + 2 * i, &h, 2);
-    return halfToFloat(h);
-  }
-  case rt::DType::BF16: {
-    uint16_t h = floatToBf16(v);
-    std::memcpy(buf.data() + 2 * i, &h, 2);
-    return bf16ToFloat(h);
-  }
-  case rt::DType::F32:
-    std::memcpy(buf.data() + 4 * i, &v, 4);
-    return v;
-  }
-  return 0;
-}
-
-double loadElem(const std::vector<uint8_t> &buf, int64_t i, rt::DType t) {
-  switch (t) {
-  case rt::DType::F16: {
-    uint16_t h;
-    std::memcpy(&h, buf.data() + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  case rt::DType::BF16: {
-    uint16_t h;
-    std::memcpy(&h, buf.data() + 2 * i, 2);
-    return bf16ToFloat(h);
-  }
-  case rt::DType::F32: {
-    float f;
-    std::memcpy(&f, buf.data() + 4 * i, 4);
-    return f;
-  }
-  }
-  return 0;
-}
-
-/// The 16- or 32-bit NaN pattern used to poison outputs of dtype `t`.
-uint32_t poisonBits(rt::DType t) {
-  switch (t) {
-  case rt::DType::F16:
-    return 0x7E5A;
-  case rt::DType::BF16:
-    return 0x7FDA;
-  case rt::DType::F32:
-    return 0x7FC0DEADu;
-  }
-  return 0;
-}
-constexpr uint32_t kLsePoison = 0x7FC0DEADu;
-
-/// Fills `count` elements of dtype `t` at `ptr` with the poison pattern.
-void poison(CUdeviceptr ptr, int64_t count, rt::DType t) {
-  if (count <= 0)
-    return;
-  if (rt::elementBytes(t) == 2)
-    PA_CU(cuMemsetD16(ptr, static_cast<unsigned short>(poisonBits(t)),
-                      static_cast<size_t>(count)));
-  else
-    PA_CU(cuMemsetD32(ptr, poisonBits(t), static_cast<size_t>(count)));
-}
-
-//===----------------------------------------------------------------------===//
-// Test cases
-//===----------------------------------------------------------------------===//
-
-/// One decode problem: host page table, device-format inputs, the oracle.
-struct CaseData {
-  std::string name;
-  int64_t batch = 0, numPages = 0, nnz = 0;
-  std::vector<int64_t> lens;
-  std::vector<int32_t> indptr, indices, last;
-  std::vector<uint8_t> q;
-  /// Joint: cache[0] only; split: K in cache[0], V in cache[1].
-  std::vector<uint8_t> cache[2];
-  ref::States expected;
-};
-
-/// Device copies of a CaseData.
-struct DeviceCase {
-  DeviceBuffer q, cache[2], indptr, indices, last, o, lse;
-};
-
-/// Element index of (page, which = 0 K / 1 V, slot, head, d) in its buffer.
-int64_t cacheIndex(const rt::BundleConfig &c, int64_t page, int64_t which,
-                   int64_t slot, int64_t head, int64_t d) {
-  int64_t P = c.pageSize, H = c.kvHeads, D = c.headDim;
-  bool nhd = c.layout == rt::CacheLayout::NHD;
-  int64_t inPage = nhd ? (slot * H + head) * D + d : (head * P + slot) * D + d;
-  if (c.kv == rt::KVStorage::Joint)
-    return (page * 2 + which) * P * H * D + inPage;
-  return page * P * H * D + inPage;
-}
-
-CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
-                  const rt::BundleConfig &c, std::mt19937_64 &rng,
-                  bool finiteSlack) {
-  CaseData cs;
-  cs.name = name;
-  cs.lens = lens;
-  cs.batch = static_cast<int64_t>(lens.size());
-  const int64_t P = c.pageSize, Hkv = c.kvHeads, D = c.headDim,
-                Hq = c.numQHeads();
-  std::uniform_int_distribution<int64_t> anyLast(0, P);
-  cs.indptr.push_back(0);
-  for (int64_t len : lens) {
-    int64_t pages = (len + P - 1) / P;
-    cs.indptr.push_back(static_cast<int32_t>(cs.indptr.back() + pages));
-    // Requests without pages get an arbitrary last_page_len: it is ignored.
-    cs.last.push_back(static_cast<int32_t>(
-        pages ? len - (pages - 1) * P : anyLast(rng)));
-  }
-  cs.nnz = cs.indptr.back();
-  // Spare pages that no request owns, and a random page order.
-  cs.numPages = cs.nnz + cs.nnz / 2 + 3;
-  std::vector<int32_t> perm(static_cast<size_t>(cs.numPages));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  cs.indices.assign(perm.begin(), perm.begin() + cs.nnz);
-
-  std::uniform_real_distribution<float> uq(-3.f, 3.f), ukv(-1.f, 1.f);
-  int64_t eb = rt::elementBytes(c.dtype);
-  std::vector<double> refQ(static_cast<size_t>(cs.batch * Hq * D));
-  cs.q.assign(refQ.size() * eb, 0);
-  for (size_t i = 0; i < refQ.size(); ++i)
-    refQ[i] = storeElem(cs.q, static_cast<int64_t>(i), c.dtype, uq(rng));
-
-  // Unused slots and pages: NaN (or a large finite value), so that a kernel
-  // reading past kv_len or through a wrong page shows up.
-  int64_t perCache = cs.numPages * P * Hkv * D *
-                     (c.kv == rt::KVStorage::Joint ? 2 : 1);
-  int numCaches = c.kv == rt::KVStorage::Joint ? 1 : 2;
-  for (int i = 0; i < numCaches; ++i) {
-    cs.cache[i].assign(static_cast<size_t>(perCache * eb), 0);
-    float slack = finiteSlack ? 8.f : std::numeric_limits<float>::quiet_NaN();
-    std::vector<uint8_t> one(static_cast<size_t>(eb));
-    storeElem(one, 0, c.dtype, slack);
-    for (int64_t e = 0; e < perCache; ++e)
-      std::memcpy(cs.cache[i].data() + e * eb, one.data(),
-                  static_cast<size_t>(eb));
-  }
-  ref::PagedKV kv(c.layout == rt::CacheLayout::NHD ? ref::KVLayout::NHD
-                                                   : ref::KVLayout::HND,
-                  cs.numPages, P, Hkv, D);
-  for (int64_t b = 0; b < cs.batch; ++b)
-    for (int64_t t = 0; t < lens[b]; ++t) {
-      int64_t page = cs.indices[cs.indptr[b] + t / P], slot = t % P;
-      for (int64_t h = 0; h < Hkv; ++h)
-        for (int64_t d = 0; d < D; ++d)
-          for (int64_t which = 0; which < 2; ++which) {
-            int64_t idx = cacheIndex(c, page, which, slot, h, d);
-            std::vector<uint8_t> &buf =
-                cs.cache[c.kv == rt::KVStorage::Joint ? 0 : which];
-            double v = storeElem(buf, idx, c.dtype, ukv(rng));
-            (which ? kv.vAt(page, slot, h, d) : kv.kAt(page, slot, h, d)) = v;
-          }
-    }
-  ref::PageTable pt;
-  pt.indptr = cs.indptr;
-  pt.indices = cs.indices;
-  pt.lastPageLen = cs.last;
-  pt.pageSize = P;
-  cs.expected = ref::decode(refQ, Hq, kv, pt, ref::AttnOptions{});
-  return cs;
-}
-
-DeviceCase uploadCase(const CaseData &cs, const rt::BundleConfig &c) {
-  DeviceCase d;
-  d.q = uploadVector(cs.q);
-  d.cache[0] = uploadVector(cs.cache[0]);
-  if (c.kv == rt::KVStorage::Split)
-    d.cache[1] = uploadVector(cs.cache[1]);
-  d.indptr = uploadVector(cs.indptr);
-  d.indices = uploadVector(cs.indices);
-  d.last = uploadVector(cs.last);
-  int64_t eb = rt::elementBytes(c.dtype);
-  d.o.allocate(static_cast<size_t>(cs.batch * c.numQHeads() * c.headDim * eb));
-  d.lse.allocate(static_cast<size_t>(cs.batch * c.numQHeads() * 4));
-  return d;
-}
-
-pa_decode_args makeArgs(const CaseData &cs, const DeviceCase &d,
-                        const rt::BundleConfig &c, bool checked) {
-  pa_decode_args a;
-  std::memset(&a, 0, sizeof(a));
-  a.q = d.q.get();
-  if (c.kv == rt::KVStorage::Joint) {
-    a.kv = d.cache[0].get();
-  } else {
-    a.k = d.cache[0].get();
-    a.v = d.cache[1].get();
-  }
-  a.kv_indptr = d.indptr.get();
-  a.kv_indices = d.indices.get();
-  a.kv_last_page_len = d.last.get();
-  a.o = d.o.get();
-  a.lse = d.lse.get();
-  a.batch = cs.batch;
-  a.num_q_heads = c.numQHeads();
-  a.head_dim = c.headDim;
-  a.num_pages = cs.numPages;
-  a.nnz = cs.nnz;
-  a.checked = checked ? 1 : 0;
-  return a;
-}
-
-/// Outputs read back from the device.
-struct Outputs {
-  std::vector<uint8_t> o;
-  std::vector<float> lse;
-};
-
-Outputs poisonOutputs(const CaseData &cs, const DeviceCase &d,
-                      const rt::BundleConfig &c) {
-  poison(d.o.get(), cs.batch * c.numQHeads() * c.headDim, c.dtype);
-  poison(d.lse.get(), cs.batch * c.numQHeads(), rt::DType::F32);
-  return {};
-}
-
-Outputs readOutputs(const CaseData &cs, const DeviceCase &d,
-                    const rt::BundleConfig &c) {
-  Outputs out;
-  out.o.resize(d.o.size());
-  out.lse.resize(static_cast<size_t>(cs.batch * c.numQHeads()));
-  d.o.download(out.o.data(), out.o.size());
-  d.lse.download(out.lse.data(), out.lse.size() * 4);
-  return out;
-}
-
-/// Comparison of one run with the oracle.
-struct Comparison {
-  double relO = 0, maxLseErr = 0;
-  bool pass = true;
-  std::vector<std::string> problems;
-
-  void problem(const std::string &s) {
-    pass = false;
-    if (problems.size() < 6)
-      problems.push_back(s);
-  }
-};
-
-double relTolerance(rt::DType t) {
-  switch (t) {
-  case rt::DType::F16:
-    return 2e-3;
-  case rt::DType::BF16:
-    return 1e-2;
-  case rt::DType::F32:
-    return 1e-4;
-  }
-  return 0;
-}
-constexpr double kLseTolerance = 2e-3;
-
-Comparison compare(const CaseData &cs, const Outputs &out,
-                   const rt::BundleConfig &c, bool finiteSlack) {
-  Comparison r;
-  const int64_t Hq = c.numQHeads(), D = c.headDim;
-  double errSq = 0, refSq = 0;
-  int64_t nanO = 0, nanLse = 0;
-  for (int64_t b = 0; b < cs.batch; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      double refLse = cs.expected.lseAt(b, h);
-      float got = out.lse[static_cast<size_t>(b * Hq + h)];
-      bool rowNan = false, rowNonZero = false;
-      for (int64_t d = 0; d < D; ++d) {
-        double v = loadElem(out.o, (b * Hq + h) * D + d, c.dtype);
-        double e = cs.expected.oAt(b, h, d);
-        if (std::isnan(v)) {
-          rowNan = true;
-          ++nanO;
-          continue;
-        }
-        rowNonZero |= v != 0;
-        errSq += (v - e) * (v - e);
-        refSq += e * e;
-      }
-      std::ostringstream where;
-      where << "request " << b << " (kv_len " << cs.lens[b] << ") head " << h;
-      if (rowNan)
-        r.problem("NaN in o at " + where.str() +
-                  (finiteSlack ? std::string()
-                               : " (unused cache slots/pages hold NaN: they "
-                                 "must not reach o; --finite-slack relaxes "
-                                 "this)"));
-      if (std::isnan(got)) {
-        ++nanLse;
-        r.problem("NaN (or unwritten poison) in lse at " + where.str());
-        continue;
-      }
-      if (std::isinf(refLse) && refLse < 0) {
-        if (!(std::isinf(got) && got < 0)) {
-          std::ostringstream os;
-          os << "lse = " << got << " at " << where.str()
-             << ", expected -inf (empty request)";
-          r.problem(os.str());
-        }
-        if (rowNonZero)
-          r.problem("o != 0 at " + where.str() + " (empty request)");
-        continue;
-      }
-      if (!std::isfinite(got)) {
-        std::ostringstream os;
-        os << "lse = " << got << " at " << where.str() << ", expected "
-           << refLse;
-        r.problem(os.str());
-        continue;
-      }
-      double e = std::fabs(got - refLse);
-      r.maxLseErr = std::max(r.maxLseErr, e);
-      if (e > kLseTolerance) {
-        std::ostringstream os;
-        os << "lse = " << got << " at " << where.str() << ", expected "
-           << refLse << " (|err| " << e << " > " << kLseTolerance << ")";
-        r.problem(os.str());
-      }
-    }
-  r.relO = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-  if (nanO)
-    r.problem(std::to_string(nanO) + " NaN elements in o in total");
-  if (nanLse)
-    r.problem(std::to_string(nanLse) + " NaN elements in lse in total");
-  if (r.relO > relTolerance(c.dtype)) {
-    std::ostringstream os;
-    os << "relative L2 error of o " << r.relO << " > "
-       << relTolerance(c.dtype);
-    r.problem(os.str());
-  }
-  return r;
-}
-
-//===----------------------------------------------------------------------===//
-// Checking one bundle
-//===----------------------------------------------------------------------===//
-
-struct BundleSummary {
-  std::string dir, config;
-  int runs = 0, failedRuns = 0;
-  double maxRelO = 0, maxLseErr = 0;
-  int checkedPassed = 0, checkedTotal = 0;
-  bool nondeterministic = false;
-  std::string fatal;
-  bool pass() const {
-    return fatal.empty() && failedRuns == 0 && checkedPassed == checkedTotal;
-  }
-};
-
-/// A chunking variant of a case.
-struct Variant {
-  std::string name;
-  int64_t forceChunk = 0; ///< 0: the planner's choice
-};
-
-/// Runs one (case, variant): plan, poison, run, compare, run again.
-void runVariant(pa_bundle *bundle, const rt::BundleConfig &c,
-                const CaseData &cs, const DeviceCase &d, const Variant &v,
-                bool finiteSlack, BundleSummary &sum) {
-  pa_plan_options opts{};
-  opts.force_chunk = v.forceChunk;
-  pa_plan *plan = nullptr;
-  pa_plan_info info{};
-  Outputs first;
-  Comparison cmp;
-  bool deterministic = true;
+/// Parses the flags of `p` from argv[2..]; returns -1 to go on, else the
+/// exit code (0 after --help, 2 after an error, reported on stderr).
+int parseCommand(OptionParser &p, int argc, char **argv) {
   std::string error;
-  try {
-    PA_RT(pa_decode_plan(bundle, cs.indptr.data(), cs.last.data(), cs.batch,
-                         &opts, &plan));
-    PA_RT(pa_plan_get_info(plan, &info));
-    for (int rep = 0; rep < 2; ++rep) {
-      poisonOutputs(cs, d, c);
-      pa_decode_args a = makeArgs(cs, d, c, /*checked=*/false);
-      PA_RT(pa_decode_run(bundle, plan, &a, nullptr));
-      PA_CU(cuCtxSynchronize());
-      Outputs out = readOutputs(cs, d, c);
-      if (rep == 0) {
-        cmp = compare(cs, out, c, finiteSlack);
-        first = std::move(out);
-      } else {
-        deterministic =
-            out.o == first.o &&
-            std::memcmp(out.lse.data(), first.lse.data(),
-                        out.lse.size() * sizeof(float)) == 0;
-      }
-    }
-  } catch (const Failure &f) {
-    error = f.what();
-  }
-  pa_plan_free(plan);
-  ++sum.runs;
-  if (!error.empty()) {
-    cmp.problem(error);
-  }
-  sum.maxRelO = std::max(sum.maxRelO, cmp.relO);
-  sum.maxLseErr = std::max(sum.maxLseErr, cmp.maxLseErr);
-  if (!cmp.pass)
-    ++sum.failedRuns;
-  if (!deterministic)
-    sum.nondeterministic = true;
-  std::printf("  %-16s B=%-3" PRId64 " %-12s chunk %-6" PRId64
-              " split %d items %-5" PRId64
-              " rel_o %.2e lse_err %.2e %s%s\n",
-              cs.name.c_str(), cs.batch, v.name.c_str(), info.chunk_size,
-              info.split, info.num_work_items, cmp.relO, cmp.maxLseErr,
-              cmp.pass ? "PASS" : "FAIL",
-              deterministic ? "" : " (WARN: second run differs bitwise)");
-  for (const std::string &p : cmp.problems)
-    std::printf("      %s\n", p.c_str());
-  std::fflush(stdout);
-}
-
-/// Checked mode: each corruption of the device page table (or of the
-/// arguments) must be rejected with its message before any launch.
-void testCheckedMode(pa_bundle *bundle, const rt::BundleConfig &c,
-                     const CaseData &cs, const DeviceCase &d,
-                     bool finiteSlack, BundleSummary &sum) {
-  const int64_t P = c.pageSize, B = cs.batch;
-  pa_plan *plan = nullptr;
-  PA_RT(pa_decode_plan(bundle, cs.indptr.data(), cs.last.data(), B, nullptr,
-                       &plan));
-  auto setInt = [](const DeviceBuffer &buf, int64_t i, int32_t v) {
-    PA_CU(cuMemcpyHtoD(buf.get() + 4 * i, &v, 4));
-  };
-  auto expectRejected = [&](const std::string &name,
-                            const std::function<void(pa_decode_args &)> &edit,
-                            const std::function<void()> &corrupt,
-                            const std::function<void()> &restore,
-                            const std::string &fragment) {
-    ++sum.checkedTotal;
-    std::string problem;
-    try {
-      poisonOutputs(cs, d, c);
-      pa_decode_args a = makeArgs(cs, d, c, /*checked=*/true);
-      if (edit)
-        edit(a);
-      if (corrupt)
-        corrupt();
-      int rc = pa_decode_run(bundle, plan, &a, nullptr);
-      std::string msg = pa_last_error();
-      if (restore)
-        restore();
-      PA_CU(cuCtxSynchronize());
-      if (rc == PA_SUCCESS)
-        problem = "accepted (expected an error containing '" + fragment + "')";
-      else if (msg.find(fragment) == std::string::npos)
-        problem = "wrong message: '" + msg + "' (expected '" + fragment + "')";
-      else {
-        Outputs out = readOutputs(cs, d, c);
-        int64_t eb = rt::elementBytes(c.dtype);
-        uint32_t bits = poisonBits(c.dtype);
-        for (size_t i = 0; i < out.o.size() && problem.empty();
-             i += static_cast<size_t>(eb))
-          if (std::memcmp(out.o.data() + i, &bits, static_cast<size_t>(eb)))
-            problem = "o was written: a kernel ran before the check failed";
-        for (float f : out.lse) {
-          uint32_t u;
-          std::memcpy(&u, &f, 4);
-          if (u != kLsePoison && problem.empty())
-            problem = "lse was written: a kernel ran before the check failed";
-        }
-        if (problem.empty())
-          std::printf("  checked: %-34s rejected: %s\n", name.c_str(),
-                      msg.c_str());
-      }
-    } catch (const Failure &f) {
-      problem = f.what();
-    }
-    if (problem.empty())
-      ++sum.checkedPassed;
-    else
-      std::printf("  checked: %-34s FAIL: %s\n", name.c_str(),
-                  problem.c_str());
-    std::fflush(stdout);
-  };
-
-  // A valid table passes checked mode and gives the right answer.
-  {
-    ++sum.checkedTotal;
-    std::string problem;
-    try {
-      poisonOutputs(cs, d, c);
-      pa_decode_args a = makeArgs(cs, d, c, /*checked=*/true);
-      PA_RT(pa_decode_run(bundle, plan, &a, nullptr));
-      PA_CU(cuCtxSynchronize());
-      Comparison cmp = compare(cs, readOutputs(cs, d, c), c, finiteSlack);
-      if (!cmp.pass)
-        problem = cmp.problems.empty() ? "mismatch" : cmp.problems[0];
-    } catch (const Failure &f) {
-      problem = f.what();
-    }
-    if (problem.empty()) {
-      ++sum.checkedPassed;
-      std::printf("  checked: %-34s accepted, correct\n", "valid page table");
-    } else {
-      std::printf("  checked: %-34s FAIL: %s\n", "valid page table",
-                  problem.c_str());
-    }
-  }
-
-  // Request layout of the checked case (see checkedLens()): 0, 1, P, P+1,
-  // 2P, 3P-1, 16P+1 tokens.
-  auto str = [](int64_t v) { return std::to_string(v); };
-  int64_t badPage = cs.numPages;
-  expectRejected(
-      "page index == num_pages", nullptr,
-      [&] { setInt(d.indices, 5, static_cast<int32_t>(badPage)); },
-      [&] { setInt(d.indices, 5, cs.indices[5]); },
-      "kv_indices[5] = " + str(badPage) + " out of range [0, " +
-          str(cs.numPages) + ")");
-  expectRejected(
-      "negative page index", nullptr, [&] { setInt(d.indices, 0, -1); },
-      [&] { setInt(d.indices, 0, cs.indices[0]); },
-      "kv_indices[0] = -1 out of range");
-  expectRejected(
-      "last_page_len > page_size", nullptr,
-      [&] { setInt(d.last, 3, static_cast<int32_t>(P + 1)); },
-      [&] { setInt(d.last, 3, cs.last[3]); },
-      "kv_last_page_len[3] = " + str(P + 1) + " not in [1, " + str(P) + "]");
-  expectRejected(
-      "last_page_len == 0", nullptr, [&] { setInt(d.last, 1, 0); },
-      [&] { setInt(d.last, 1, cs.last[1]); },
-      "kv_last_page_len[1] = 0 not in [1, " + str(P) + "]");
-  expectRejected(
-      "non-monotonic kv_indptr", nullptr,
-      [&] { setInt(d.indptr, 3, cs.indptr[4] + 1); },
-      [&] { setInt(d.indptr, 3, cs.indptr[3]); },
-      "kv_indptr not non-decreasing at b = 3");
-  expectRejected(
-      "kv_indptr[0] != 0", nullptr, [&] { setInt(d.indptr, 0, 1); },
-      [&] { setInt(d.indptr, 0, 0); }, "kv_indptr[0] = 1, expected 0");
-  expectRejected(
-      "kv_indptr[B] != nnz (device)", nullptr,
-      [&] { setInt(d.indptr, B, cs.indptr[B] - 1); },
-      [&] { setInt(d.indptr, B, cs.indptr[B]); },
-      "size mismatch: kv_indptr[" + str(B) + "] = " + str(cs.nnz - 1) +
-          " on the device");
-  expectRejected(
-      "nnz argument != plan", [&](pa_decode_args &a) { a.nnz = cs.nnz + 1; },
-      nullptr, nullptr, "size mismatch: nnz = " + str(cs.nnz + 1));
-  expectRejected(
-      "batch != plan", [&](pa_decode_args &a) { a.batch = B - 1; }, nullptr,
-      nullptr,
-      "batch = " + str(B - 1) + " but the plan was made for batch " + str(B));
-  expectRejected(
-      "num_q_heads != kv_heads*group",
-      [&](pa_decode_args &a) { a.num_q_heads = c.numQHeads() + 1; }, nullptr,
-      nullptr, "num_q_heads = " + str(c.numQHeads() + 1) + " but the bundle");
-  expectRejected(
-      "head_dim != bundle's",
-      [&](pa_decode_args &a) { a.head_dim = c.headDim * 2; }, nullptr,
-      nullptr, "head_dim = " + str(c.headDim * 2));
-  expectRejected(
-      "batch != plan (unchecked too)",
-      [&](pa_decode_args &a) {
-        a.batch = B + 1;
-        a.checked = 0;
-      },
-      nullptr, nullptr, "but the plan was made for batch " + str(B));
-  if (P >= 2)
-    expectRejected(
-        "kv lengths != plan", nullptr,
-        [&] { setInt(d.last, 6, cs.last[6] + 1); },
-        [&] { setInt(d.last, 6, cs.last[6]); },
-        "does not match the plan: kv_len[6] = " + str(cs.lens[6] + 1));
-  pa_plan_free(plan);
-}
-
-/// Token counts of the checked-mode case (its messages depend on them).
-std::vector<int64_t> checkedLens(int64_t P) {
-  return {0, 1, P, P + 1, 2 * P, 3 * P - 1, 16 * P + 1};
-}
-
-BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
-  BundleSummary sum;
-  sum.dir = dir;
-  pa_bundle *bundle = nullptr;
-  try {
-    PA_RT(pa_bundle_load(dir.c_str(), &bundle));
-    rt::Manifest m;
-    if (rt::Status s = rt::readManifest(dir, m); !s)
-      throw Failure(s.message);
-    const rt::BundleConfig &c = m.config;
-    sum.config = c.str();
-    const int64_t P = c.pageSize;
-    std::printf("bundle %s: %s (Hq %" PRId64 ")%s\n", dir.c_str(),
-                c.str().c_str(), c.numQHeads(),
-                m.hasSplitKernels() ? ", split-KV kernels" : ", decode only");
-
-    std::vector<Variant> variants = {{"plan", 0}};
-    if (m.hasSplitKernels()) {
-      if (opts.forceChunk > 0) {
-        variants.push_back(
-            {"chunk=" + std::to_string(opts.forceChunk), opts.forceChunk});
-      } else {
-        variants.push_back({"chunk=3P", 3 * P});
-        // Not a multiple of the page size: items start mid-page.
-        variants.push_back({"chunk=2P+5", 2 * P + 5});
-      }
-    }
-
-    std::mt19937_64 lenRng(opts.seed);
-    std::vector<std::pair<std::string, std::vector<int64_t>>> cases = {
-        {"b1-len1", {1}},
-        {"b1-empty", {0}},
-        {"b3-all-empty", {0, 0, 0}},
-        {"b7-mixed", checkedLens(P)},
-        {"b7-long", {0, 5000, 1, 777, 256 * P, 2 * P + 3, 3000}},
-    };
-    {
-      std::vector<int64_t> lens;
-      std::uniform_int_distribution<int64_t> len(0, 1200), kind(0, 9);
-      for (int i = 0; i < 33; ++i) {
-        int64_t k = kind(lenRng);
-        lens.push_back(k == 0   ? 0
-                       : k == 1 ? P * (1 + len(lenRng) % 40) // full last page
-                                : len(lenRng));
-      }
-      cases.push_back({"b33-random", lens});
-    }
-    if (!opts.quick)
-      cases.push_back({"b1-long", {16384 + 5}});
-
-    for (size_t i = 0; i < cases.size(); ++i) {
-      std::mt19937_64 rng(opts.seed * 1000003u + i);
-      CaseData cs = makeCase(cases[i].first, cases[i].second, c, rng,
-                             opts.finiteSlack);
-      DeviceCase d = uploadCase(cs, c);
-      for (const Variant &v : variants)
-        runVariant(bundle, c, cs, d, v, opts.finiteSlack, sum);
-      if (cases[i].first == "b7-mixed")
-        testCheckedMode(bundle, c, cs, d, opts.finiteSlack, sum);
-    }
-  } catch (const Failure &f) {
-    sum.fatal = f.what();
-  } catch (const ref::Error &e) {
-    sum.fatal = std::string("reference rejected the case: ") + e.what();
-  }
-  if (!sum.fatal.empty())
-    std::printf("  FATAL: %s\n", sum.fatal.c_str());
-  pa_bundle_free(bundle);
-  return sum;
-}
-
-int runCheck(const CheckOptions &opts) {
-  std::printf("pa-gpu-runner check: seed %" PRIu64
-              " (replay with --seed %" PRIu64 ")%s\n",
-              opts.seed, opts.seed,
-              opts.finiteSlack ? ", finite slack" : ", NaN slack");
-  if (pa_init(opts.device) != PA_SUCCESS) {
-    std::printf("FATAL: pa_init: %s\n", pa_last_error());
+  if (!p.parse(argc, argv, 2, error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    printUsage(stderr);
     return 2;
   }
-  DeviceInfo dev;
-  try {
-    dev = queryDevice();
-  } catch (const Failure &f) {
-    std::printf("FATAL: %s\n", f.what());
-    return 2;
+  if (p.helpRequested()) {
+    printUsage(stdout);
+    return 0;
   }
-  std::printf("device: %s (sm_%d%d, %d SMs), %s\n", dev.name.c_str(),
-              dev.ccMajor, dev.ccMinor, dev.smCount, utcNow().c_str());
-  std::printf("tolerances: rel L2(o) <= 2e-3 f16, 1e-2 bf16, 1e-4 f32; "
-              "|lse err| <= %.0e; -inf exactly for empty requests; no NaN\n",
-              kLseTolerance);
-  std::fflush(stdout);
-
-  std::vector<BundleSummary> sums;
-  for (const std::string &dir : opts.bundles)
-    sums.push_back(checkBundle(dir, opts));
-
-  std::printf("\n| bundle | config | runs | max rel err o | max abs err lse "
-              "| checked mode | result |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
-  bool ok = true;
-  for (const BundleSummary &s : sums) {
-    ok &= s.pass();
-    std::printf("| %s | %s | %d (%d failed) | %.2e | %.2e | %d/%d | %s%s |\n",
-                s.dir.c_str(), s.config.c_str(), s.runs, s.failedRuns,
-                s.maxRelO, s.maxLseErr, s.checkedPassed, s.checkedTotal,
-                s.pass() ? "PASS" : "FAIL",
-                s.fatal.empty() ? "" : " (fatal error above)");
-  }
-  std::printf("seed %" PRIu64 ": %s\n", opts.seed,
-              ok ? "all bundles PASS" : "FAILURES");
-  pa_shutdown();
-  return ok ? 0 : 1;
+  return -1;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage();
+    printUsage(stderr);
     return 2;
   }
   std::string cmd = argv[1];
   if (cmd == "-h" || cmd == "--help") {
-    usage();
+    printUsage(stdout);
     return 0;
   }
   int64_t envChunk = 0;
   if (const char *env = std::getenv("PA_FORCE_CHUNK"))
-    if (!parseI64(env, envChunk) || envChunk < 0) {
+    if (!parseInt64(env, envChunk) || envChunk < 0) {
       std::fprintf(stderr, "PA_FORCE_CHUNK='%s' is not a chunk size\n", env);
       return 2;
     }
@@ -821,119 +126,32 @@ int main(int argc, char **argv) {
   if (cmd == "check") {
     CheckOptions opts;
     opts.forceChunk = envChunk;
-    for (int i = 2; i < argc; ++i) {
-      std::string a = argv[i];
-      int64_t v = 0;
-      auto value = [&](const char *flag) -> const char * {
-        if (i + 1 >= argc) {
-          std::fprintf(stderr, "%s needs a value\n", flag);
-          std::exit(2);
-        }
-        return argv[++i];
-      };
-      if (a == "--seed") {
-        if (!parseI64(value("--seed"), v) || v < 0)
-          return usage(), 2;
-        opts.seed = static_cast<uint64_t>(v);
-        opts.seedGiven = true;
-      } else if (a == "--force-chunk") {
-        if (!parseI64(value("--force-chunk"), v) || v < 1)
-          return usage(), 2;
-        opts.forceChunk = v;
-      } else if (a == "--device") {
-        if (!parseI64(value("--device"), v) || v < 0)
-          return usage(), 2;
-        opts.device = static_cast<int>(v);
-      } else if (a == "--finite-slack") {
-        opts.finiteSlack = true;
-      } else if (a == "--quick") {
-        opts.quick = true;
-      } else if (!a.empty() && a[0] == '-') {
-        std::fprintf(stderr, "unknown option %s\n", a.c_str());
-        return usage(), 2;
-      } else {
-        opts.bundles.push_back(a);
-      }
-    }
-    if (opts.bundles.empty())
-      return usage(), 2;
-    if (!opts.seedGiven) // not std::random_device: it needs glibc 2.36
+    OptionParser p("check");
+    addCheckOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed")) // not std::random_device: it needs glibc 2.36
       opts.seed = static_cast<uint64_t>(
                       std::chrono::system_clock::now().time_since_epoch()
                           .count()) %
                   1000000;
     return runCheck(opts);
   }
-
   if (cmd == "bench") {
     BenchOptions opts;
     opts.forceChunk = envChunk;
-    for (int i = 2; i < argc; ++i) {
-      std::string a = argv[i];
-      int64_t v = 0;
-      auto value = [&](const char *flag) -> const char * {
-        if (i + 1 >= argc) {
-          std::fprintf(stderr, "%s needs a value\n", flag);
-          std::exit(2);
-        }
-        return argv[++i];
-      };
-      auto positive = [&](const char *flag, int64_t &out) {
-        if (!parseI64(value(flag), out) || out < 1) {
-          std::fprintf(stderr, "%s needs a positive integer\n", flag);
-          std::exit(2);
-        }
-      };
-      if (a == "--out") {
-        opts.out = value("--out");
-      } else if (a == "--roofs") {
-        opts.roofs = value("--roofs");
-      } else if (a == "--reps") {
-        positive("--reps", v);
-        opts.reps = static_cast<int>(v);
-      } else if (a == "--warmup") {
-        positive("--warmup", v);
-        opts.warmup = static_cast<int>(v);
-      } else if (a == "--batches") {
-        if (!parseList(value("--batches"), opts.batches))
-          return usage(), 2;
-      } else if (a == "--lens") {
-        if (!parseList(value("--lens"), opts.lengths))
-          return usage(), 2;
-      } else if (a == "--max-kv-gib") {
-        opts.maxKVGiB = std::atof(value("--max-kv-gib"));
-      } else if (a == "--ceiling-gib") {
-        opts.ceilingGiB = std::atof(value("--ceiling-gib"));
-      } else if (a == "--max-sets") {
-        positive("--max-sets", v);
-        opts.maxSets = static_cast<int>(v);
-      } else if (a == "--ctas-per-sm") {
-        positive("--ctas-per-sm", v);
-        opts.ctasPerSM = v;
-      } else if (a == "--force-chunk") {
-        positive("--force-chunk", v);
-        opts.forceChunk = v;
-      } else if (a == "--seed") {
-        positive("--seed", v);
-        opts.seed = static_cast<uint32_t>(v);
-      } else if (a == "--device") {
-        if (!parseI64(value("--device"), v) || v < 0)
-          return usage(), 2;
-        opts.device = static_cast<int>(v);
-      } else if (!a.empty() && a[0] == '-') {
-        std::fprintf(stderr, "unknown option %s\n", a.c_str());
-        return usage(), 2;
-      } else if (opts.bundle.empty()) {
-        opts.bundle = a;
-      } else {
-        std::fprintf(stderr, "bench takes one bundle\n");
-        return usage(), 2;
-      }
-    }
-    if (opts.bundle.empty())
-      return usage(), 2;
+    std::vector<std::string> operands;
+    OptionParser p("bench");
+    addBenchOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
     return runBench(opts);
   }
-  usage();
+  std::fprintf(stderr,
+               "pa-gpu-runner: unknown command '%s' (expected check "
+               "or bench)\n",
+               cmd.c_str());
+  printUsage(stderr);
   return 2;
 }
