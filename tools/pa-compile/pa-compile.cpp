@@ -1,24 +1,31 @@
 //===- pa-compile.cpp - compile a decode configuration to a kernel bundle ---===//
 //
-// Writes the pa program of one decode configuration (plain decode, and the
-// split-KV form: decode_partial over a run-time work list + merge_segments),
-// runs `pa-lower-to-nvvm` on it and writes a kernel bundle: the cubin, the
-// PTX, the IR, and `bundle.manifest` (kernels, their arguments and launch
-// rules; see docs/Runtime.md).
+// Builds the pa program of one decode configuration (plain decode, and the
+// split-KV form: decode_partial over a run-time work list + merge_segments)
+// with the dialect's builders, lowers it with `pa-lower-to-nvvm` (the same
+// pipeline and the same tuned kernel shape as `pa-opt --pa-lower-to-nvvm`),
+// and writes a kernel bundle: the cubin, the PTX, the IR, and
+// `bundle.manifest`, printed by pa::rt::printManifest from the `pa.kernel`
+// ABI attributes convert-pa-to-gpu puts on each kernel (docs/Runtime.md).
 //
 //   pa-compile --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
 //              --layout nhd --dtype f16 --kv joint --chip sm_90 -o DIR
 //
 //===----------------------------------------------------------------------===//
 
+#include "PagedAttn/Conversion/KernelABI.h"
 #include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
+#include "PagedAttn/Runtime/Bundle.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
@@ -33,162 +40,283 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+namespace rt = ::pa::rt;
 
-static cl::opt<int64_t> headDim("head-dim", cl::init(128), cl::desc("D"));
-static cl::opt<int64_t> pageSize("page-size", cl::init(16), cl::desc("P"));
-static cl::opt<int64_t> kvHeads("kv-heads", cl::init(8), cl::desc("Hkv"));
-static cl::opt<int64_t> group("group", cl::init(4), cl::desc("Hq / Hkv"));
+static cl::OptionCategory category("pa-compile options");
+static cl::opt<int64_t> headDim("head-dim", cl::init(128), cl::desc("D"),
+                                cl::cat(category));
+static cl::opt<int64_t> pageSize("page-size", cl::init(16), cl::desc("P"),
+                                 cl::cat(category));
+static cl::opt<int64_t> kvHeads("kv-heads", cl::init(8), cl::desc("Hkv"),
+                                cl::cat(category));
+static cl::opt<int64_t> group("group", cl::init(4), cl::desc("Hq / Hkv"),
+                              cl::cat(category));
 static cl::opt<std::string> layout("layout", cl::init("nhd"),
-                                   cl::desc("nhd | hnd"));
+                                   cl::desc("nhd | hnd"), cl::cat(category));
 static cl::opt<std::string> dtype("dtype", cl::init("f16"),
-                                  cl::desc("f16 | bf16 | f32"));
+                                  cl::desc("f16 | bf16 | f32"),
+                                  cl::cat(category));
 static cl::opt<std::string> kvForm("kv", cl::init("joint"),
-                                   cl::desc("joint | split"));
+                                   cl::desc("joint | split"),
+                                   cl::cat(category));
 static cl::opt<std::string> chip("chip", cl::init("sm_90"),
-                                 cl::desc("sm_80 | sm_90 | ..."));
-static cl::opt<int64_t> threads("cta-threads", cl::init(128),
-                               cl::desc("Threads per CTA"));
-static cl::opt<int64_t> unroll(
+                                 cl::desc("sm_80 | sm_90 | ..."),
+                                 cl::cat(category));
+static cl::opt<int64_t> ctaThreads("cta-threads", cl::init(128),
+                                   cl::desc("Threads per CTA"),
+                                   cl::cat(category));
+static cl::opt<int64_t> tokensInFlight(
     "tokens-in-flight", cl::init(0),
-    cl::desc("Tokens per lane group in flight (0: the tuned default, see "
-             "tunedShape)"));
+    cl::desc("Tokens per lane group in flight (0: the tuned default of "
+             "convert-pa-to-gpu)"),
+    cl::cat(category));
 static cl::opt<int64_t> laneBytes(
     "lane-bytes", cl::init(0),
-    cl::desc("Bytes of a K/V row per lane and token (16 or 32; 0: the tuned "
-             "default, see tunedShape)"));
+    cl::desc("Bytes of a K/V row per lane and token: 16 or 32 (0: tuned)"),
+    cl::cat(category));
+static cl::opt<int64_t> headsPerCTA(
+    "heads-per-cta", cl::init(0),
+    cl::desc("Query heads of a GQA group per CTA (0: tuned)"),
+    cl::cat(category));
 static cl::opt<std::string> outDir("o", cl::Required,
-                                   cl::desc("Output bundle directory"));
+                                   cl::desc("Output bundle directory"),
+                                   cl::cat(category));
 
 namespace {
-std::string cacheType() {
+/// The largest configuration value a bundle manifest accepts (the runtime's
+/// parser enforces the same bound; the written manifest is re-parsed below).
+constexpr int64_t kMaxConfigValue = int64_t(1) << 20;
+
+/// Rejects bad flags with a message naming them; true if all are good.
+bool checkFlags() {
+  bool ok = true;
+  auto fail = [&](const Twine &msg) {
+    llvm::errs() << "pa-compile: " << msg << "\n";
+    ok = false;
+  };
+  auto inRange = [&](const cl::opt<int64_t> &o, int64_t lo, int64_t hi) {
+    if (o < lo || o > hi)
+      fail("--" + o.ArgStr + " " + Twine(o.getValue()) + " is out of [" +
+           Twine(lo) + ", " + Twine(hi) + "]");
+  };
+  inRange(headDim, 1, kMaxConfigValue);
+  inRange(pageSize, 1, kMaxConfigValue);
+  inRange(kvHeads, 1, kMaxConfigValue);
+  inRange(group, 1, kMaxConfigValue);
+  inRange(ctaThreads, 32, 1024);
+  if (ctaThreads % 32 != 0)
+    fail("--cta-threads must be a multiple of 32");
+  inRange(tokensInFlight, 0, 64);
+  if (laneBytes != 0 && laneBytes != 16 && laneBytes != 32)
+    fail("--lane-bytes must be 16 or 32 (0: tuned)");
+  inRange(headsPerCTA, 0, kMaxConfigValue);
+  rt::CacheLayout l;
+  rt::DType d;
+  rt::KVStorage s;
+  if (!rt::fromString(layout.getValue(), l))
+    fail("--layout must be nhd or hnd, got '" + layout + "'");
+  if (!rt::fromString(dtype.getValue(), d))
+    fail("--dtype must be f16, bf16 or f32, got '" + dtype + "'");
+  if (!rt::fromString(kvForm.getValue(), s))
+    fail("--kv must be joint or split, got '" + kvForm + "'");
+  if (!StringRef(chip.getValue()).starts_with("sm_"))
+    fail("--chip must name an SM, e.g. sm_90, got '" + chip + "'");
+  return ok;
+}
+
+/// Types and attributes of the configuration.
+struct ProgramTypes {
+  RankedTensorType q, lse, part, cache, index;
+  mlir::pa::PagedKVAttr attr;
+  bool joint;
+};
+
+ProgramTypes programTypes(MLIRContext *ctx) {
+  Builder b(ctx);
+  Type elem = dtype == "f16"    ? Type(b.getF16Type())
+              : dtype == "bf16" ? Type(b.getBF16Type())
+                                : Type(b.getF32Type());
+  int64_t dyn = ShapedType::kDynamic, hq = kvHeads * group;
   bool nhd = layout == "nhd";
-  std::string inner =
-      nhd ? llvm::formatv("{0}x{1}x{2}", pageSize, kvHeads, headDim).str()
-          : llvm::formatv("{0}x{1}x{2}", kvHeads, pageSize, headDim).str();
-  if (kvForm == "joint")
-    return llvm::formatv("tensor<?x2x{0}x{1}>", inner, dtype).str();
-  return llvm::formatv("tensor<?x{0}x{1}>", inner, dtype).str();
+  ProgramTypes t;
+  t.joint = kvForm == "joint";
+  t.q = RankedTensorType::get({dyn, hq, headDim}, elem);
+  t.lse = RankedTensorType::get({dyn, hq}, b.getF32Type());
+  t.part = RankedTensorType::get({dyn, hq, headDim}, b.getF32Type());
+  SmallVector<int64_t> shape{dyn};
+  if (t.joint)
+    shape.push_back(2);
+  if (nhd)
+    shape.append({pageSize, kvHeads, headDim});
+  else
+    shape.append({kvHeads, pageSize, headDim});
+  t.cache = RankedTensorType::get(shape, elem);
+  t.index = RankedTensorType::get({dyn}, b.getI32Type());
+  t.attr = mlir::pa::PagedKVAttr::get(ctx, nhd ? mlir::pa::KVLayout::NHD : mlir::pa::KVLayout::HND,
+                                pageSize, kvHeads, headDim);
+  return t;
+}
+
+/// A public function `name` with `inputs`, returning `results`; `body` gets
+/// the arguments and returns the values to return.
+void buildFunc(OpBuilder &b, Location loc, StringRef name, TypeRange inputs,
+               TypeRange results,
+               function_ref<SmallVector<Value>(OpBuilder &, ValueRange)> body) {
+  auto func = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(inputs, results));
+  Block *entry = func.addEntryBlock();
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> ret = body(b, entry->getArguments());
+  func::ReturnOp::create(b, loc, ret);
 }
 
 /// The program: @decode (one pass) and @decode_split (work-list split-KV).
-std::string program() {
-  int64_t hq = kvHeads * group;
-  std::string q = llvm::formatv("tensor<?x{0}x{1}x{2}>", hq, headDim, dtype);
-  std::string lse = llvm::formatv("tensor<?x{0}xf32>", hq);
-  std::string part = llvm::formatv("tensor<?x{0}x{1}xf32>", hq, headDim);
-  std::string kv = cacheType();
-  bool joint = kvForm == "joint";
-  std::string kvArgs = joint ? "%kv: " + kv : "%k: " + kv + ", %v: " + kv;
-  std::string kvUse = joint ? "%kv : " + kv : "%k, %v : " + kv + ", " + kv;
-  std::string cache =
-      llvm::formatv("#pa.paged_kv<{0}, page_size = {1}, kv_heads = {2}, "
-                    "head_dim = {3}>",
-                    layout, pageSize, kvHeads, headDim);
-  std::string idx = "tensor<?xi32>";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "func.func @decode(%q: " << q << ", " << kvArgs << ", %ip: " << idx
-     << ", %ix: " << idx << ", %lp: " << idx << ", %o: " << q
-     << ", %lse: " << lse << ") -> (" << q << ", " << lse << ") {\n"
-     << "  %r:2 = pa.decode q(%q : " << q << ") kv(" << kvUse
-     << ") pages(%ip, %ix, %lp : " << idx << ", " << idx << ", " << idx
-     << ") outs(%o, %lse : " << q << ", " << lse << ") {cache = " << cache
-     << "}\n  return %r#0, %r#1 : " << q << ", " << lse << "\n}\n";
-  os << "func.func @decode_split(%q: " << q << ", " << kvArgs
-     << ", %ip: " << idx << ", %ix: " << idx << ", %lp: " << idx
-     << ", %wi: " << idx << ", %wr: " << idx << ", %ws: " << idx
-     << ", %we: " << idx << ", %op: " << part << ", %lpart: " << lse
-     << ", %o: " << q << ", %lse: " << lse << ") -> (" << q << ", " << lse
-     << ") {\n"
-     << "  %p:2 = pa.decode_partial q(%q : " << q << ") kv(" << kvUse
-     << ") pages(%ip, %ix, %lp : " << idx << ", " << idx << ", " << idx
-     << ") work(%wi, %wr, %ws, %we : " << idx << ", " << idx << ", " << idx
-     << ", " << idx << ") outs(%op, %lpart : " << part << ", " << lse
-     << ") {cache = " << cache << "}\n"
-     << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << part << ", "
-     << lse << ") segments(%wi : " << idx << ") outs(%o, %lse : " << q << ", "
-     << lse << ")\n  return %r#0, %r#1 : " << q << ", " << lse << "\n}\n";
-  return s;
+OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx) {
+  ProgramTypes t = programTypes(ctx);
+  Location loc = UnknownLoc::get(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module->getBody());
+  int nkv = t.joint ? 1 : 2;
+  SmallVector<Type> cacheTypes(nkv, t.cache);
+
+  // @decode(q, kv..., kv_indptr, kv_indices, kv_last_page_len, o, lse)
+  SmallVector<Type> in{t.q};
+  in.append(cacheTypes);
+  in.append({t.index, t.index, t.index, t.q, t.lse});
+  buildFunc(b, loc, "decode", in, {t.q, t.lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              mlir::pa::PageTableOperands pages{a[1 + nkv], a[2 + nkv], a[3 + nkv]};
+              auto op = mlir::pa::DecodeOp::create(
+                  b, loc, a[0], a.slice(1, nkv), pages,
+                  ValueRange{a[4 + nkv], a[5 + nkv]}, t.attr);
+              return {op.getResult(0), op.getResult(1)};
+            });
+
+  // @decode_split(q, kv..., pages..., work_indptr, work_request, work_start,
+  //               work_end, o_part, lse_part, o, lse)
+  SmallVector<Type> inSplit{t.q};
+  inSplit.append(cacheTypes);
+  inSplit.append({t.index, t.index, t.index, t.index, t.index, t.index,
+                  t.index, t.part, t.lse, t.q, t.lse});
+  buildFunc(b, loc, "decode_split", inSplit, {t.q, t.lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              int i = 1 + nkv;
+              mlir::pa::PageTableOperands pages{a[i], a[i + 1], a[i + 2]};
+              mlir::pa::WorkListOperands work{a[i + 3], a[i + 4], a[i + 5],
+                                        a[i + 6]};
+              auto part = mlir::pa::DecodePartialOp::create(
+                  b, loc, a[0], a.slice(1, nkv), pages, work,
+                  ValueRange{a[i + 7], a[i + 8]}, t.attr);
+              auto merge = mlir::pa::MergeSegmentsOp::create(
+                  b, loc, TypeRange{t.q, t.lse}, part.getResult(0),
+                  part.getResult(1), work.indptr,
+                  ValueRange{a[i + 9], a[i + 10]}, /*lse_base2=*/false);
+              return {merge.getResult(0), merge.getResult(1)};
+            });
+  return module;
 }
 
-/// The manifest; argument roles follow the op operand order that
-/// convert-pa-to-gpu gives its kernels.
-std::string manifest() {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  bool joint = kvForm == "joint";
-  auto kvArgs = [&]() {
-    if (joint)
-      os << "arg kv memref 5 " << dtype << "\n";
-    else
-      os << "arg k memref 4 " << dtype << "\narg v memref 4 " << dtype
-         << "\n";
-  };
-  auto pages = [&]() {
-    os << "arg kv_indptr memref 1 i32\narg kv_indices memref 1 i32\n"
-       << "arg kv_last_page_len memref 1 i32\n";
-  };
-  os << "pa-bundle 1\n"
-     << "config head_dim " << headDim << " page_size " << pageSize
-     << " kv_heads " << kvHeads << " group " << group << " layout " << layout
-     << " dtype " << dtype << " kv " << kvForm << "\n";
-  os << "kernel decode kernels.cubin pa_decode\narg q memref 3 " << dtype
-     << "\n";
-  kvArgs();
-  pages();
-  os << "arg o memref 3 " << dtype << "\narg lse memref 2 f32\n"
-     << "launch grid batch kv_heads 1 block " << threads << " 1 1 smem 0\n";
-  os << "kernel decode_partial kernels.cubin pa_decode_partial\n"
-     << "arg q memref 3 " << dtype << "\n";
-  kvArgs();
-  pages();
-  os << "arg work_indptr memref 1 i32\narg work_request memref 1 i32\n"
-     << "arg work_start memref 1 i32\narg work_end memref 1 i32\n"
-     << "arg o_part memref 3 f32\narg lse_part memref 2 f32\n"
-     << "launch grid work_capacity kv_heads 1 block " << threads
-     << " 1 1 smem 0\n";
-  os << "kernel merge_segments kernels.cubin pa_merge_segments\n"
-     << "arg o_part memref 3 f32\narg lse_part memref 2 f32\n"
-     << "arg work_indptr memref 1 i32\narg o memref 3 " << dtype
-     << "\narg lse memref 2 f32\n"
-     << "launch grid batch num_q_heads 1 block " << threads
-     << " 1 1 smem 0\nend\n";
-  return s;
-}
-
-/// The kernel shape measured best on an H200 (docs/PERFORMANCE.md,
-/// 2026-11-21): small GQA groups (2..4 heads per KV head with 16-bit data)
-/// take 32 bytes per lane and 4 tokens in flight, which halves the lanes that
-/// repeat each score's softmax and shuffles; MHA and large groups (whose q
-/// and accumulators would not fit the registers twice as wide) take 16 bytes
-/// per lane and 8 tokens in flight (2 for groups of 8, which spill at 8).
-std::pair<int64_t, int64_t> tunedShape() {
-  int64_t bytes = dtype == "f32" ? 4 : 2;
-  bool wide = group >= 2 && group * (32 / bytes) <= 64 &&
-              (headDim * bytes) % 32 == 0 && (headDim * bytes / 32) <= 32;
-  int64_t lb = laneBytes > 0 ? laneBytes.getValue() : (wide ? 32 : 16);
-  // Large groups keep 8 q rows and accumulators per lane: fewer tokens in
-  // flight keep them in registers.
-  int64_t u = unroll > 0 ? unroll.getValue()
-                         : (lb == 32 ? 4 : (group >= 8 ? 2 : 8));
-  return {lb, u};
-}
-
-/// Lowers `source` with `format` and returns the gpu.binary's object.
-FailureOr<std::string> compile(MLIRContext &ctx, StringRef source,
-                               StringRef format) {
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx);
-  if (!module)
-    return failure();
-  PassManager pm(&ctx);
-  pa::LowerToNVVMOptions opts;
+/// The pipeline options: the flags, with 0 meaning the tuned default.
+void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format) {
   opts.chip = chip;
   opts.format = format.str();
-  opts.threads = threads;
-  auto [lb, u] = tunedShape();
-  opts.unroll = u;
-  opts.laneBytes = lb;
-  pa::buildLowerToNVVMPipeline(pm, opts);
+  opts.ctaThreads = ctaThreads;
+  opts.tokensInFlight = tokensInFlight;
+  opts.laneBytes = laneBytes;
+  opts.headsPerCTA = headsPerCTA;
+}
+
+/// The manifest element type of a kernel argument.
+FailureOr<rt::ElemType> elemTypeOf(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  rt::ElemType e;
+  if (!rt::fromString(s, e))
+    return failure();
+  return e;
+}
+
+/// The manifest of the kernels in `module`'s `gpu.module`, from their ABI
+/// attributes. `shape` receives the attention kernels' tile shape.
+FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module, mlir::pa::KernelABI &shape) {
+  rt::Manifest m;
+  rt::BundleConfig &c = m.config;
+  c.headDim = headDim;
+  c.pageSize = pageSize;
+  c.kvHeads = kvHeads;
+  c.group = group;
+  (void)rt::fromString(layout.getValue(), c.layout);
+  (void)rt::fromString(dtype.getValue(), c.dtype);
+  (void)rt::fromString(kvForm.getValue(), c.kv);
+  bool ok = true;
+  module.walk([&](gpu::GPUFuncOp func) {
+    if (!func.isKernel())
+      return;
+    FailureOr<mlir::pa::KernelABI> abi = mlir::pa::decodeKernelABI(func);
+    if (failed(abi)) {
+      ok = false;
+      return;
+    }
+    if (abi->laneBytes > 0)
+      shape = *abi;
+    rt::KernelSpec k;
+    if (!rt::fromString(abi->kind, k.kind)) {
+      func.emitError() << "kernel kind '" << abi->kind
+                       << "' is not one the runtime knows";
+      ok = false;
+      return;
+    }
+    k.file = "kernels.cubin";
+    k.symbol = func.getName().str();
+    for (auto [role, type] :
+         llvm::zip(abi->args, func.getFunctionType().getInputs())) {
+      rt::ArgSpec arg;
+      auto mt = dyn_cast<MemRefType>(type);
+      FailureOr<rt::ElemType> e =
+          mt ? elemTypeOf(mt.getElementType()) : FailureOr<rt::ElemType>();
+      if (!rt::fromString(role, arg.role) || failed(e)) {
+        func.emitError() << "argument '" << role << "' (" << type
+                         << ") has no runtime role / element type";
+        ok = false;
+        return;
+      }
+      arg.rank = mt.getRank();
+      arg.type = *e;
+      k.args.push_back(arg);
+    }
+    for (int i = 0; i < 3; ++i) {
+      const mlir::pa::GridExtentABI &g = abi->grid[i];
+      rt::GridExtent &x = k.launch.grid[i];
+      if (g.symbol.empty()) {
+        x.symbol = rt::GridSymbol::Literal;
+        x.value = g.value;
+      } else if (!rt::fromString(g.symbol, x.symbol) ||
+                 x.symbol == rt::GridSymbol::Literal) {
+        func.emitError() << "grid symbol '" << g.symbol << "' is unknown";
+        ok = false;
+        return;
+      }
+      k.launch.block[i] = abi->block[i];
+    }
+    k.launch.sharedBytes = abi->smem;
+    m.kernels.push_back(std::move(k));
+  });
+  if (!ok)
+    return failure();
+  return m;
+}
+
+/// Runs the binary half of the pipeline on a copy of `kernels`; returns the
+/// gpu.binary's object.
+FailureOr<std::string> toBinary(ModuleOp kernels, StringRef format) {
+  OwningOpRef<ModuleOp> module = kernels.clone();
+  PassManager pm(kernels.getContext());
+  mlir::pa::LowerToNVVMOptions opts;
+  setPipelineOptions(opts, format);
+  mlir::pa::buildGPUKernelsToBinaryPipeline(pm, opts);
   if (failed(pm.run(*module)))
     return failure();
   std::string object;
@@ -219,13 +347,16 @@ bool writeFile(StringRef path, StringRef data) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "PagedAttn decode bundle compiler\n");
-  if ((layout != "nhd" && layout != "hnd") ||
-      (dtype != "f16" && dtype != "bf16" && dtype != "f32") ||
-      (kvForm != "joint" && kvForm != "split")) {
-    llvm::errs() << "pa-compile: bad --layout/--dtype/--kv\n";
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "PagedAttn decode bundle compiler: writes the kernels of one decode "
+          "configuration (decode, decode_partial, merge_segments) and their "
+          "manifest to a bundle directory\n",
+          &llvm::errs()))
     return 2;
-  }
+  if (!checkFlags())
+    return 2;
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTargetMC();
@@ -234,24 +365,59 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
-  registry.insert<pa::PADialect>();
-  pa::registerBufferizableOpInterfaceExternalModels(registry);
+  registry.insert<mlir::pa::PADialect>();
+  mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
 
-  if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
-    llvm::errs() << "pa-compile: cannot create " << outDir << "\n";
+  OwningOpRef<ModuleOp> program = buildProgram(&ctx);
+  if (failed(verify(*program)))
     return 1;
+  std::string source;
+  {
+    llvm::raw_string_ostream os(source);
+    program->print(os);
   }
-  std::string source = program();
+
   auto t0 = std::chrono::steady_clock::now();
-  FailureOr<std::string> cubin = compile(ctx, source, "bin");
+  OwningOpRef<ModuleOp> kernels = program->clone();
+  PassManager pm(&ctx);
+  mlir::pa::LowerToNVVMOptions opts;
+  setPipelineOptions(opts, "bin");
+  mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
+  if (failed(pm.run(*kernels)))
+    return 1;
+  mlir::pa::KernelABI shape;
+  FailureOr<rt::Manifest> manifest = manifestFromKernels(*kernels, shape);
+  if (failed(manifest))
+    return 1;
+  FailureOr<std::string> cubin = toBinary(*kernels, "bin");
   auto t1 = std::chrono::steady_clock::now();
   if (failed(cubin))
     return 1;
-  FailureOr<std::string> ptx = compile(ctx, source, "isa");
+  FailureOr<std::string> ptx = toBinary(*kernels, "isa");
   if (failed(ptx))
     return 1;
+
+  // What the runtime will read: the printed manifest must parse back to the
+  // same manifest.
+  std::string text = rt::printManifest(*manifest);
+  rt::Manifest reparsed;
+  if (rt::Status s = rt::parseManifest(text, reparsed); !s) {
+    llvm::errs() << "pa-compile: the runtime would reject the manifest: "
+                 << s.message << "\n";
+    return 1;
+  }
+  if (reparsed != *manifest) {
+    llvm::errs() << "pa-compile: the manifest does not round-trip\n";
+    return 1;
+  }
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
+    llvm::errs() << "pa-compile: cannot create " << outDir << ": "
+                 << ec.message() << "\n";
+    return 1;
+  }
   SmallString<128> dir(outDir.getValue());
   auto path = [&](StringRef name) {
     SmallString<128> p = dir;
@@ -261,13 +427,13 @@ int main(int argc, char **argv) {
   if (!writeFile(path("program.mlir"), source) ||
       !writeFile(path("kernels.cubin"), *cubin) ||
       !writeFile(path("kernels.ptx"), *ptx) ||
-      !writeFile(path("bundle.manifest"), manifest()))
+      !writeFile(path("bundle.manifest"), text))
     return 1;
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  auto [lb, u] = tunedShape();
-  llvm::outs() << llvm::formatv("pa-compile: {0} ({1} bytes cubin, {2:F1} ms "
-                                "to cubin; {3} bytes/lane, {4} tokens in "
-                                "flight)\n",
-                                outDir.getValue(), cubin->size(), ms, lb, u);
+  llvm::outs() << llvm::formatv(
+      "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} bytes/lane, "
+      "{4} tokens in flight, {5} heads per CTA)\n",
+      outDir.getValue(), cubin->size(), ms, shape.laneBytes,
+      shape.tokensInFlight, shape.headsPerCTA);
   return 0;
 }
