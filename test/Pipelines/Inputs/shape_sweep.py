@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from ptx_of import ptx_of  # noqa: E402
+
 DTYPES = ["f16", "bf16", "f32"]
 HEAD_DIMS = [64, 128, 256]
 
@@ -74,14 +77,10 @@ def main():
         if r.returncode != 0:
             print("FAIL: pa-opt:", r.stderr[-4000:])
             return 1
-        m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout, re.S)
-        if not m:
+        ptx = ptx_of(r.stdout)
+        if ptx is None:
             print("FAIL: no PTX in the gpu.binary")
             return 1
-        # MLIR escapes a string attribute's bytes as \XX (hex), \\ and \".
-        ptx = re.sub(r'\\([0-9A-Fa-f]{2}|\\|")',
-                     lambda e: e.group(1) if len(e.group(1)) == 1
-                     else chr(int(e.group(1), 16)), m.group(1))
         with open(f"{tmp}/sweep.ptx", "w") as f:
             f.write(ptx)
         p = subprocess.run(
