@@ -8,8 +8,9 @@
 // it computes each request's kv_len, picks a KV chunk size and writes the work
 // list that the split-KV kernels consume. Each work item computes the
 // attention state of one request over one chunk of its tokens; the partial
-// states of a request are then merged (DESIGN.md section 1: attention over a
-// union of disjoint key sets is the merge of the parts).
+// states of a request are then merged (docs/Semantics.md, "The merge
+// operator" and "Split-KV": attention over a union of disjoint key sets is
+// the merge of the parts).
 //
 // Also the runtime's checked mode: validatePageTable() checks a page table
 // against a cache before a launch. No MLIR dependency, no exceptions: bad
