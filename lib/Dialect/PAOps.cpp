@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -63,13 +64,19 @@ public:
 
   /// Binds the named size `key` to dim `dim` of `v` (if static) and checks it
   /// against earlier bindings. `offset` is added to the size (indptr arrays
-  /// have batch + 1 entries, so they bind `batch` with offset -1).
+  /// have batch + 1 entries, so they bind `batch` with offset -1). Head counts
+  /// and head dims (see positiveSize) must not be 0; batch and token counts
+  /// may.
   LogicalResult bind(StringRef key, Value v, StringRef name, int64_t dim,
                      int64_t offset = 0) {
     int64_t size = shaped(v).getDimSize(dim);
     if (ShapedType::isDynamic(size))
       return success();
     size += offset;
+    if (size == 0)
+      if (std::optional<StringRef> what = positiveSize(key))
+        return error() << *what << " must be > 0, but '" << name << "' dim "
+                       << dim << " is 0";
     auto it = sizes.find(key);
     if (it == sizes.end()) {
       sizes[key] = {size, (name + " dim " + Twine(dim)).str()};
@@ -80,6 +87,16 @@ public:
                      << " gives " << size << " but " << it->second.second
                      << " gives " << it->second.first;
     return success();
+  }
+
+  /// The sizes that are never 0, by key, with the invariant's wording: an
+  /// attention state without heads or with an empty head dim means nothing.
+  static std::optional<StringRef> positiveSize(StringRef key) {
+    return llvm::StringSwitch<std::optional<StringRef>>(key)
+        .Case("Hq", StringRef("the number of query heads (Hq)"))
+        .Case("H", StringRef("the number of heads (H)"))
+        .Case("D", StringRef("the head dim (D)"))
+        .Default(std::nullopt);
   }
 
   /// Binds a static known value (from an attribute) to `key`.
@@ -576,6 +593,8 @@ LogicalResult MergeOp::verify() {
       ot.getShape().drop_back() != lt.getShape())
     return emitOpError() << "o must be lse's shape plus a head dim (o: "
                          << ot << ", lse: " << lt << ")";
+  if (failed(c.bind("D", getOuts()[0], "o", ot.getRank() - 1)))
+    return failure();
   for (int64_t i = 0, e = getNumStates(); i < e; ++i) {
     ShapedType si = Checker::shaped(getStateO(i));
     ShapedType li = Checker::shaped(getStateLse(i));

@@ -829,3 +829,70 @@ func.func @segments_dim(%po: tensor<?x32x64xf32>, %pl: tensor<?x32xf32>, %s: ten
   %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32x64xf32>, tensor<?x32xf32>) segments(%s : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
   return
 }
+
+// -----
+
+// Zero-sized dims: a batch of 0 requests or 0 tokens is legal (see
+// roundtrip.mlir), 0 heads or an empty head dim is not.
+
+func.func @zero_query_heads(%q: tensor<4x0x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x0x128xf16>, %l: tensor<4x0xf32>) {
+  // expected-error @+1 {{the number of query heads (Hq) must be > 0, but 'q' dim 1 is 0}}
+  %r:2 = pa.decode q(%q : tensor<4x0x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x0x128xf16>, tensor<4x0xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @zero_query_heads_lse(%q: tensor<?x?x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x?x128xf16>, %l: tensor<?x0xf32>) {
+  // expected-error @+1 {{the number of query heads (Hq) must be > 0, but 'lse' dim 1 is 0}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x?x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) outs(%o, %l : tensor<?x?x128xf16>, tensor<?x0xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @zero_query_heads_partial(%q: tensor<4x?x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %o: tensor<?x0x128xf32>, %l: tensor<?x0xf32>) {
+  // expected-error @+1 {{the number of query heads (Hq) must be > 0, but 'o_part' dim 1 is 0}}
+  %r:2 = pa.decode_partial q(%q : tensor<4x?x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x0x128xf32>, tensor<?x0xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @zero_head_dim_partial(%q: tensor<4x32x?xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %o: tensor<?x32x0xf32>, %l: tensor<?x32xf32>) {
+  // expected-error @+1 {{the head dim (D) must be > 0, but 'o_part' dim 2 is 0}}
+  %r:2 = pa.decode_partial q(%q : tensor<4x32x?xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x0xf32>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @zero_heads_merge_states(%v: tensor<?x4x0x128xf32>, %s: tensor<?x4x0xf32>, %o: tensor<?x0x128xf16>, %l: tensor<?x0xf32>) {
+  // expected-error @+1 {{the number of heads (H) must be > 0, but 'o_states' dim 2 is 0}}
+  %r:2 = pa.merge_states states(%v, %s : tensor<?x4x0x128xf32>, tensor<?x4x0xf32>) outs(%o, %l : tensor<?x0x128xf16>, tensor<?x0xf32>)
+  return
+}
+
+// -----
+
+func.func @zero_head_dim_merge_segments(%po: tensor<?x32x0xf32>, %pl: tensor<?x32xf32>, %s: tensor<5xi32>, %o: tensor<4x32x0xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{the head dim (D) must be > 0, but 'o_part' dim 2 is 0}}
+  %r:2 = pa.merge_segments states(%po, %pl : tensor<?x32x0xf32>, tensor<?x32xf32>) segments(%s : tensor<5xi32>) outs(%o, %l : tensor<4x32x0xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @zero_head_dim_merge(%s0: tensor<4x32x0xf16>, %s1: tensor<4x32xf32>, %o0: tensor<4x32x0xf16>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{the head dim (D) must be > 0, but 'o' dim 2 is 0}}
+  %r:2 = pa.merge states(%s0, %s1 : tensor<4x32x0xf16>, tensor<4x32xf32>) outs(%o0, %o1 : tensor<4x32x0xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @zero_heads_kv_deviation(%n: tensor<?x0x128xf16>, %c: tensor<?x0x128xf16>, %d: tensor<?xf32>) {
+  // expected-error @+1 {{the number of heads (H) must be > 0, but 'new_rows' dim 1 is 0}}
+  %r = pa.kv_deviation ins(%n, %c : tensor<?x0x128xf16>, tensor<?x0x128xf16>) outs(%d : tensor<?xf32>)
+  return
+}

@@ -111,3 +111,14 @@ func.func @split_kv(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip
   %r:2 = pa.merge_segments states(%p#0, %p#1 : tensor<?x32x128xf32>, tensor<?x32xf32>) segments(%w#0 : tensor<5xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>)
   return %r#0 : tensor<4x32x128xf16>
 }
+
+// An empty batch (0 requests, 0 query rows) and an empty ragged query set are
+// legal; only heads and head dims must be non-zero.
+// CHECK-LABEL: func @empty_batch
+// CHECK: pa.decode q(%{{.*}} : tensor<0x32x128xf16>) {{.*}} pages(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1xi32>, tensor<0xi32>, tensor<0xi32>) outs(%{{.*}}, %{{.*}} : tensor<0x32x128xf16>, tensor<0x32xf32>)
+// CHECK: pa.prefill q(%{{.*}}, %{{.*}} : tensor<0x32x128xf16>, tensor<3xi32>)
+func.func @empty_batch(%q: tensor<0x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<1xi32>, %ix: tensor<0xi32>, %lp: tensor<0xi32>, %o: tensor<0x32x128xf16>, %l: tensor<0x32xf32>, %qo: tensor<3xi32>, %ip2: tensor<3xi32>, %lp2: tensor<2xi32>) -> (tensor<0x32x128xf16>, tensor<0x32xf32>) {
+  %r:2 = pa.decode q(%q : tensor<0x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<1xi32>, tensor<0xi32>, tensor<0xi32>) outs(%o, %l : tensor<0x32x128xf16>, tensor<0x32xf32>) {cache = #nhd}
+  %p:2 = pa.prefill q(%q, %qo : tensor<0x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip2, %ix, %lp2 : tensor<3xi32>, tensor<0xi32>, tensor<2xi32>) outs(%r#0, %r#1 : tensor<0x32x128xf16>, tensor<0x32xf32>) {cache = #nhd, causal}
+  return %p#0, %p#1 : tensor<0x32x128xf16>, tensor<0x32xf32>
+}
