@@ -60,10 +60,10 @@ struct PageTable {
 
 /// The page table `pages(...)` of an op with one (decode, prefill, append,
 /// scatter, decode_partial).
-template <typename OpTy>
-PageTable pageTableOf(OpTy op, bool checked = true) {
-  return PageTable{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
-                   op.getCache().getPageSize(), checked};
+inline PageTable pageTableOf(PagedOpInterface op, bool checked = true) {
+  PageTableOperands t = op.getPageTable();
+  return PageTable{t.indptr, t.indices, t.lastPageLen, op.getPageSize(),
+                   checked};
 }
 
 /// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout.

@@ -144,11 +144,11 @@ bool isIdentityMemRef(Type t) {
 }
 
 /// Checks the operands of an attention op and fills `cfg`.
-template <typename OpTy>
-LogicalResult makeConfig(OpTy op, const ShapeOptions &shape, Config &cfg) {
+LogicalResult makeConfig(AttentionOpInterface op, const ShapeOptions &shape,
+                         Config &cfg) {
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
-      return op.emitOpError()
+      return op->emitOpError()
              << "convert-pa-to-gpu expects identity-layout memrefs";
   auto qt = cast<MemRefType>(op.getQ().getType());
   PagedKVAttr cache = op.getCache();
@@ -163,7 +163,7 @@ LogicalResult makeConfig(OpTy op, const ShapeOptions &shape, Config &cfg) {
   int64_t bytes = cfg.elem.getIntOrFloatBitWidth() / 8;
   tunedShape(cfg.group, cfg.headDim, bytes, shape, cfg);
   if (cfg.laneBytes != 16 && cfg.laneBytes != 32)
-    return op.emitOpError() << "lane-bytes must be 16 or 32";
+    return op->emitOpError() << "lane-bytes must be 16 or 32";
   if (cfg.threads % 32 != 0 || cfg.threads <= 0 || cfg.unroll <= 0)
     return op.emitOpError()
            << "cta-threads must be a multiple of 32 and tokens-in-flight > 0";
@@ -244,14 +244,15 @@ SmallVector<std::string> argRoles(Operation *op) {
   auto add = [&](std::initializer_list<const char *> names) {
     roles.append(names.begin(), names.end());
   };
-  auto attention = [&](auto a, bool partial) {
+  if (auto a = dyn_cast<AttentionOpInterface>(op)) {
+    bool partial = isa<DecodePartialOp>(op);
     add({"q"});
     if (a.getKvCache().size() == 1)
       add({"kv"});
     else
       add({"k", "v"});
     add({"kv_indptr", "kv_indices", "kv_last_page_len"});
-    if constexpr (std::is_same_v<decltype(a), DecodePartialOp>)
+    if (partial)
       add({"work_indptr", "work_request", "work_start", "work_end"});
     if (a.getAlibiSlopes())
       add({"alibi_slopes"});
@@ -259,13 +260,9 @@ SmallVector<std::string> argRoles(Operation *op) {
       add({"o_part", "lse_part"});
     else
       add({"o", "lse"});
-  };
-  if (auto d = dyn_cast<DecodeOp>(op))
-    attention(d, false);
-  else if (auto d = dyn_cast<DecodePartialOp>(op))
-    attention(d, true);
-  else if (isa<MergeSegmentsOp>(op))
+  } else if (isa<MergeSegmentsOp>(op)) {
     add({"o_part", "lse_part", "work_indptr", "o", "lse"});
+  }
   assert(roles.size() == op->getNumOperands() && "a role per operand");
   return roles;
 }
@@ -529,34 +526,32 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
   });
 }
 
-template <typename OpTy>
-AttnArgs mapAttnArgs(OpTy op, IRMapping &m) {
+/// The operands and options of an attention op, mapped into its kernel.
+AttnArgs mapAttnArgs(AttentionOpInterface op, IRMapping &m) {
   AttnArgs a;
   a.q = m.lookup(op.getQ());
   a.cache.attr = op.getCache();
   for (Value v : op.getKvCache())
     a.cache.tensors.push_back(m.lookup(v));
-  a.pages = PageTable{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
-                      m.lookup(op.getKvLastPageLen()),
-                      op.getCache().getPageSize(), /*checked=*/false};
+  PageTable pt = pageTableOf(cast<PagedOpInterface>(op.getOperation()),
+                             /*checked=*/false);
+  a.pages = PageTable{m.lookup(pt.indptr), m.lookup(pt.indices),
+                      m.lookup(pt.last), pt.pageSize, /*checked=*/false};
   if (op.getAlibiSlopes())
     a.alibi = m.lookup(op.getAlibiSlopes());
-  a.o = m.lookup(op.getOuts()[0]);
-  a.lse = m.lookup(op.getOuts()[1]);
-  if (auto s = op.getSmScale())
-    a.smScale = s->convertToDouble();
-  if (auto s = op.getLogitsSoftCap())
-    a.softCap = s->convertToDouble();
-  if (auto w = op.getWindow())
-    a.window = static_cast<int64_t>(*w);
-  a.lseBase2 = op.getLseBase2();
+  a.o = m.lookup(op.getO());
+  a.lse = m.lookup(op.getLse());
+  AttentionOptions opts = op.getAttentionOptions();
+  a.smScale = opts.smScale;
+  a.softCap = opts.softCap;
+  a.window = opts.window;
+  a.lseBase2 = opts.lseBase2;
   return a;
 }
 
 /// Builds the kernel of a decode / decode_partial op and launches it.
-template <typename OpTy>
-LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
-                            const ShapeOptions &shape) {
+LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
+                            StringRef name, const ShapeOptions &shape) {
   Config c;
   if (failed(makeConfig(op, shape, c)))
     return failure();
@@ -568,7 +563,8 @@ LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
                                 wg);
   auto smemAcc = MemRefType::get({slots * c.headDim}, f32,
                                  MemRefLayoutAttrInterface(), wg);
-  constexpr bool partial = std::is_same_v<OpTy, DecodePartialOp>;
+  auto partialOp = dyn_cast<DecodePartialOp>(op.getOperation());
+  bool partial = bool(partialOp);
   KernelABI abi;
   abi.kind = partial ? "decode_partial" : "decode";
   abi.args = argRoles(op);
@@ -582,11 +578,11 @@ LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
   gpu::GPUFuncOp func =
       createKernel(kmod, op, name, TypeRange{smemML, smemAcc}, abi, m);
   AttnArgs a = mapAttnArgs(op, m);
-  if constexpr (partial) {
-    a.wIndptr = m.lookup(op.getWorkIndptr());
-    a.wRequest = m.lookup(op.getWorkRequest());
-    a.wStart = m.lookup(op.getWorkStart());
-    a.wEnd = m.lookup(op.getWorkEnd());
+  if (partial) {
+    a.wIndptr = m.lookup(partialOp.getWorkIndptr());
+    a.wRequest = m.lookup(partialOp.getWorkRequest());
+    a.wStart = m.lookup(partialOp.getWorkStart());
+    a.wEnd = m.lookup(partialOp.getWorkEnd());
   }
   {
     OpBuilder b(func.getBody());
@@ -597,7 +593,7 @@ LogicalResult tileAttention(OpTy op, gpu::GPUModuleOp kmod, StringRef name,
     gpu::ReturnOp::create(b, op.getLoc());
   }
   OpBuilder b(op);
-  Value items = memref::DimOp::create(b, op.getLoc(), op.getOuts()[0], 0);
+  Value items = memref::DimOp::create(b, op.getLoc(), op.getO(), 0);
   Value hkv = arith::ConstantIndexOp::create(b, op.getLoc(), c.numKVHeads);
   Value chunks = arith::ConstantIndexOp::create(b, op.getLoc(), c.chunks);
   launch(b, op, func, {items, hkv, chunks}, c.threads);

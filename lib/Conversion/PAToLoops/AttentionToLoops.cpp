@@ -41,20 +41,16 @@ struct AttnSpec {
   Value group, numPages;
 };
 
-template <typename OpTy>
-AttnSpec makeSpec(Emitter &e, OpTy op) {
+AttnSpec makeSpec(Emitter &e, AttentionOpInterface op) {
   AttnSpec s;
   s.cache = Cache{op.getCache(), SmallVector<Value, 2>(op.getKvCache())};
   s.q = op.getQ();
   s.alibi = op.getAlibiSlopes();
-  int64_t d = op.getCache().getHeadDim();
-  s.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
-                              : 1.0 / std::sqrt(static_cast<double>(d));
-  if (auto c = op.getLogitsSoftCap())
-    s.softCap = c->convertToDouble();
-  if (auto w = op.getWindow())
-    s.window = static_cast<int64_t>(*w);
-  s.lseBase2 = op.getLseBase2();
+  AttentionOptions opts = op.getAttentionOptions();
+  s.smScale = opts.getSmScaleOr(op.getCache().getHeadDim());
+  s.softCap = opts.softCap;
+  s.window = opts.window;
+  s.lseBase2 = opts.lseBase2;
   Value hq = e.dim(s.q, 1);
   s.group = e.divui(hq, e.idx(op.getCache().getNumKVHeads()));
   s.numPages = s.cache.numPages(e);
