@@ -15,8 +15,9 @@ mkdir -p "$out"
 libdir="$cuda/lib64/stubs"
 [[ -e "$libdir/libcuda.so" ]] || libdir="$cuda/lib/stubs"
 "$cxx" -std=c++17 -O2 -fexceptions -I"$root/include" -I"$cuda/include" \
-  "$root"/tools/pa-gpu-runner/{pa-gpu-runner,Bench,GpuUtil}.cpp \
+  "$root"/tools/pa-gpu-runner/{pa-gpu-runner,Options,Check,Bench,GpuUtil}.cpp \
   "$root"/lib/Runtime/{Bundle,Runtime,Planner}.cpp \
+  "$root"/lib/TestSupport/{Numbers,Cache,Random}.cpp \
   "$root"/lib/Reference/Reference.cpp \
   -L"$libdir" -lcuda -o "$out/pa-gpu-runner"
 "$nvcc" -cubin -arch=sm_90 -O3 -o "$out/pa-roofs.cubin" "$root/bench/roofs.cu"
