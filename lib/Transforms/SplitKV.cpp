@@ -1,9 +1,19 @@
 //===- SplitKV.cpp - pa.decode -> decode_partial over chunks + merge -------===//
+//
+// pa-split-kv: every tensor-form pa.decode of a function becomes
+// pa.decode_partial over a split-KV work list plus pa.merge_segments. The
+// work list is planned in the IR (pa.plan_split_kv) or, with work-list=true,
+// taken from four new arguments of the function, which is then only legal
+// for a function that nothing in its module refers to.
+//
+//===----------------------------------------------------------------------===//
 
 #include "PagedAttn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PASPLITKV
@@ -37,9 +47,54 @@ struct PASplitKV final : pa::impl::PASplitKVBase<PASplitKV> {
       if (op.getNumResults() == 2)
         decodes.push_back(op);
     });
+    if (decodes.empty())
+      return;
+    if (workList && failed(checkNoUses(func)))
+      return signalPassFailure();
     for (DecodeOp op : decodes)
       if (failed(rewrite(op)))
         return signalPassFailure();
+  }
+
+  /// work-list=true appends four arguments to `func`, which its callers would
+  /// then no longer match. A function pass may not rewrite other functions,
+  /// so a function that is referred to from its symbol table (a call, or any
+  /// other symbol use) is rejected: an error at the function naming the
+  /// functions that use it, and a note at every use.
+  LogicalResult checkNoUses(func::FuncOp func) {
+    Operation *parent = func->getParentOp();
+    Operation *symbolTable =
+        parent ? SymbolTable::getNearestSymbolTable(parent) : nullptr;
+    if (!symbolTable || SymbolTable::symbolKnownUseEmpty(func, symbolTable))
+      return success();
+    InFlightDiagnostic diag = func.emitError()
+                              << "pa-split-kv{work-list=true} would add the "
+                                 "work list to the arguments of @"
+                              << func.getSymName() << ", but ";
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(func, symbolTable);
+    if (!uses) {
+      diag << "its uses cannot be enumerated (unknown symbol tables); only a "
+              "function without uses can take the work list";
+      return failure();
+    }
+    // The users by name, sorted (the symbol walk is not in source order).
+    SmallVector<StringRef> users;
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      auto user = use.getUser()->getParentOfType<func::FuncOp>();
+      users.push_back(user ? user.getSymName() : StringRef("<module>"));
+    }
+    llvm::sort(users);
+    users.erase(llvm::unique(users), users.end());
+    diag << "it is used by ";
+    llvm::interleaveComma(users, diag,
+                          [&](StringRef name) { diag << "@" << name; });
+    diag << " and those uses would no longer match its signature; only a "
+            "function without uses (an entry point) can take the work list";
+    for (const SymbolTable::SymbolUse &use : *uses)
+      diag.attachNote(use.getUser()->getLoc())
+          << "@" << func.getSymName() << " is used here";
+    return failure();
   }
 
   /// The four work-list values for `op`: new function arguments, or a

@@ -38,3 +38,21 @@ func.func @all_options(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x5x64xbf16>, %v: t
   %r:2 = pa.decode q(%q : tensor<?x4x64xbf16>) kv(%k, %v : tensor<?x2x5x64xbf16>, tensor<?x2x5x64xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) alibi(%al : tensor<4xf32>) outs(%o, %l : tensor<?x4x64xbf16>, tensor<?x4xf32>) {cache = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>, sm_scale = 0.125 : f32, logits_soft_cap = 30.0 : f32, window = 128, lse_base2}
   return %r#0, %r#1 : tensor<?x4x64xbf16>, tensor<?x4xf32>
 }
+
+// work-list=true: a function with uses is fine as long as it has no decode to
+// split (see split-kv-callers.mlir for the error), and the entry point that
+// calls it takes the work list.
+// ARGS-LABEL: func @helper
+// ARGS-SAME: (%{{[^:]*}}: tensor<?x4xf32>) -> tensor<?x4xf32>
+// ARGS-LABEL: func @entry_calls_helper
+// ARGS-SAME: {pa.work_list = "indptr"}
+// ARGS: pa.decode_partial
+// ARGS: call @helper
+func.func @helper(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %x : tensor<?x4xf32>
+}
+func.func @entry_calls_helper(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x5x64xbf16>, %v: tensor<?x2x5x64xbf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x4x64xbf16>, %l: tensor<?x4xf32>) -> (tensor<?x4x64xbf16>, tensor<?x4xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x4x64xbf16>) kv(%k, %v : tensor<?x2x5x64xbf16>, tensor<?x2x5x64xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x4x64xbf16>, tensor<?x4xf32>) {cache = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>}
+  %h = func.call @helper(%r#1) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r#0, %h : tensor<?x4x64xbf16>, tensor<?x4xf32>
+}
