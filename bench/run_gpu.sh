@@ -12,6 +12,9 @@
 #      kv_heads 8, group 4, f16) and the MHA bundle (kv_heads 32, group 1):
 #      the first match, bundles not named fixture-* first; override with
 #      PA_BENCH_GQA4=DIR / PA_BENCH_MHA=DIR, extra flags in PA_BENCH_ARGS;
+#      PA_BENCH_EXTRA="NAME:DIR ..." benches more bundles in the same run,
+#      after each named one (e.g. the previous compiler's kernels, for an
+#      old-vs-new comparison in one run): bench_NAME.md;
 #   3. bench/sdpa_baseline.py (PyTorch SDPA flash + cuDNN, contiguous KV).
 # Everything lands under $OUT (default ./gpu-out): env.txt, check.log,
 # bench.log, bench_gqa4.md, bench_mha.md, sdpa.md, sdpa.log. PA_SKIP_CHECK=1,
@@ -87,7 +90,10 @@ if [[ "${PA_SKIP_BENCH:-0}" != 1 ]]; then
   : >"$out/bench.log"
   gqa4="${PA_BENCH_GQA4:-$(pick 8 4)}"
   mha="${PA_BENCH_MHA:-$(pick 32 1)}"
-  for pair in "gqa4:$gqa4" "mha:$mha"; do
+  pairs=("gqa4:$gqa4" "mha:$mha")
+  # shellcheck disable=SC2206
+  pairs+=(${PA_BENCH_EXTRA:-})
+  for pair in "${pairs[@]}"; do
     name="${pair%%:*}" dir="${pair#*:}"
     if [[ -z "$dir" ]]; then
       echo "=== bench $name: no bundle with that configuration" | tee -a "$out/bench.log"
@@ -109,7 +115,7 @@ fi
 # Summary last (the tail of the output is what comes back first).
 echo
 echo "================ summary ================"
-for f in "$out/sdpa.md" "$out/bench_gqa4.md" "$out/bench_mha.md"; do
+for f in "$out/sdpa.md" "$out"/bench_*.md; do
   [[ -f "$f" ]] && { cat "$f"; echo; }
 done
 if [[ -f "$out/check.log" ]]; then

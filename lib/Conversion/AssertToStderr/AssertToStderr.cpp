@@ -12,6 +12,7 @@
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PAASSERTTOSTDERR
@@ -45,6 +46,18 @@ struct PAAssertToStderr final
       return signalPassFailure();
     if (asserts.empty())
       return;
+
+    // The libc functions it calls must not collide with the module's own
+    // symbols (a func.func @write, say): say so instead of a redefinition.
+    for (StringRef name : {"write", "abort"}) {
+      Operation *sym = SymbolTable::lookupSymbolIn(module, name);
+      if (sym && !isa<LLVM::LLVMFuncOp>(sym)) {
+        sym->emitError() << "pa-assert-to-stderr calls libc's '" << name
+                         << "' to report failed assertions; rename this "
+                            "symbol";
+        return signalPassFailure();
+      }
+    }
 
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
