@@ -47,6 +47,12 @@ struct PageTable {
   /// Asserts the invariants of kv_indptr against kv_indices (a no-op when
   /// unchecked or when the op has no kv_indices).
   void emitChecks(Emitter &e, StringRef suffix = "") const;
+  /// emitChecks, plus the invariants of a ragged array over the same
+  /// requests: `rowsIndptr` (named `name` + `suffix`) indexes `rows` rows of
+  /// `rowsName` and has as many entries as kv_indptr.
+  void emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
+                        Value rows, StringRef rowsName,
+                        StringRef suffix = "") const;
   /// Index of the request's first page in kv_indices.
   Value pageBase(Emitter &e, Value b) const { return e.loadIdx(indptr, b); }
   /// kv_len[b] = 0 without pages, else (npages - 1) * P + last_page_len[b];

@@ -44,6 +44,17 @@ void PageTable::emitChecks(Emitter &e, StringRef suffix) const {
           .str());
 }
 
+void PageTable::emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
+                                 Value rows, StringRef rowsName,
+                                 StringRef suffix) const {
+  emitChecks(e, suffix);
+  std::string ip = (name + suffix).str();
+  emitIndptrChecks(e, rowsIndptr, ip, rows, rowsName);
+  e.assertTrue(e.cmpi(Pred::eq, e.dim(rowsIndptr, 0), e.dim(indptr, 0)),
+               (ip + " and kv_indptr" + suffix + " must have B + 1 entries each")
+                   .str());
+}
+
 Value PageTable::kvLen(Emitter &e, Value b) const {
   Value start = e.loadIdx(indptr, b);
   Value end = e.loadIdx(indptr, e.add(b, e.idx(1)));

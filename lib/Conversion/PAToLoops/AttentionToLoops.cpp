@@ -181,14 +181,7 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
 void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                        Value qoIndptr, Value qPositions, bool causal,
                        bool requireQoLeKv, StringRef suffix = "") {
-  pt.emitChecks(e, suffix);
-  emitIndptrChecks(e, qoIndptr, ("qo_indptr" + suffix).str(), e.dim(s.q, 0),
-                   "q");
-  e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(qoIndptr, 0),
-                      e.dim(pt.indptr, 0)),
-               ("qo_indptr" + suffix + " and kv_indptr" + suffix +
-                " must have B + 1 entries each")
-                   .str());
+  pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(s.q, 0), "q", suffix);
   if (s.mask)
     emitIndptrChecks(e, s.maskIndptr, "mask_indptr", e.dim(s.mask, 0),
                      "the packed mask");
@@ -225,35 +218,60 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
   });
 }
 
+/// The frame every attention lowering shares: the spec of `op`, a state of
+/// `stateRows(e, s)` rows set to the identity, the op's loops (`body`, which
+/// returns how many state rows it filled), then o / lse of those rows.
+LogicalResult
+lowerAttention(PatternRewriter &rewriter, AttentionOpInterface op,
+               function_ref<Value(Emitter &, AttnSpec &)> stateRows,
+               function_ref<Value(Emitter &, AttnSpec &, Value)> body) {
+  if (!hasMemRefSemantics(op))
+    return rewriter.notifyMatchFailure(op, "expects the memref form");
+  Emitter e{rewriter, op.getLoc()};
+  AttnSpec s = makeSpec(e, op);
+  Value rows = stateRows(e, s);
+  initState(e, s, rows);
+  Value filled = body(e, s, rows);
+  finishState(e, s, filled, op.getO(), op.getLse());
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// A query row `r` at position kv_len - 1 over the request's keys
+/// [begin, end) (decode and its split-KV parts).
+KeyRange decodeKeys(Emitter &e, const PageTable &pt, Value b, Value stateRow,
+                    Value kvLen, Value begin, Value end) {
+  KeyRange kr;
+  kr.qRow = b;
+  kr.stateRow = stateRow;
+  kr.pageBase = pt.pageBase(e, b);
+  kr.pos = e.sub(kvLen, e.idx(1));
+  kr.begin = begin;
+  kr.end = end;
+  return kr;
+}
+
 struct DecodeToLoops final : OpRewritePattern<DecodeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DecodeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasMemRefSemantics(op))
-      return rewriter.notifyMatchFailure(op, "expects the memref form");
-    Emitter e{rewriter, op.getLoc()};
-    AttnSpec s = makeSpec(e, op);
     PageTable pt = pageTableOf(op);
-    pt.emitChecks(e);
-    Value batch = e.dim(op.getQ(), 0);
-    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(pt.indptr, 0),
-                        e.add(batch, e.idx(1))),
-                 "kv_indptr must have B + 1 entries (B = rows of q)");
-    initState(e, s, batch);
-    Value hq = e.dim(s.q, 1);
-    e.forEach(e.idx(0), batch, [&](Value b) {
-      Value kvLen = pt.kvLen(e, b);
-      KeyRange kr;
-      kr.qRow = kr.stateRow = b;
-      kr.pageBase = pt.pageBase(e, b);
-      kr.pos = e.sub(kvLen, e.idx(1));
-      kr.begin = e.idx(0);
-      kr.end = kvLen;
-      e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
-    });
-    finishState(e, s, batch, op.getOuts()[0], op.getOuts()[1]);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerAttention(
+        rewriter, op, [&](Emitter &e, AttnSpec &) { return e.dim(op.getQ(), 0); },
+        [&](Emitter &e, AttnSpec &s, Value batch) {
+          pt.emitChecks(e);
+          e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(pt.indptr, 0),
+                              e.add(batch, e.idx(1))),
+                       "kv_indptr must have B + 1 entries (B = rows of q)");
+          Value hq = e.dim(s.q, 1);
+          e.forEach(e.idx(0), batch, [&](Value b) {
+            Value kvLen = pt.kvLen(e, b);
+            KeyRange kr = decodeKeys(e, pt, b, b, kvLen, e.idx(0), kvLen);
+            e.forEach(e.idx(0), hq,
+                      [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+          });
+          return batch;
+        });
   }
 };
 
@@ -261,24 +279,20 @@ struct PrefillToLoops final : OpRewritePattern<PrefillOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PrefillOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasMemRefSemantics(op))
-      return rewriter.notifyMatchFailure(op, "expects the memref form");
-    Emitter e{rewriter, op.getLoc()};
-    AttnSpec s = makeSpec(e, op);
-    s.mask = op.getCustomMask();
-    s.maskIndptr = op.getMaskIndptr();
-    PageTable pt = pageTableOf(op);
-    Value rows = e.dim(op.getQ(), 0);
-    initState(e, s, rows);
-    // Without explicit positions, a query's position kv_len - qo_len + i
-    // must not be negative where positions matter.
-    bool positionsMatter = op.getCausal() || s.window || s.alibi;
-    emitRaggedQueries(e, s, pt, op.getQoIndptr(), op.getQPositions(),
-                      op.getCausal(),
-                      /*requireQoLeKv=*/!op.getQPositions() && positionsMatter);
-    finishState(e, s, rows, op.getOuts()[0], op.getOuts()[1]);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerAttention(
+        rewriter, op, [&](Emitter &e, AttnSpec &) { return e.dim(op.getQ(), 0); },
+        [&](Emitter &e, AttnSpec &s, Value rows) {
+          s.mask = op.getCustomMask();
+          s.maskIndptr = op.getMaskIndptr();
+          // Without explicit positions, a query's position
+          // kv_len - qo_len + i must not be negative where positions matter.
+          bool positionsMatter = op.getCausal() || s.window || s.alibi;
+          emitRaggedQueries(e, s, pageTableOf(op), op.getQoIndptr(),
+                            op.getQPositions(), op.getCausal(),
+                            /*requireQoLeKv=*/!op.getQPositions() &&
+                                positionsMatter);
+          return rows;
+        });
   }
 };
 
@@ -286,27 +300,23 @@ struct CascadeToLoops final : OpRewritePattern<CascadeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CascadeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasMemRefSemantics(op))
-      return rewriter.notifyMatchFailure(op, "expects the memref form");
-    Emitter e{rewriter, op.getLoc()};
-    AttnSpec s = makeSpec(e, op);
-    Value rows = e.dim(op.getQ(), 0);
-    initState(e, s, rows);
-    int64_t levels = op.getNumLevels();
-    for (int64_t l = 0; l < levels; ++l) {
-      PageTable pt{op.getKvIndptrs()[l], op.getKvIndices()[l],
-                   op.getKvLastPageLens()[l], op.getCache().getPageSize()};
-      bool last = l == levels - 1;
-      bool causal = op.getCausal() && last;
-      // Positions only matter with a causal mask, a window or ALiBi; a
-      // shared prefix may hold fewer tokens than its queries otherwise.
-      bool positionsMatter = causal || s.window || s.alibi;
-      emitRaggedQueries(e, s, pt, op.getQoIndptrs()[l], Value(), causal,
-                        positionsMatter, ("[" + Twine(l) + "]").str());
-    }
-    finishState(e, s, rows, op.getOuts()[0], op.getOuts()[1]);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerAttention(
+        rewriter, op, [&](Emitter &e, AttnSpec &) { return e.dim(op.getQ(), 0); },
+        [&](Emitter &e, AttnSpec &s, Value rows) {
+          int64_t levels = op.getNumLevels();
+          for (int64_t l = 0; l < levels; ++l) {
+            PageTable pt{op.getKvIndptrs()[l], op.getKvIndices()[l],
+                         op.getKvLastPageLens()[l],
+                         op.getCache().getPageSize()};
+            bool causal = op.getCausal() && l == levels - 1;
+            // Positions only matter with a causal mask, a window or ALiBi; a
+            // shared prefix may hold fewer tokens than its queries otherwise.
+            bool positionsMatter = causal || s.window || s.alibi;
+            emitRaggedQueries(e, s, pt, op.getQoIndptrs()[l], Value(), causal,
+                              positionsMatter, ("[" + Twine(l) + "]").str());
+          }
+          return rows;
+        });
   }
 };
 
@@ -314,45 +324,40 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DecodePartialOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasMemRefSemantics(op))
-      return rewriter.notifyMatchFailure(op, "expects the memref form");
-    Emitter e{rewriter, op.getLoc()};
-    AttnSpec s = makeSpec(e, op);
     PageTable pt = pageTableOf(op);
-    pt.emitChecks(e);
-    Value capacity = e.dim(op.getOuts()[0], 0);
-    emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr",
-                     e.dim(op.getWorkRequest(), 0), "work_request");
-    Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
-    Value items = e.loadIdx(op.getWorkIndptr(), batch);
-    e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, items, capacity),
-                 "work list longer than the partial-state outs");
-    initState(e, s, capacity);
-    Value hq = e.dim(s.q, 1);
-    Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
-    e.forEach(e.idx(0), items, [&](Value w) {
-      Value b = e.loadIdx(op.getWorkRequest(), w);
-      e.assertTrue(e.andi(e.cmpi(arith::CmpIPredicate::sge, b, e.idx(0)),
-                          e.cmpi(arith::CmpIPredicate::slt, b, requests)),
-                   "work_request entry out of range [0, B)");
-      Value kvLen = pt.kvLen(e, b);
-      KeyRange kr;
-      kr.qRow = b;
-      kr.stateRow = w;
-      kr.pageBase = pt.pageBase(e, b);
-      kr.pos = e.sub(kvLen, e.idx(1));
-      kr.begin = e.loadIdx(op.getWorkStart(), w);
-      kr.end = e.loadIdx(op.getWorkEnd(), w);
-      Value ok = e.andi(
-          e.andi(e.cmpi(arith::CmpIPredicate::sge, kr.begin, e.idx(0)),
-                 e.cmpi(arith::CmpIPredicate::sle, kr.begin, kr.end)),
-          e.cmpi(arith::CmpIPredicate::sle, kr.end, kvLen));
-      e.assertTrue(ok, "work item chunk out of [0, kv_len]");
-      e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
-    });
-    finishState(e, s, items, op.getOuts()[0], op.getOuts()[1]);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerAttention(
+        rewriter, op,
+        [&](Emitter &e, AttnSpec &) { return e.dim(op.getO(), 0); },
+        [&](Emitter &e, AttnSpec &s, Value capacity) {
+          pt.emitChecks(e);
+          emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr",
+                           e.dim(op.getWorkRequest(), 0), "work_request");
+          Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
+          Value items = e.loadIdx(op.getWorkIndptr(), batch);
+          e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, items, capacity),
+                       "work list longer than the partial-state outs");
+          Value hq = e.dim(s.q, 1);
+          Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
+          e.forEach(e.idx(0), items, [&](Value w) {
+            Value b = e.loadIdx(op.getWorkRequest(), w);
+            e.assertTrue(
+                e.andi(e.cmpi(arith::CmpIPredicate::sge, b, e.idx(0)),
+                       e.cmpi(arith::CmpIPredicate::slt, b, requests)),
+                "work_request entry out of range [0, B)");
+            Value kvLen = pt.kvLen(e, b);
+            KeyRange kr =
+                decodeKeys(e, pt, b, w, kvLen, e.loadIdx(op.getWorkStart(), w),
+                           e.loadIdx(op.getWorkEnd(), w));
+            Value ok = e.andi(
+                e.andi(e.cmpi(arith::CmpIPredicate::sge, kr.begin, e.idx(0)),
+                       e.cmpi(arith::CmpIPredicate::sle, kr.begin, kr.end)),
+                e.cmpi(arith::CmpIPredicate::sle, kr.end, kvLen));
+            e.assertTrue(ok, "work item chunk out of [0, kv_len]");
+            e.forEach(e.idx(0), hq,
+                      [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+          });
+          return items;
+        });
   }
 };
 

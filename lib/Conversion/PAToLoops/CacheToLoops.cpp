@@ -36,14 +36,10 @@ struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
     PageTable pt = pageTableOf(op);
-    pt.emitChecks(e);
     Value numPages = cache.numPages(e);
     Value ai = op.getAppendIndptr();
-    emitIndptrChecks(e, ai, "append_indptr", e.dim(op.getKNew(), 0),
-                     "the new rows");
-    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(ai, 0),
-                        e.dim(pt.indptr, 0)),
-                 "append_indptr and kv_indptr must have B + 1 entries each");
+    pt.emitRaggedChecks(e, ai, "append_indptr", e.dim(op.getKNew(), 0),
+                        "the new rows");
     Value batch = e.sub(e.dim(ai, 0), e.idx(1));
     e.forEach(e.idx(0), batch, [&](Value b) {
       Value as = e.loadIdx(ai, b);
@@ -102,14 +98,10 @@ struct ScatterKVToLoops final : OpRewritePattern<ScatterKVOp> {
     Emitter e{rewriter, op.getLoc()};
     Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
     PageTable pt = pageTableOf(op);
-    pt.emitChecks(e);
     Value numPages = cache.numPages(e);
     Value ri = op.getRowsIndptr();
-    emitIndptrChecks(e, ri, "rows_indptr", e.dim(op.getKRows(), 0),
-                     "the rows");
-    e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(ri, 0),
-                        e.dim(pt.indptr, 0)),
-                 "rows_indptr and kv_indptr must have B + 1 entries each");
+    pt.emitRaggedChecks(e, ri, "rows_indptr", e.dim(op.getKRows(), 0),
+                        "the rows");
     Value batch = e.sub(e.dim(ri, 0), e.idx(1));
     e.forEach(e.idx(0), batch, [&](Value b) {
       Value rs = e.loadIdx(ri, b);
