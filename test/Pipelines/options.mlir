@@ -1,0 +1,35 @@
+// One option vocabulary for both pipelines; a bad value is an error that
+// names it, never a silently different pipeline.
+// RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-chunk=64 split-kv-work-list=true" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not pa-opt %s --pa-lower-to-cpu="split-kv-chunk=64 split-kv-work-list=true" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not pa-opt %s --pa-lower-to-cpu="split-kv-chunk=-1" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not pa-opt %s --pa-lower-to-nvvm="lane-bytes=8" 2>&1 | FileCheck %s --check-prefix=LANE
+// RUN: not pa-opt %s --pa-lower-to-nvvm="cta-threads=100" 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not pa-opt %s --pa-lower-to-nvvm="tokens-in-flight=-2" 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// The in-IR planner of split-kv-chunk runs on the host only: the GPU
+// pipeline says so at the op.
+// RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-chunk=64" 2>&1 | FileCheck %s --check-prefix=PLAN
+// Both split-KV forms lower on the CPU; the work list on the GPU.
+// RUN: pa-opt %s --pa-lower-to-cpu="split-kv-work-list=true" | FileCheck %s --check-prefix=CPUWL
+// RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true heads-per-cta=2 tokens-in-flight=2 lane-bytes=16" | FileCheck %s --check-prefix=GPU
+// Ops without a GPU lowering stop the GPU pipeline with a diagnostic.
+// RUN: not pa-opt %pa_src_root/examples/cascade.mlir --pa-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=CASCADE
+
+// BOTH: split-kv-chunk and split-kv-work-list exclude each other
+// NEG: split-kv-chunk must be >= 0
+// LANE: pa-lower-to-nvvm: lane-bytes must be 16 or 32 (0: the tuned default)
+// THREADS: pa-lower-to-nvvm: cta-threads must be a multiple of 32 in [32, 1024]
+// TOKENS: pa-lower-to-nvvm: tokens-in-flight must be >= 0
+// FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
+// PLAN: 'pa.plan_split_kv' op is not supported on the GPU yet
+// CPUWL: llvm.func @decode(
+// GPU: gpu.binary @pa_kernels
+// GPU-SAME: .entry pa_decode_partial(
+// CASCADE: 'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial and pa.merge_segments
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #cache}
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
