@@ -22,7 +22,7 @@ void mlir::pa::addFrontPasses(OpPassManager &pm, bool cascadeDecompose,
     if (splitKVChunk > 0)
       split.chunkSize = splitKVChunk;
     split.workList = splitKVWorkList;
-    pm.addNestedPass<func::FuncOp>(createPASplitKV(split));
+    pm.addPass(createPASplitKV(split));
   }
   // Tensors -> buffers: function arguments become identity-layout memrefs,
   // results equivalent to arguments (the outs) are dropped.
@@ -50,6 +50,10 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   std::string err = checkSplitKV(o);
   if (!err.empty())
     return err;
+  if (o.splitKVChunk > 0)
+    return "split-kv-chunk plans the work list in the IR (pa.plan_split_kv), "
+           "which runs on the host only; use split-kv-work-list=true and the "
+           "runtime planner on the GPU";
   if (o.ctaThreads <= 0 || o.ctaThreads % 32 != 0 || o.ctaThreads > 1024)
     return "cta-threads must be a multiple of 32 in [32, 1024]";
   if (o.tokensInFlight < 0)

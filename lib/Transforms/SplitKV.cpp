@@ -36,31 +36,41 @@ Value emptyI32(OpBuilder &b, Location loc, Value size) {
 struct PASplitKV final : pa::impl::PASplitKVBase<PASplitKV> {
   using Base::Base;
 
+  /// The pass runs on the module (not on each function): with work-list=true
+  /// it must see a function's callers, which a function pass may not read
+  /// while other threads rewrite them.
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
     if (chunkSize <= 0) {
-      func.emitError() << "pa-split-kv: chunk-size must be > 0";
+      getOperation().emitError() << "pa-split-kv: chunk-size must be > 0";
       return signalPassFailure();
     }
+    SmallVector<func::FuncOp> funcs;
+    getOperation().walk([&](func::FuncOp f) { funcs.push_back(f); });
+    for (func::FuncOp func : funcs)
+      if (failed(splitFunction(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult splitFunction(func::FuncOp func) {
     SmallVector<DecodeOp> decodes;
     func.walk([&](DecodeOp op) {
       if (op.getNumResults() == 2)
         decodes.push_back(op);
     });
     if (decodes.empty())
-      return;
+      return success();
     if (workList && failed(checkNoUses(func)))
-      return signalPassFailure();
+      return failure();
     for (DecodeOp op : decodes)
       if (failed(rewrite(op)))
-        return signalPassFailure();
+        return failure();
+    return success();
   }
 
   /// work-list=true appends four arguments to `func`, which its callers would
-  /// then no longer match. A function pass may not rewrite other functions,
-  /// so a function that is referred to from its symbol table (a call, or any
-  /// other symbol use) is rejected: an error at the function naming the
-  /// functions that use it, and a note at every use.
+  /// then no longer match, so a function that is referred to from its symbol
+  /// table (a call, or any other symbol use) is rejected: an error at the
+  /// function naming the functions that use it, and a note at every use.
   LogicalResult checkNoUses(func::FuncOp func) {
     Operation *parent = func->getParentOp();
     Operation *symbolTable =
@@ -103,7 +113,7 @@ struct PASplitKV final : pa::impl::PASplitKVBase<PASplitKV> {
     Location loc = op.getLoc();
     MLIRContext *ctx = &getContext();
     if (workList) {
-      func::FuncOp func = getOperation();
+      auto func = op->getParentOfType<func::FuncOp>();
       auto dynI32 =
           RankedTensorType::get({ShapedType::kDynamic}, rewriter.getI32Type());
       SmallVector<Value> args;

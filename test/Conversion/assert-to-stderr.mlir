@@ -43,3 +43,29 @@ func.func @write(%ok: i1) {
   cf.assert %ok, "x"
   return
 }
+
+// -----
+
+// Message globals get fresh names, and an assert in a nested module reports
+// through declarations in that module.
+// CHECK-LABEL: module @outer
+// CHECK: llvm.mlir.global internal constant @pa_assert_msg_1("pa: assertion failed: outer\0A")
+// CHECK: llvm.mlir.global external @pa_assert_msg_0()
+// CHECK: module @inner
+// CHECK-DAG: llvm.func @write(i32, !llvm.ptr, i64) -> i64
+// CHECK-DAG: llvm.func @abort()
+// CHECK-DAG: llvm.mlir.global internal constant @pa_assert_msg_0("pa: assertion failed: inner\0A")
+// CHECK: llvm.call @write
+module @outer {
+  llvm.mlir.global external @pa_assert_msg_0() : i32
+  func.func @f(%ok: i1) {
+    cf.assert %ok, "outer"
+    return
+  }
+  module @inner {
+    func.func @g(%ok: i1) {
+      cf.assert %ok, "inner"
+      return
+    }
+  }
+}

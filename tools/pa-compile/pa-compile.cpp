@@ -271,6 +271,14 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module, mlir::pa::KernelABI
     }
     k.file = "kernels.cubin";
     k.symbol = func.getName().str();
+    if (abi->args.size() != func.getFunctionType().getNumInputs()) {
+      func.emitError() << "'pa.kernel' names " << abi->args.size()
+                       << " argument roles for "
+                       << func.getFunctionType().getNumInputs()
+                       << " kernel arguments";
+      ok = false;
+      return;
+    }
     for (auto [role, type] :
          llvm::zip(abi->args, func.getFunctionType().getInputs())) {
       rt::ArgSpec arg;

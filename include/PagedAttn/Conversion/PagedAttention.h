@@ -35,6 +35,11 @@ inline bool hasMemRefSemantics(Operation *op) {
 void emitIndptrChecks(Emitter &e, Value indptr, StringRef name,
                       Value length = Value(), StringRef lengthName = "");
 
+/// Asserts that the 1-D `array` named `name` has `entries` entries (`what`
+/// says which, e.g. "B + 1").
+void emitEntryCount(Emitter &e, Value array, StringRef name, Value entries,
+                    StringRef what);
+
 /// A CSR page table `(kv_indptr, kv_indices, kv_last_page_len)` with page
 /// size P: kv lengths and token locations. With `checked`, the values read
 /// are asserted (cf.assert) against the table's invariants; the GPU kernels
@@ -44,8 +49,8 @@ struct PageTable {
   int64_t pageSize;
   bool checked = true;
 
-  /// Asserts the invariants of kv_indptr against kv_indices (a no-op when
-  /// unchecked or when the op has no kv_indices).
+  /// Asserts the invariants of kv_indptr (against kv_indices when the op has
+  /// them) and that kv_last_page_len has B entries; a no-op when unchecked.
   void emitChecks(Emitter &e, StringRef suffix = "") const;
   /// emitChecks, plus the invariants of a ragged array over the same
   /// requests: `rowsIndptr` (named `name` + `suffix`) indexes `rows` rows of

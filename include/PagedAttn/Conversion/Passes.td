@@ -76,7 +76,7 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     above 8 heads are split into chunks, 32-byte lanes for small groups,
     fewer tokens in flight for more heads. It is proven free of spills and
     within shared memory for groups 1..32, head dims 64/128/256 and
-    f16/bf16/f32 (test/Pipelines/decode-shape-sweep.test).
+    f16/bf16/f32 (test/Pipelines/decode-shape-sweep.mlir).
 
     `merge_segments` uses a CTA per (segment, head), threads over the head
     dim.

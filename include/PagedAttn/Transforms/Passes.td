@@ -27,7 +27,7 @@ def PACascadeDecompose : Pass<"pa-cascade-decompose", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
+def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
   let summary = "Split decode attention over KV chunks and merge the parts";
   let description = [{
     `pa.decode` becomes `pa.decode_partial` over a split-KV work list (every
@@ -42,14 +42,15 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::func::FuncOp"> {
       `work_start[W]`, `work_end[W]`, tagged `pa.work_list`), filled at run
       time by the host planner (`pa::rt::planDecode`), so the chunking can
       follow batch, lengths and SM count. This changes the function's
-      signature, and a function pass cannot update its callers: a function
+      signature, and the pass does not rewrite its callers: a function
       that has a symbol use in its module (a `func.call`, or any other
       reference) is rejected with an error that names the functions using
       it and a note at every use. Split the entry point that the runtime
       calls, not a helper it calls in turn. Functions without a
       tensor-form `pa.decode` are left alone either way.
 
-    Works on the tensor form (run it before bufferization).
+    Works on the tensor form (run it before bufferization); it runs on the
+    module, so that it may read a function's callers.
 
     ```mlir
     %o, %l = pa.decode q(%q) kv(%kv) pages(%ip, %ix, %lp) outs(%o0, %l0)

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PAASSERTTOSTDERR
@@ -44,38 +45,41 @@ struct PAAssertToStderr final
     });
     if (structured)
       return signalPassFailure();
-    if (asserts.empty())
-      return;
+    // Each assert reports through declarations in its nearest module.
+    llvm::MapVector<ModuleOp, SmallVector<cf::AssertOp>> byModule;
+    for (cf::AssertOp op : asserts)
+      byModule[op->getParentOfType<ModuleOp>()].push_back(op);
+    for (auto &[mod, ops] : byModule)
+      if (failed(lowerAsserts(mod, ops)))
+        return signalPassFailure();
+  }
 
+  /// Rewrites `ops`, all in `mod`, into branches to write(2) + abort().
+  LogicalResult lowerAsserts(ModuleOp mod, ArrayRef<cf::AssertOp> ops) {
     // The libc functions it calls must not collide with the module's own
     // symbols (a func.func @write, say): say so instead of a redefinition.
     for (StringRef name : {"write", "abort"}) {
-      Operation *sym = SymbolTable::lookupSymbolIn(module, name);
-      if (sym && !isa<LLVM::LLVMFuncOp>(sym)) {
-        sym->emitError() << "pa-assert-to-stderr calls libc's '" << name
-                         << "' to report failed assertions; rename this "
-                            "symbol";
-        return signalPassFailure();
-      }
+      Operation *sym = SymbolTable::lookupSymbolIn(mod, name);
+      if (sym && !isa<LLVM::LLVMFuncOp>(sym))
+        return sym->emitError()
+               << "pa-assert-to-stderr calls libc's '" << name
+               << "' to report failed assertions; rename this symbol";
     }
-
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
-    b.setInsertionPointToStart(module.getBody());
+    b.setInsertionPointToStart(mod.getBody());
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     FailureOr<LLVM::LLVMFuncOp> write =
-        LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
+        LLVM::lookupOrCreateFn(b, mod, "write", {i32, ptr, i64}, i64);
     FailureOr<LLVM::LLVMFuncOp> abortFn = LLVM::lookupOrCreateFn(
-        b, module, "abort", {}, LLVM::LLVMVoidType::get(ctx));
-    if (failed(write) || failed(abortFn)) {
-      module.emitError() << "pa-assert-to-stderr: 'write' or 'abort' is "
-                            "already declared with another signature";
-      return signalPassFailure();
-    }
+        b, mod, "abort", {}, LLVM::LLVMVoidType::get(ctx));
+    if (failed(write) || failed(abortFn))
+      return mod.emitError() << "pa-assert-to-stderr: 'write' or 'abort' is "
+                                "already declared with another signature";
 
     unsigned n = 0;
-    for (cf::AssertOp op : asserts) {
+    for (cf::AssertOp op : ops) {
       Location loc = op.getLoc();
       Block *before = op->getBlock();
       Block *cont = before->splitBlock(op->getIterator());
@@ -84,9 +88,12 @@ struct PAAssertToStderr final
       cont->getParent()->getBlocks().insertAfter(cont->getIterator(), failed);
       b.setInsertionPointToStart(failed);
       std::string text = ("pa: assertion failed: " + op.getMsg() + "\n").str();
-      Value msg = LLVM::createGlobalString(
-          loc, b, ("pa_assert_msg_" + Twine(n++)).str(), text,
-          LLVM::Linkage::Internal);
+      std::string name;
+      do
+        name = ("pa_assert_msg_" + Twine(n++)).str();
+      while (SymbolTable::lookupSymbolIn(mod, name));
+      Value msg = LLVM::createGlobalString(loc, b, name, text,
+                                           LLVM::Linkage::Internal);
       Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
       Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());
       LLVM::CallOp::create(b, loc, *write, ValueRange{fd, msg, len});
@@ -97,6 +104,7 @@ struct PAAssertToStderr final
                                failed, ValueRange{});
       op.erase();
     }
+    return success();
   }
 };
 } // namespace

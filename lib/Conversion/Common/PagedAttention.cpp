@@ -31,17 +31,24 @@ void mlir::pa::emitIndptrChecks(Emitter &e, Value indptr, StringRef name,
                (name + "[B] exceeds the length of " + lengthName).str());
 }
 
+void mlir::pa::emitEntryCount(Emitter &e, Value array, StringRef name,
+                              Value entries, StringRef what) {
+  e.assertTrue(e.cmpi(Pred::eq, e.dim(array, 0), entries),
+               (name + " must have " + what + " entries").str());
+}
+
 void PageTable::emitChecks(Emitter &e, StringRef suffix) const {
-  if (!checked || !indices)
+  if (!checked)
     return;
   std::string ip = ("kv_indptr" + suffix).str();
-  emitIndptrChecks(e, indptr, ip, e.dim(indices, 0),
-                   ("kv_indices" + suffix).str());
-  e.assertTrue(
-      e.cmpi(Pred::eq, e.dim(last, 0), e.sub(e.dim(indptr, 0), e.idx(1))),
-      ("kv_last_page_len" + suffix + " must have B entries (one fewer than " +
-       ip + ")")
-          .str());
+  if (indices)
+    emitIndptrChecks(e, indptr, ip, e.dim(indices, 0),
+                     ("kv_indices" + suffix).str());
+  else
+    emitIndptrChecks(e, indptr, ip);
+  emitEntryCount(e, last, ("kv_last_page_len" + suffix).str(),
+                 e.sub(e.dim(indptr, 0), e.idx(1)),
+                 "B (one fewer than " + ip + ")");
 }
 
 void PageTable::emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
@@ -50,9 +57,8 @@ void PageTable::emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
   emitChecks(e, suffix);
   std::string ip = (name + suffix).str();
   emitIndptrChecks(e, rowsIndptr, ip, rows, rowsName);
-  e.assertTrue(e.cmpi(Pred::eq, e.dim(rowsIndptr, 0), e.dim(indptr, 0)),
-               (ip + " and kv_indptr" + suffix + " must have B + 1 entries each")
-                   .str());
+  emitEntryCount(e, rowsIndptr, ip, e.dim(indptr, 0),
+                 ("B + 1 (as many as kv_indptr" + suffix + ")").str());
 }
 
 Value PageTable::kvLen(Emitter &e, Value b) const {

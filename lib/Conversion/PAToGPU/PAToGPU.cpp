@@ -104,7 +104,7 @@ struct ShapeOptions {
 /// dim `headDim` and `bytes`-byte elements, for the options left at 0. The
 /// figures were measured on an H200 (docs/PERFORMANCE.md) and the rule is
 /// proven spill-free and within shared memory for every group 1..32, head
-/// dim 64/128/256 and f16/bf16/f32 by test/Pipelines/decode-shape-sweep.test:
+/// dim 64/128/256 and f16/bf16/f32 by test/Pipelines/decode-shape-sweep.mlir:
 ///
 ///   * heads per CTA: the whole group up to 8 heads; larger groups are
 ///     split into ceil(g / 8) chunks of equal size (the last one may be
@@ -190,7 +190,7 @@ LogicalResult makeConfig(AttentionOpInterface op, const ShapeOptions &shape,
            << "the cross-group merge needs " << smemBytes
            << " bytes of shared memory (" << cfg.groups << " lane groups x "
            << cfg.heads << " heads), more than 48 KiB: use heads-per-cta <= "
-           << fit << ", or fewer cta-threads (fewer lane groups)";
+           << fit;
   }
   return success();
 }

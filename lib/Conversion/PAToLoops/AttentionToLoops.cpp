@@ -182,9 +182,12 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                        Value qoIndptr, Value qPositions, bool causal,
                        bool requireQoLeKv, StringRef suffix = "") {
   pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(s.q, 0), "q", suffix);
-  if (s.mask)
+  if (s.mask) {
     emitIndptrChecks(e, s.maskIndptr, "mask_indptr", e.dim(s.mask, 0),
                      "the packed mask");
+    emitEntryCount(e, s.maskIndptr, "mask_indptr", e.dim(qoIndptr, 0),
+                   "B + 1 (as many as qo_indptr)");
+  }
   Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
   Value hq = e.dim(s.q, 1);
   e.forEach(e.idx(0), batch, [&](Value b) {
@@ -197,8 +200,15 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                    "qo_len > kv_len without q_positions");
     Value base = pt.pageBase(e, b);
     Value maskByteBase;
-    if (s.mask)
+    if (s.mask) {
       maskByteBase = e.loadIdx(s.maskIndptr, b);
+      Value bytes =
+          e.sub(e.loadIdx(s.maskIndptr, e.add(b, e.idx(1))), maskByteBase);
+      e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, e.mul(bytes, e.idx(8)),
+                          e.mul(qoLen, kvLen)),
+                   "a request's mask segment is shorter than "
+                   "ceil(qo_len * kv_len / 8) bytes");
+    }
     e.forEach(e.idx(0), qoLen, [&](Value i) {
       Value r = e.add(qs, i);
       KeyRange kr;
@@ -330,15 +340,20 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
         [&](Emitter &e, AttnSpec &) { return e.dim(op.getO(), 0); },
         [&](Emitter &e, AttnSpec &s, Value capacity) {
           pt.emitChecks(e);
-          emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr",
-                           e.dim(op.getWorkRequest(), 0), "work_request");
+          Value items = e.dim(op.getWorkRequest(), 0);
+          emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr", items,
+                           "work_request");
+          emitEntryCount(e, op.getWorkStart(), "work_start", items,
+                         "as many as work_request");
+          emitEntryCount(e, op.getWorkEnd(), "work_end", items,
+                         "as many as work_request");
           Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
-          Value items = e.loadIdx(op.getWorkIndptr(), batch);
-          e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, items, capacity),
+          Value used = e.loadIdx(op.getWorkIndptr(), batch);
+          e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, used, capacity),
                        "work list longer than the partial-state outs");
           Value hq = e.dim(s.q, 1);
           Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
-          e.forEach(e.idx(0), items, [&](Value w) {
+          e.forEach(e.idx(0), used, [&](Value w) {
             Value b = e.loadIdx(op.getWorkRequest(), w);
             e.assertTrue(
                 e.andi(e.cmpi(arith::CmpIPredicate::sge, b, e.idx(0)),
@@ -356,7 +371,7 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
             e.forEach(e.idx(0), hq,
                       [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
           });
-          return items;
+          return used;
         });
   }
 };

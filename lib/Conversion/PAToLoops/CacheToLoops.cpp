@@ -136,7 +136,7 @@ struct PlanSplitKVToLoops final : OpRewritePattern<PlanSplitKVOp> {
           we = op.getOuts()[3];
     Value capacity = e.dim(wr, 0);
     Value chunk = e.idx(op.getChunkSize());
-    emitIndptrChecks(e, op.getKvIndptr(), "kv_indptr");
+    pt.emitChecks(e);
     Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
     Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
                                                               ValueRange w) {

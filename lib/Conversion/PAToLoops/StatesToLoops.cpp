@@ -135,6 +135,8 @@ struct MergeSegmentsToLoops final : OpRewritePattern<MergeSegmentsOp> {
     Value d = e.dim(oOut, 2);
     Value items = e.dim(os, 0);
     emitIndptrChecks(e, seg, "segments", items, "the partial states");
+    emitEntryCount(e, seg, "segments", e.add(e.dim(oOut, 0), e.idx(1)),
+                   "one more than the rows of o");
     forEachIndex(e, lseOut, 2, [&](SmallVector<Value> at) {
       Value s = at[0], h = at[1];
       Value begin = e.loadIdx(seg, s);

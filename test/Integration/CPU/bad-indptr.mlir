@@ -16,6 +16,12 @@
 // RUN: pa-opt %s --pa-lower-to-cpu | not --crash mlir-runner -e append_negative -entry-point-result=void \
 // RUN:   -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
 // RUN:   2>&1 >/dev/null | FileCheck %s --check-prefix=APPEND
+// RUN: pa-opt %s --pa-lower-to-cpu | not --crash mlir-runner -e mask_short -entry-point-result=void \
+// RUN:   -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN:   2>&1 >/dev/null | FileCheck %s --check-prefix=MASK
+// RUN: pa-opt %s --pa-lower-to-cpu | not --crash mlir-runner -e segments_short -entry-point-result=void \
+// RUN:   -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN:   2>&1 >/dev/null | FileCheck %s --check-prefix=SEGMENTS
 // RUN: pa-opt %s --pa-lower-to-cpu | mlir-runner -e good -entry-point-result=void \
 // RUN:   -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
 // RUN:   2>&1 | FileCheck %s --check-prefix=GOOD
@@ -25,6 +31,8 @@
 // BEYOND: pa: assertion failed: kv_indptr[B] exceeds the length of kv_indices
 // QO: pa: assertion failed: qo_indptr[B] exceeds the length of q
 // APPEND: pa: assertion failed: append_indptr must be non-decreasing
+// MASK: pa: assertion failed: a request's mask segment is shorter than ceil(qo_len * kv_len / 8) bytes
+// SEGMENTS: pa: assertion failed: segments must have one more than the rows of o entries
 // GOOD-NOT: assertion failed
 // GOOD: {{\[\[\[}}1, {{ *}}2]],
 
@@ -121,5 +129,52 @@ func.func @append_negative() {
   %rb = bufferization.to_buffer %r : tensor<2x2x1x1x2xf32> to memref<2x2x1x1x2xf32>
   %ru = memref.cast %rb : memref<2x2x1x1x2xf32> to memref<*xf32>
   call @printMemrefF32(%ru) : (memref<*xf32>) -> ()
+  return
+}
+
+// A custom mask whose second request's segment is empty although it needs
+// ceil(1 * 1 / 8) = 1 byte.
+func.func @mask_short() {
+  %q = arith.constant dense<[[[1.0, 0.0]], [[5.0, 5.0]]]> : tensor<2x1x2xf32>
+  %qo = arith.constant dense<[0, 1, 2]> : tensor<3xi32>
+  %kv = arith.constant dense<[
+    [[[[1.0, 0.0]]], [[[1.0, 2.0]]]],
+    [[[[0.0, 0.0]]], [[[3.0, 4.0]]]]]> : tensor<2x2x1x1x2xf32>
+  %indptr = arith.constant dense<[0, 1, 2]> : tensor<3xi32>
+  %indices = arith.constant dense<[0, 1]> : tensor<2xi32>
+  %last = arith.constant dense<[1, 1]> : tensor<2xi32>
+  %mask = arith.constant dense<[1]> : tensor<1xi8>
+  %mi = arith.constant dense<[0, 1, 1]> : tensor<3xi32>
+  %o0 = tensor.empty() : tensor<2x1x2xf32>
+  %l0 = tensor.empty() : tensor<2x1xf32>
+  %o, %lse = pa.prefill q(%q, %qo : tensor<2x1x2xf32>, tensor<3xi32>) kv(%kv : tensor<2x2x1x1x2xf32>)
+      pages(%indptr, %indices, %last : tensor<3xi32>, tensor<2xi32>, tensor<2xi32>)
+      mask(%mask, %mi : tensor<1xi8>, tensor<3xi32>)
+      outs(%o0, %l0 : tensor<2x1x2xf32>, tensor<2x1xf32>) {cache = #cache}
+  %ob = bufferization.to_buffer %o : tensor<2x1x2xf32> to memref<2x1x2xf32>
+  %ou = memref.cast %ob : memref<2x1x2xf32> to memref<*xf32>
+  call @printMemrefF32(%ou) : (memref<*xf32>) -> ()
+  return
+}
+
+// merge_segments over 2 output rows with a segments array of 2 entries
+// (it needs 3).
+func.func @merge_segments_of(%seg: tensor<?xi32>) {
+  %op = arith.constant dense<1.0> : tensor<2x1x2xf32>
+  %lp = arith.constant dense<0.0> : tensor<2x1xf32>
+  %o0 = tensor.empty() : tensor<2x1x2xf32>
+  %l0 = tensor.empty() : tensor<2x1xf32>
+  %o, %lse = pa.merge_segments states(%op, %lp : tensor<2x1x2xf32>, tensor<2x1xf32>)
+      segments(%seg : tensor<?xi32>) outs(%o0, %l0 : tensor<2x1x2xf32>, tensor<2x1xf32>)
+  %ob = bufferization.to_buffer %o : tensor<2x1x2xf32> to memref<2x1x2xf32>
+  %ou = memref.cast %ob : memref<2x1x2xf32> to memref<*xf32>
+  call @printMemrefF32(%ou) : (memref<*xf32>) -> ()
+  return
+}
+
+func.func @segments_short() {
+  %s = arith.constant dense<[0, 2]> : tensor<2xi32>
+  %seg = tensor.cast %s : tensor<2xi32> to tensor<?xi32>
+  call @merge_segments_of(%seg) : (tensor<?xi32>) -> ()
   return
 }
