@@ -18,7 +18,8 @@ echo "=== 1. examples through pa-opt"
 for f in "$root"/examples/*.mlir; do
   "$paopt" "$f" --canonicalize >/dev/null
   "$paopt" "$f" --pa-lower-to-cpu="cascade-decompose=true" >/dev/null
-  echo "  $(basename "$f"): verified, canonicalized, lowered to CPU code"
+  "$paopt" "$f" --pa-lower-to-cpu="cascade-decompose=true tile-attention=true" >/dev/null
+  echo "  $(basename "$f"): verified, canonicalized, lowered to CPU code (also through the tile IR)"
 done
 echo "  decode step after canonicalize + bufferize:"
 "$paopt" "$root/examples/decode.mlir" --canonicalize \

@@ -24,6 +24,10 @@ void PADialect::initialize() {
 #define GET_OP_LIST
 #include "PagedAttn/Dialect/PAOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "PagedAttn/Dialect/PATileOps.cpp.inc"
+      >();
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,6 +19,12 @@ void mlir::pa::buildLowerToCPUPipeline(OpPassManager &pm,
                                        const LowerToCPUOptions &opts) {
   addFrontPasses(pm, opts.cascadeDecompose, opts.splitKVChunk,
                  opts.splitKVWorkList);
+  if (opts.tileAttention) {
+    PATileAttentionOptions tile;
+    tile.tileQ = opts.tileQ;
+    tile.tileKV = opts.tileKV;
+    pm.addNestedPass<func::FuncOp>(createPATileAttention(tile));
+  }
   pm.addPass(createConvertPAToLoops());
   pm.addPass(createCanonicalizerPass());
   // Loops -> LLVM.

@@ -45,6 +45,9 @@ struct AttnConfig {
        lseBase2 = false;
   int64_t levels = 0;    // cascade
   int64_t chunkSize = 0; // split-KV
+  /// Hq / Hkv, static in the module when set (pa-tile-attention packs the
+  /// group into its tiles); 0: random per case, dynamic in the module.
+  int64_t group = 0;
 
   /// The attribute dictionary of the op (with `cache`).
   std::string attrDict() const {
@@ -75,6 +78,8 @@ struct AttnConfig {
       os << " q_positions";
     if (alibi)
       os << " alibi";
+    if (group)
+      os << " g" << group;
     if (smScale)
       os << " sm_scale=" << *smScale;
     if (softCap)
@@ -173,12 +178,20 @@ AttnConfig randomCascadeConfig(Rng &rng, int idx) {
 
 struct Types {
   explicit Types(const AttnConfig &c)
-      : q("tensor<?x?x" + std::to_string(c.cache.headDim) + "x" +
-          elemName(c.cache.elem) + ">"),
-        oPart("tensor<?x?x" + std::to_string(c.cache.headDim) + "xf32>"),
-        lse("tensor<?x?xf32>"), idx("tensor<?xi32>"), f32v("tensor<?xf32>"),
+      : q("tensor<?x" + heads(c) + "x" + std::to_string(c.cache.headDim) +
+          "x" + elemName(c.cache.elem) + ">"),
+        oPart("tensor<?x" + heads(c) + "x" + std::to_string(c.cache.headDim) +
+              "xf32>"),
+        lse("tensor<?x" + heads(c) + "xf32>"), idx("tensor<?xi32>"),
+        f32v("tensor<?xf32>"),
         mask("tensor<?xi8>"), cache(c.cache.tensorType()) {}
   std::string q, oPart, lse, idx, f32v, mask, cache;
+
+private:
+  /// Hq in a type: static with a fixed group, else dynamic.
+  static std::string heads(const AttnConfig &c) {
+    return c.group ? std::to_string(c.cache.kvHeads * c.group) : "?";
+  }
 };
 
 /// The end of an attention function's signature: the outs %o0, %l0 and the
@@ -372,7 +385,7 @@ void randomPagedInputs(Rng &rng, const AttnConfig &c, int64_t usedPages,
                        int64_t rows, PagedInputs &in) {
   in.numPages = usedPages + rng.uniformInt(0, 3);
   randomCache(rng, c.cache, in.numPages, in.kv, in.cache);
-  int64_t g = rng.uniformInt(1, 8);
+  int64_t g = c.group ? c.group : rng.uniformInt(1, 8);
   in.numQHeads = c.cache.kvHeads * g;
   in.q = randomValues(rng, rows * in.numQHeads * c.cache.headDim, c.cache.elem,
                       -2, 2);
@@ -860,6 +873,26 @@ TEST(PACPUDifferential, Prefill) {
                               return runPrefillCase(m, c, rng, k, stats);
                             }};
                       });
+}
+
+TEST(PACPUDifferential, PrefillTiled) {
+  OpStats stats("pa.prefill (tile-attention)");
+  // The mask modes without a custom mask (pa-tile-attention rejects those):
+  // configuration k maps to prefill configuration k + k / 4, skipping every
+  // fifth (custom) one; tile sizes from one packed row group up.
+  runDifferentialTest(
+      "PrefillTiled", 3, kConfigSalt, 36, kCasesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomPrefillConfig(crng, ci + ci / 4);
+        c.group = crng.pick(std::vector<int64_t>{1, 2, 4, 5, 8});
+        PipelineConfig pc;
+        pc.tileQ = c.group * crng.pick(std::vector<int64_t>{1, 2, 3, 8});
+        pc.tileKV = crng.pick(std::vector<int64_t>{1, 3, 16, 64});
+        return DiffConfig{c.str(), prefillModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runPrefillCase(m, c, rng, k, stats);
+                          }};
+      });
 }
 
 TEST(PACPUDifferential, Cascade) {

@@ -240,7 +240,10 @@ bool HostArray::sameBits(const HostArray &other) const {
 std::string PipelineConfig::str() const {
   std::ostringstream os;
   os << "pa-lower-to-cpu{cascade-decompose=" << (cascadeDecompose ? 1 : 0)
-     << " split-kv-chunk=" << splitKVChunk << "}";
+     << " split-kv-chunk=" << splitKVChunk;
+  if (tileQ > 0)
+    os << " tile-attention=1 tile-q=" << tileQ << " tile-kv=" << tileKV;
+  os << "}";
   return os.str();
 }
 
@@ -482,6 +485,11 @@ JitModule *compile(const std::string &mlirText, const PipelineConfig &cfg,
   mlir::pa::LowerToCPUOptions opts;
   opts.cascadeDecompose = cfg.cascadeDecompose;
   opts.splitKVChunk = cfg.splitKVChunk;
+  if (cfg.tileQ > 0) {
+    opts.tileAttention = true;
+    opts.tileQ = cfg.tileQ;
+    opts.tileKV = cfg.tileKV;
+  }
   mlir::pa::buildLowerToCPUPipeline(pm, opts);
   if (mlir::failed(pm.run(*module)))
     return finish(nullptr, "pa-lower-to-cpu (" + cfg.str() + ") failed:\n" +

@@ -122,6 +122,8 @@ private:
 struct PipelineConfig {
   bool cascadeDecompose = false;
   int64_t splitKVChunk = 0;
+  /// pa-tile-attention with these tile sizes (0: prefill straight to loops).
+  int64_t tileQ = 0, tileKV = 0;
   std::string str() const;
 };
 

@@ -21,11 +21,11 @@
 
 namespace mlir::pa {
 
-/// True when every operand of `op` is a memref (the form the lowerings
-/// accept).
+/// True when no operand of `op` is a tensor: every array is a memref (the
+/// form the lowerings accept; the tile ops also take index scalars).
 inline bool hasMemRefSemantics(Operation *op) {
-  return llvm::all_of(op->getOperandTypes(),
-                      [](Type t) { return isa<MemRefType>(t); });
+  return llvm::none_of(op->getOperandTypes(),
+                       [](Type t) { return isa<TensorType>(t); });
 }
 
 /// Asserts (cf.assert) the invariants of the ragged-array index `indptr`

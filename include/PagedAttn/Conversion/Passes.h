@@ -18,6 +18,8 @@ void populatePAAttentionToLoopsPatterns(RewritePatternSet &patterns);
 void populatePAStatesToLoopsPatterns(RewritePatternSet &patterns);
 void populatePACacheToLoopsPatterns(RewritePatternSet &patterns);
 void populatePACacheBlendToLoopsPatterns(RewritePatternSet &patterns);
+/// The tile-level ops of pa-tile-attention (pa.tile.*) to loops.
+void populatePATileToLoopsPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"

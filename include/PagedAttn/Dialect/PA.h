@@ -109,6 +109,9 @@ void getDpsEffects(
 #define GET_OP_CLASSES
 #include "PagedAttn/Dialect/PAOps.h.inc"
 
+#define GET_OP_CLASSES
+#include "PagedAttn/Dialect/PATileOps.h.inc"
+
 namespace mlir {
 class DialectRegistry;
 namespace pa {

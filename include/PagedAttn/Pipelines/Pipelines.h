@@ -45,6 +45,19 @@ struct LowerToCPUOptions : public SplitKVPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Rewrite pa.cascade into per-level attention + merge "
                      "before lowering"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> tileAttention{
+      *this, "tile-attention",
+      llvm::cl::desc("Lower pa.prefill through the tile-level IR "
+                     "(pa-tile-attention) instead of directly to loops"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> tileQ{
+      *this, "tile-q",
+      llvm::cl::desc("With tile-attention: rows of a query tile"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> tileKV{
+      *this, "tile-kv",
+      llvm::cl::desc("With tile-attention: tokens of a K/V tile"),
+      llvm::cl::init(64)};
 };
 
 /// Adds the passes of `pa-lower-to-cpu` to `pm` (a module pass manager):

@@ -71,6 +71,53 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
+  let summary = "Tile memref-form pa.prefill into tile-level pa.tile ops";
+  let description = [{
+    The first stage of the prefill pipeline: each memref-form `pa.prefill`
+    becomes loops over (request, KV head, query tile) with a loop over KV
+    tiles, written with the tile-level ops (docs/GPU.md, "Prefill: the tile
+    IR"). A query tile packs the `g` query heads of a KV head into its
+    `tile-q` rows (`tile-q / g` queries), so each K/V tile of `tile-kv`
+    tokens is gathered once for the whole group:
+
+    ```mlir
+    scf.for %b ... {                    // requests
+      scf.for %hk ... {                 // KV heads
+        scf.for %i0 ... step (tile-q / g) {   // query tiles
+          pa.tile.load_q ...            // Q tile, scaled by sm_scale
+          (m, l, acc) = (-inf, 0, 0)
+          scf.for %t0 = %first to %last step tile-kv {   // KV tiles
+            pa.tile.gather_kv ...       // K, V tiles through the page table
+            pa.tile.qk ...              // S = Q K^T
+            pa.tile.mask ...            // soft-cap, ALiBi, causal, window
+            pa.tile.softmax_update ...  // online softmax, S -> P
+            pa.tile.pv ...              // acc += P V
+          }
+          pa.tile.store ...             // o = acc / l, lse
+    }}}
+    ```
+
+    Without explicit positions, the KV tile range skips the tiles above the
+    causal diagonal of the query tile and those left of its sliding window.
+    The tiled program lowers to loops (`convert-pa-to-loops`) and runs in the
+    CPU differential suite (`pa-lower-to-cpu{tile-attention=true}`).
+    Not handled yet (an error at the op): custom masks, dynamic query heads
+    or head dim, `tile-q` not a multiple of the group.
+  }];
+  let options = [
+    Option<"tileQ", "tile-q", "int64_t", /*default=*/"64",
+           "Rows of a query tile (packed query x head rows)">,
+    Option<"tileKV", "tile-kv", "int64_t", /*default=*/"64",
+           "Tokens of a K/V tile">,
+  ];
+  let dependentDialects = ["::mlir::pa::PADialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect"];
+}
+
 def PAWarpShuffleReduce : Pass<"pa-warp-shuffle-reduce"> {
   let summary = "Lower clustered gpu.subgroup_reduce to butterfly shuffles";
   let description = [{

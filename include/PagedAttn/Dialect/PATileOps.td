@@ -1,0 +1,215 @@
+//===- PATileOps.td - tile-level ops of the pa dialect -----*- tablegen -*-===//
+//
+// The tile-level IR between the attention ops and a target: what
+// `pa-tile-attention` produces from a memref-form `pa.prefill`. Tiles are
+// small static memrefs (f32 for scores, states and gathered rows); the ops
+// are target-independent, so the tiled program lowers to loops on the CPU
+// (convert-pa-to-loops) and is checked against the reference in CI.
+//
+// A query tile packs the g query heads of one KV head into its rows, as
+// FlashInfer does: tile row r is query `row0 + r / g`, head `hk * g + r % g`,
+// so each K/V tile is read once for the whole GQA group.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_DIALECT_PATILEOPS_TD
+#define PAGEDATTN_DIALECT_PATILEOPS_TD
+
+include "PagedAttn/Dialect/PADialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class PA_TileOp<string mnemonic, list<Trait> traits = []>
+    : Op<PA_Dialect, "tile." # mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+def PA_F32Tile2D : MemRefRankOf<[F32], [2]>;
+def PA_F32Tile1D : MemRefRankOf<[F32], [1]>;
+
+def PA_TileLoadQOp : PA_TileOp<"load_q"> {
+  let summary = "load a GQA-packed query tile, scaled";
+  let description = [{
+    Fills `tile[BM, D]` (f32) with the queries of rows
+    `[row0, row0 + rows)` of `q[N, Hq, D]` for the `g = group` query heads
+    of KV head `kv_head`, multiplied by `scale`: tile row `r` holds
+    `scale * q[row0 + r / g, kv_head * g + r % g, :]` when `r / g < rows`,
+    and 0 otherwise.
+
+    ```mlir
+    pa.tile.load_q q(%q : memref<?x32x128xf16>) rows(%r0, %n) kv_head(%hk)
+        outs(%qt : memref<64x128xf32>) {group = 4 : i64, scale = 0.088 : f32}
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
+                       Index:$row0, Index:$rows, Index:$kv_head,
+                       Arg<PA_F32Tile2D, "query tile", [MemWrite]>:$tile,
+                       I64Attr:$group, F32Attr:$scale);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)` `rows` `(` $row0 `,` $rows `)`
+    `kv_head` `(` $kv_head `)` `outs` `(` $tile `:` type($tile) `)` attr-dict
+  }];
+}
+
+def PA_TileGatherKVOp : PA_TileOp<"gather_kv"> {
+  let summary = "gather a K/V tile of BN tokens through the page table";
+  let description = [{
+    Fills `k[BN, D]` and `v[BN, D]` (f32) with tokens `t0 .. t0 + BN - 1`
+    of request `request` and KV head `kv_head` of the paged cache (joint or
+    split, NHD or HND, `cache`), found through
+    `pages(kv_indptr, kv_indices)`: token `t` is in page
+    `kv_indices[kv_indptr[request] + t / P]` at slot `t % P`. Tokens at or
+    beyond `end` are not read; their rows are 0.
+
+    ```mlir
+    pa.tile.gather_kv kv(%kv : memref<?x2x16x8x128xf16>)
+        pages(%ip, %ix : memref<?xi32>, memref<?xi32>) request(%b)
+        tokens(%t0, %len) kv_head(%hk)
+        outs(%kt, %vt : memref<64x128xf32>, memref<64x128xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<AnyMemRef>, "cache", [MemRead]>:$kv_cache,
+                       Arg<AnyMemRef, "kv_indptr", [MemRead]>:$kv_indptr,
+                       Arg<AnyMemRef, "kv_indices", [MemRead]>:$kv_indices,
+                       Index:$request, Index:$t0, Index:$end, Index:$kv_head,
+                       Arg<PA_F32Tile2D, "K tile", [MemWrite]>:$k_tile,
+                       Arg<PA_F32Tile2D, "V tile", [MemWrite]>:$v_tile,
+                       PA_PagedKVAttr:$cache);
+  let assemblyFormat = [{
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `:` type($kv_indptr) `,`
+        type($kv_indices) `)`
+    `request` `(` $request `)` `tokens` `(` $t0 `,` $end `)`
+    `kv_head` `(` $kv_head `)`
+    `outs` `(` $k_tile `,` $v_tile `:` type($k_tile) `,` type($v_tile) `)`
+    attr-dict
+  }];
+}
+
+def PA_TileQKOp : PA_TileOp<"qk"> {
+  let summary = "scores of a tile: S = Q K^T";
+  let description = [{
+    `s[BM, BN] = q[BM, D] * k[BN, D]^T`, in f32. A tensor-core target maps
+    it onto mma tiles.
+
+    ```mlir
+    pa.tile.qk ins(%qt, %kt : memref<64x128xf32>, memref<64x128xf32>)
+        outs(%s : memref<64x64xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile2D, "Q tile", [MemRead]>:$q,
+                       Arg<PA_F32Tile2D, "K tile", [MemRead]>:$k,
+                       Arg<PA_F32Tile2D, "scores", [MemWrite]>:$s);
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `:` type($q) `,` type($k) `)`
+    `outs` `(` $s `:` type($s) `)` attr-dict
+  }];
+}
+
+def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
+  let summary = "score modifiers and visibility of a score tile";
+  let description = [{
+    Rewrites `s[BM, BN]` in place. Tile row `r` is query `i = r / group`
+    of the tile (valid iff `i < rows`) and query head `kv_head * group +
+    r % group`; column `n` is key `t = t0 + n` (valid iff `t < end`). The
+    query's position is `q_positions[row0 + i]` with `positions(...)`, else
+    `pos0 + i`. In order: `logits_soft_cap = c` makes `s = c * tanh(s / c)`;
+    `alibi(%slopes)` adds `slopes[head] * (t - pos)`; then `s = -inf` where
+    the row or key is invalid, where `causal` and `t > pos`, or where a
+    `window = w` holds and `pos - t >= w` (evaluated overflow-free).
+
+    ```mlir
+    pa.tile.mask scores(%s : memref<64x64xf32>) rows(%r0, %n, %pos0)
+        keys(%t0, %len) kv_head(%hk) {group = 4 : i64, causal}
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile2D, "scores", [MemRead, MemWrite]>:$s,
+                       Index:$row0, Index:$rows, Index:$pos0, Index:$t0,
+                       Index:$end, Index:$kv_head,
+                       Arg<Optional<AnyMemRef>, "q_positions", [MemRead]>:$q_positions,
+                       Arg<Optional<AnyMemRef>, "alibi slopes", [MemRead]>:$alibi_slopes,
+                       I64Attr:$group, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$logits_soft_cap);
+  let assemblyFormat = [{
+    `scores` `(` $s `:` type($s) `)` `rows` `(` $row0 `,` $rows `,` $pos0 `)`
+    `keys` `(` $t0 `,` $end `)` `kv_head` `(` $kv_head `)`
+    (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    attr-dict
+  }];
+}
+
+def PA_TileSoftmaxUpdateOp : PA_TileOp<"softmax_update"> {
+  let summary = "online-softmax update of a tile state by a score tile";
+  let description = [{
+    For every row `r` of the running state `(m[BM], l[BM], acc[BM, D])`
+    and the scores `s[BM, BN]` (natural-log scale): `m' = max(m, max_n s)`,
+    `a = exp(m - m')` (1 when `m' = -inf`), `s[r, n] := exp(s - m')` (0 for
+    masked scores: the P tile), `l = l * a + sum_n s`, `acc = acc * a`,
+    `m = m'`. `pa.tile.pv` then adds `P V` to `acc`.
+
+    ```mlir
+    pa.tile.softmax_update scores(%s : memref<64x64xf32>)
+        state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile2D, "scores -> P", [MemRead, MemWrite]>:$s,
+                       Arg<PA_F32Tile1D, "running max", [MemRead, MemWrite]>:$m,
+                       Arg<PA_F32Tile1D, "running sum", [MemRead, MemWrite]>:$l,
+                       Arg<PA_F32Tile2D, "accumulator", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    `scores` `(` $s `:` type($s) `)`
+    `state` `(` $m `,` $l `,` $acc `:` type($m) `,` type($l) `,` type($acc) `)`
+    attr-dict
+  }];
+}
+
+def PA_TilePVOp : PA_TileOp<"pv"> {
+  let summary = "accumulate P V into a tile state";
+  let description = [{
+    `acc[BM, D] += p[BM, BN] * v[BN, D]` in f32.
+
+    ```mlir
+    pa.tile.pv ins(%p, %vt : memref<64x64xf32>, memref<64x128xf32>)
+        outs(%acc : memref<64x128xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile2D, "P tile", [MemRead]>:$p,
+                       Arg<PA_F32Tile2D, "V tile", [MemRead]>:$v,
+                       Arg<PA_F32Tile2D, "accumulator", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    `ins` `(` $p `,` $v `:` type($p) `,` type($v) `)`
+    `outs` `(` $acc `:` type($acc) `)` attr-dict
+  }];
+}
+
+def PA_TileStoreOp : PA_TileOp<"store"> {
+  let summary = "final normalization of a tile state into o and lse";
+  let description = [{
+    For the valid rows of the tile (`r / group < rows`), writes
+    `o[row0 + r / g, kv_head * g + r % g, :] = acc / l` (o's element type)
+    and `lse = m + ln(l)` (base 2 with `lse_base2`); a row that saw no
+    visible key (`l = 0`) gets `o = 0`, `lse = -inf`.
+
+    ```mlir
+    pa.tile.store state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>)
+        rows(%r0, %n) kv_head(%hk)
+        outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {group = 4 : i64}
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile1D, "running max", [MemRead]>:$m,
+                       Arg<PA_F32Tile1D, "running sum", [MemRead]>:$l,
+                       Arg<PA_F32Tile2D, "accumulator", [MemRead]>:$acc,
+                       Index:$row0, Index:$rows, Index:$kv_head,
+                       Arg<AnyMemRef, "o", [MemWrite]>:$o,
+                       Arg<AnyMemRef, "lse", [MemWrite]>:$lse,
+                       I64Attr:$group, UnitAttr:$lse_base2);
+  let assemblyFormat = [{
+    `state` `(` $m `,` $l `,` $acc `:` type($m) `,` type($l) `,` type($acc) `)`
+    `rows` `(` $row0 `,` $rows `)` `kv_head` `(` $kv_head `)`
+    `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)` attr-dict
+  }];
+}
+
+#endif // PAGEDATTN_DIALECT_PATILEOPS_TD

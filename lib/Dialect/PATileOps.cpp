@@ -1,0 +1,122 @@
+//===- PATileOps.cpp - verifiers of the tile-level pa ops -----------------===//
+//
+// Shapes that the tile ops' operands must agree on (static sizes only; the
+// tile memrefs are static by construction).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Dialect/PA.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+
+namespace {
+int64_t dimOf(Value v, unsigned d) {
+  return cast<ShapedType>(v.getType()).getDimSize(d);
+}
+
+/// `a` dim `da` equals `b` dim `db` when both are static.
+LogicalResult sameDim(Operation *op, Value a, StringRef an, unsigned da,
+                      Value b, StringRef bn, unsigned db) {
+  int64_t x = dimOf(a, da), y = dimOf(b, db);
+  if (ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y)
+    return success();
+  return op->emitOpError() << "'" << an << "' dim " << da << " (" << x
+                           << ") must equal '" << bn << "' dim " << db << " ("
+                           << y << ")";
+}
+
+LogicalResult checkRank(Operation *op, Value v, StringRef name, int64_t rank) {
+  if (cast<ShapedType>(v.getType()).getRank() != rank)
+    return op->emitOpError() << "'" << name << "' must have rank " << rank
+                             << ", got " << v.getType();
+  return success();
+}
+
+/// Tile rows hold whole GQA groups: BM % group == 0.
+LogicalResult checkGroup(Operation *op, int64_t group, Value tile,
+                         StringRef name) {
+  if (group < 1)
+    return op->emitOpError() << "group must be >= 1, got " << group;
+  int64_t rows = dimOf(tile, 0);
+  if (!ShapedType::isDynamic(rows) && rows % group != 0)
+    return op->emitOpError() << "the " << rows << " rows of '" << name
+                             << "' must hold whole groups of " << group
+                             << " query heads";
+  return success();
+}
+} // namespace
+
+LogicalResult TileLoadQOp::verify() {
+  if (failed(checkRank(*this, getQ(), "q", 3)) ||
+      failed(checkGroup(*this, getGroup(), getTile(), "tile")))
+    return failure();
+  return sameDim(*this, getTile(), "tile", 1, getQ(), "q", 2);
+}
+
+LogicalResult TileGatherKVOp::verify() {
+  PagedKVAttr cache = getCache();
+  unsigned n = getKvCache().size();
+  if (n != 1 && n != 2)
+    return emitOpError() << "expects 1 (joint K/V) or 2 (split K and V) cache "
+                            "operands, got "
+                         << n;
+  for (Value v : getKvCache())
+    if (failed(checkRank(*this, v, "kv", n == 1 ? 5 : 4)))
+      return failure();
+  if (getKTile().getType() != getVTile().getType())
+    return emitOpError() << "K and V tiles must have the same type";
+  int64_t d = dimOf(getKTile(), 1);
+  if (!ShapedType::isDynamic(d) && d != cache.getHeadDim())
+    return emitOpError() << "tile dim 1 (" << d
+                         << ") must equal the cache's head_dim ("
+                         << cache.getHeadDim() << ")";
+  return success();
+}
+
+LogicalResult TileQKOp::verify() {
+  if (failed(sameDim(*this, getQ(), "q", 1, getK(), "k", 1)) ||
+      failed(sameDim(*this, getS(), "s", 0, getQ(), "q", 0)))
+    return failure();
+  return sameDim(*this, getS(), "s", 1, getK(), "k", 0);
+}
+
+LogicalResult TileMaskOp::verify() {
+  if (getGroup() < 1)
+    return emitOpError() << "group must be >= 1, got " << getGroup();
+  if (auto w = getWindow(); w && *w == 0)
+    return emitOpError() << "window must be > 0";
+  if (auto c = getLogitsSoftCap(); c && !(c->convertToDouble() > 0))
+    return emitOpError() << "logits_soft_cap must be > 0";
+  return checkGroup(*this, getGroup(), getS(), "scores");
+}
+
+LogicalResult TileSoftmaxUpdateOp::verify() {
+  if (failed(sameDim(*this, getM(), "m", 0, getS(), "scores", 0)) ||
+      failed(sameDim(*this, getL(), "l", 0, getS(), "scores", 0)))
+    return failure();
+  return sameDim(*this, getAcc(), "acc", 0, getS(), "scores", 0);
+}
+
+LogicalResult TilePVOp::verify() {
+  if (failed(sameDim(*this, getAcc(), "acc", 0, getP(), "p", 0)) ||
+      failed(sameDim(*this, getV(), "v", 0, getP(), "p", 1)))
+    return failure();
+  return sameDim(*this, getAcc(), "acc", 1, getV(), "v", 1);
+}
+
+LogicalResult TileStoreOp::verify() {
+  if (failed(checkRank(*this, getO(), "o", 3)) ||
+      failed(checkRank(*this, getLse(), "lse", 2)) ||
+      failed(checkGroup(*this, getGroup(), getAcc(), "acc")) ||
+      failed(sameDim(*this, getM(), "m", 0, getAcc(), "acc", 0)) ||
+      failed(sameDim(*this, getL(), "l", 0, getAcc(), "acc", 0)))
+    return failure();
+  return sameDim(*this, getAcc(), "acc", 1, getO(), "o", 2);
+}
+
+#define GET_OP_CLASSES
+#include "PagedAttn/Dialect/PATileOps.cpp.inc"

@@ -1,0 +1,55 @@
+// RUN: pa-opt %s -split-input-file -verify-diagnostics
+
+func.func @rows_not_whole_groups(%q: memref<?x32x128xf16>, %t: memref<30x128xf32>, %i: index) {
+  // expected-error @+1 {{the 30 rows of 'tile' must hold whole groups of 4 query heads}}
+  pa.tile.load_q q(%q : memref<?x32x128xf16>) rows(%i, %i) kv_head(%i) outs(%t : memref<30x128xf32>) {group = 4 : i64, scale = 1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @head_dim(%q: memref<?x32x128xf16>, %t: memref<64x64xf32>, %i: index) {
+  // expected-error @+1 {{'tile' dim 1 (64) must equal 'q' dim 2 (128)}}
+  pa.tile.load_q q(%q : memref<?x32x128xf16>) rows(%i, %i) kv_head(%i) outs(%t : memref<64x64xf32>) {group = 4 : i64, scale = 1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @qk_shapes(%q: memref<64x128xf32>, %k: memref<32x128xf32>, %s: memref<64x16xf32>) {
+  // expected-error @+1 {{'s' dim 1 (16) must equal 'k' dim 0 (32)}}
+  pa.tile.qk ins(%q, %k : memref<64x128xf32>, memref<32x128xf32>) outs(%s : memref<64x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gather_head_dim(%kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %kt: memref<32x64xf32>, %i: index) {
+  // expected-error @+1 {{tile dim 1 (64) must equal the cache's head_dim (128)}}
+  pa.tile.gather_kv kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix : memref<?xi32>, memref<?xi32>) request(%i) tokens(%i, %i) kv_head(%i) outs(%kt, %kt : memref<32x64xf32>, memref<32x64xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @window_zero(%s: memref<64x32xf32>, %i: index) {
+  // expected-error @+1 {{window must be > 0}}
+  pa.tile.mask scores(%s : memref<64x32xf32>) rows(%i, %i, %i) keys(%i, %i) kv_head(%i) {group = 4 : i64, window = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @pv_shapes(%p: memref<64x32xf32>, %v: memref<16x128xf32>, %acc: memref<64x128xf32>) {
+  // expected-error @+1 {{'v' dim 0 (16) must equal 'p' dim 1 (32)}}
+  pa.tile.pv ins(%p, %v : memref<64x32xf32>, memref<16x128xf32>) outs(%acc : memref<64x128xf32>)
+  return
+}
+
+// -----
+
+func.func @store_state(%m: memref<32xf32>, %l: memref<64xf32>, %acc: memref<64x128xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>, %i: index) {
+  // expected-error @+1 {{'m' dim 0 (32) must equal 'acc' dim 0 (64)}}
+  pa.tile.store state(%m, %l, %acc : memref<32xf32>, memref<64xf32>, memref<64x128xf32>) rows(%i, %i) kv_head(%i) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {group = 4 : i64}
+  return
+}

@@ -1,0 +1,65 @@
+// RUN: pa-opt %s --pa-tile-attention="tile-q=8 tile-kv=16" -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+
+// A causal GQA-4 prefill: loops over requests, KV heads and query tiles of
+// 8 / 4 = 2 queries; the KV-tile loop stops at the query tile's last
+// position (no tile above the diagonal) and runs gather, qk, mask, online
+// softmax and P V per tile; the tile's state is stored at the end.
+// CHECK-LABEL: func @prefill
+// CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<8x128xf32>
+// CHECK-DAG: %[[KT:.*]] = memref.alloca() : memref<16x128xf32>
+// CHECK-DAG: %[[VT:.*]] = memref.alloca() : memref<16x128xf32>
+// CHECK-DAG: %[[S:.*]] = memref.alloca() : memref<8x16xf32>
+// CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %c2{{(_[0-9]+)?}} {
+// CHECK: pa.tile.load_q {{.*}} kv_head(%[[HK:[^)]*]]) outs(%[[QT]] : memref<8x128xf32>) {group = 4 : i64, scale = 0.0883883{{[0-9]*}} : f32}
+// CHECK: %[[LAST:.*]] = arith.minsi
+// CHECK: scf.for %[[T0:.*]] = %{{.*}} to %[[LAST]] step %c16{{(_[0-9]+)?}} {
+// CHECK-NEXT: pa.tile.gather_kv {{.*}} request(%{{.*}}) tokens(%[[T0]], %{{.*}}) kv_head(%[[HK]]) outs(%[[KT]], %[[VT]]
+// CHECK-NEXT: pa.tile.qk ins(%[[QT]], %[[KT]] {{.*}} outs(%[[S]]
+// CHECK-NEXT: pa.tile.mask scores(%[[S]] {{.*}} {causal, group = 4 : i64}
+// CHECK-NEXT: pa.tile.softmax_update scores(%[[S]]
+// CHECK-NEXT: pa.tile.pv ins(%[[S]], %[[VT]]
+// CHECK: pa.tile.store {{.*}} {group = 4 : i64}
+// CHECK-NOT: pa.prefill
+func.func @prefill(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  pa.prefill q(%q, %qi : memref<?x32x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #cache, causal}
+  return
+}
+
+// -----
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+
+// A sliding window starts the KV-tile loop at the first tile that reaches
+// into the window.
+// CHECK-LABEL: func @window
+// CHECK: %[[W:.*]] = arith.constant 100 : index
+// CHECK: arith.cmpi sge, %{{.*}}, %[[W]]
+// CHECK: %[[FIRST:.*]] = arith.muli
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to
+// CHECK: pa.tile.mask {{.*}} window = 100 : i64
+func.func @window(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache, window = 100 : i64}
+  return
+}
+
+// -----
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+
+func.func @custom_mask(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %m: memref<?xi8>, %mi: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  // expected-error @+1 {{pa-tile-attention does not handle custom masks yet}}
+  pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) mask(%m, %mi : memref<?xi8>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache}
+  return
+}
+
+// -----
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+
+func.func @tile_not_whole_groups(%q: memref<?x24x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x24x128xf16>, %l: memref<?x24xf32>) {
+  // expected-error @+1 {{tile-q (8) must be a positive multiple of the group (3) and tile-kv (16) positive}}
+  pa.prefill q(%q, %qi : memref<?x24x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x24x128xf16>, memref<?x24xf32>) {cache = #cache}
+  return
+}
