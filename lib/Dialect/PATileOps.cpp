@@ -85,6 +85,10 @@ LogicalResult TileQKOp::verify() {
 }
 
 LogicalResult TileMaskOp::verify() {
+  if (bool(getCustomMask()) != bool(getMaskByte0()) ||
+      bool(getCustomMask()) != bool(getMaskQrow0()))
+    return emitOpError() << "a custom mask needs the packed mask, its first "
+                            "byte and the tile's first query row";
   if (getGroup() < 1)
     return emitOpError() << "group must be >= 1, got " << getGroup();
   if (auto w = getWindow(); w && *w == 0)

@@ -30,9 +30,6 @@ LogicalResult checkTileable(PrefillOp op, int64_t tileQ, int64_t tileKV) {
     return op.emitOpError()
            << "pa-tile-attention expects the memref form; run "
               "one-shot-bufferize first";
-  if (op.getCustomMask())
-    return op.emitOpError()
-           << "pa-tile-attention does not handle custom masks yet";
   auto qt = cast<MemRefType>(op.getQ().getType());
   if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
     return op.emitOpError()
@@ -72,6 +69,9 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
   PageTable pt = pageTableOf(op);
   Value qoIndptr = op.getQoIndptr();
   pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(op.getQ(), 0), "q");
+  PackedMask mask{op.getCustomMask(), op.getMaskIndptr()};
+  if (mask.bits)
+    mask.emitChecks(e, qoIndptr);
   Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
   bool explicitPositions = bool(op.getQPositions());
   bool positionsMatter = op.getCausal() || opts.window || op.getAlibiSlopes();
@@ -84,6 +84,8 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
                    "qo_len > kv_len without q_positions");
     // Query i of the request sits at kv_len - qo_len + i.
     Value posBase = e.sub(kvLen, qoLen);
+    Value maskByte0 = mask.bits ? mask.segmentBase(e, req, qoLen, kvLen)
+                                : Value();
     e.forEach(e.idx(0), e.idx(hkv), [&](Value hk) {
       scf::ForOp::create(
           b, loc, e.idx(0), qoLen, e.idx(queriesPerTile), ValueRange{},
@@ -124,7 +126,8 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
                   TileQKOp::create(b, loc, qTile, kTile, sTile);
                   TileMaskOp::create(
                       b, loc, sTile, row0, rows, pos0, t0, kvLen, hk,
-                      op.getQPositions(), op.getAlibiSlopes(),
+                      op.getQPositions(), op.getAlibiSlopes(), mask.bits,
+                      maskByte0, mask.bits ? i0 : Value(),
                       b.getI64IntegerAttr(group),
                       op.getCausal() ? b.getUnitAttr() : UnitAttr(),
                       opts.window ? b.getI64IntegerAttr(*opts.window)

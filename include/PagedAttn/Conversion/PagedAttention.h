@@ -104,6 +104,21 @@ struct Cache {
   }
 };
 
+/// A custom mask `mask(%packed, %mask_indptr)`: per request a row-major
+/// [qo_len, kv_len] bit matrix, packed little-endian 8 per byte, starting at
+/// byte mask_indptr[b] (docs/Semantics.md, "Prefill / append").
+struct PackedMask {
+  Value bits, indptr;
+
+  /// Asserts mask_indptr's invariants against the mask and qo_indptr.
+  void emitChecks(Emitter &e, Value qoIndptr) const;
+  /// The first byte of request b's segment; asserts that the segment holds
+  /// ceil(qo_len * kv_len / 8) bytes.
+  Value segmentBase(Emitter &e, Value b, Value qoLen, Value kvLen) const;
+  /// i1: bit `bit` of the segment starting at byte `base`.
+  Value emitBit(Emitter &e, Value base, Value bit) const;
+};
+
 /// i1: key `t` is inside the sliding window of `window` keys that ends at the
 /// query position `pos`, i.e. t > pos - window, evaluated as
 /// pos - t < window so that any window up to INT64_MAX (no window) is exact.

@@ -115,8 +115,12 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     query's position is `q_positions[row0 + i]` with `positions(...)`, else
     `pos0 + i`. In order: `logits_soft_cap = c` makes `s = c * tanh(s / c)`;
     `alibi(%slopes)` adds `slopes[head] * (t - pos)`; then `s = -inf` where
-    the row or key is invalid, where `causal` and `t > pos`, or where a
-    `window = w` holds and `pos - t >= w` (evaluated overflow-free).
+    the row or key is invalid, where `causal` and `t > pos`, where a
+    `window = w` holds and `pos - t >= w` (evaluated overflow-free), or, with
+    `mask(%packed, %byte0, %qrow0)`, where bit `(qrow0 + i) * end + t` of
+    the request's packed mask segment starting at byte `byte0` is 0 (the
+    layout of `pa.prefill`'s custom mask; `qrow0` is the tile's first query
+    within its request and `end` the request's kv_len).
 
     ```mlir
     pa.tile.mask scores(%s : memref<64x64xf32>) rows(%r0, %n, %pos0)
@@ -128,6 +132,8 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
                        Index:$end, Index:$kv_head,
                        Arg<Optional<AnyMemRef>, "q_positions", [MemRead]>:$q_positions,
                        Arg<Optional<AnyMemRef>, "alibi slopes", [MemRead]>:$alibi_slopes,
+                       Arg<Optional<AnyMemRef>, "packed mask", [MemRead]>:$custom_mask,
+                       Optional<Index>:$mask_byte0, Optional<Index>:$mask_qrow0,
                        I64Attr:$group, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$logits_soft_cap);
@@ -136,6 +142,8 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     `keys` `(` $t0 `,` $end `)` `kv_head` `(` $kv_head `)`
     (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`mask` `(` $custom_mask^ `:` type($custom_mask) `,` $mask_byte0 `,`
+        $mask_qrow0 `)`)?
     attr-dict
   }];
 }

@@ -102,8 +102,9 @@ def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
     causal diagonal of the query tile and those left of its sliding window.
     The tiled program lowers to loops (`convert-pa-to-loops`) and runs in the
     CPU differential suite (`pa-lower-to-cpu{tile-attention=true}`).
-    Not handled yet (an error at the op): custom masks, dynamic query heads
-    or head dim, `tile-q` not a multiple of the group.
+    Every option of `pa.prefill` is kept (custom masks, q_positions, ALiBi,
+    soft-cap, window, causal, lse_base2). Rejected at the op: dynamic query
+    heads or head dim, `tile-q` not a multiple of the group.
   }];
   let options = [
     Option<"tileQ", "tile-q", "int64_t", /*default=*/"64",

@@ -104,6 +104,30 @@ SmallVector<Value> Cache::indices(Emitter &e, bool isV, Value page, Value slot,
   return idx;
 }
 
+void PackedMask::emitChecks(Emitter &e, Value qoIndptr) const {
+  emitIndptrChecks(e, indptr, "mask_indptr", e.dim(bits, 0), "the packed mask");
+  emitEntryCount(e, indptr, "mask_indptr", e.dim(qoIndptr, 0),
+                 "B + 1 (as many as qo_indptr)");
+}
+
+Value PackedMask::segmentBase(Emitter &e, Value b, Value qoLen,
+                              Value kvLen) const {
+  Value base = e.loadIdx(indptr, b);
+  Value bytes = e.sub(e.loadIdx(indptr, e.add(b, e.idx(1))), base);
+  e.assertTrue(e.cmpi(Pred::sge, e.mul(bytes, e.idx(8)), e.mul(qoLen, kvLen)),
+               "a request's mask segment is shorter than "
+               "ceil(qo_len * kv_len / 8) bytes");
+  return base;
+}
+
+Value PackedMask::emitBit(Emitter &e, Value base, Value bit) const {
+  Value byte = e.load(bits, {e.add(base, e.divui(bit, e.idx(8)))});
+  Value byte32 = arith::ExtUIOp::create(e.b, e.loc, e.b.getI32Type(), byte);
+  Value shift = e.toI32(e.remui(bit, e.idx(8)));
+  Value shifted = arith::ShRUIOp::create(e.b, e.loc, byte32, shift);
+  return e.cmpi(Pred::ne, e.andi(shifted, e.i32(1)), e.i32(0));
+}
+
 Value mlir::pa::emitInSlidingWindow(Emitter &e, Value t, Value pos,
                                     int64_t window) {
   // |pos - t| < 2^33 (int32 positions and tokens), so the difference cannot

@@ -35,7 +35,7 @@ struct AttnSpec {
   std::optional<int64_t> window;
   bool lseBase2 = false;
   // Custom mask (prefill only).
-  Value mask, maskIndptr;
+  PackedMask mask;
   // Scratch state.
   Value m, l, acc;
   Value group, numPages;
@@ -126,17 +126,9 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
       vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::sle, t, kr.pos));
     if (s.window)
       vis = e.andi(vis, emitInSlidingWindow(e, t, kr.pos, *s.window));
-    if (s.mask) {
-      Value bit = e.add(kr.maskRowBit, t);
-      Value byteIdx = e.add(kr.maskByteBase, e.divui(bit, e.idx(8)));
-      Value byte = e.load(s.mask, {byteIdx});
-      Value byte32 =
-          arith::ExtUIOp::create(e.b, e.loc, e.b.getI32Type(), byte);
-      Value shift = e.toI32(e.remui(bit, e.idx(8)));
-      Value shifted = arith::ShRUIOp::create(e.b, e.loc, byte32, shift);
-      Value one = e.andi(shifted, e.i32(1));
-      vis = e.andi(vis, e.cmpi(arith::CmpIPredicate::ne, one, e.i32(0)));
-    }
+    if (s.mask.bits)
+      vis = e.andi(vis, s.mask.emitBit(e, kr.maskByteBase,
+                                       e.add(kr.maskRowBit, t)));
     return e.ifThenElse(
         vis, {f32, f32},
         [&]() -> SmallVector<Value> {
@@ -182,12 +174,8 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                        Value qoIndptr, Value qPositions, bool causal,
                        bool requireQoLeKv, StringRef suffix = "") {
   pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(s.q, 0), "q", suffix);
-  if (s.mask) {
-    emitIndptrChecks(e, s.maskIndptr, "mask_indptr", e.dim(s.mask, 0),
-                     "the packed mask");
-    emitEntryCount(e, s.maskIndptr, "mask_indptr", e.dim(qoIndptr, 0),
-                   "B + 1 (as many as qo_indptr)");
-  }
+  if (s.mask.bits)
+    s.mask.emitChecks(e, qoIndptr);
   Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
   Value hq = e.dim(s.q, 1);
   e.forEach(e.idx(0), batch, [&](Value b) {
@@ -200,15 +188,8 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
                    "qo_len > kv_len without q_positions");
     Value base = pt.pageBase(e, b);
     Value maskByteBase;
-    if (s.mask) {
-      maskByteBase = e.loadIdx(s.maskIndptr, b);
-      Value bytes =
-          e.sub(e.loadIdx(s.maskIndptr, e.add(b, e.idx(1))), maskByteBase);
-      e.assertTrue(e.cmpi(arith::CmpIPredicate::sge, e.mul(bytes, e.idx(8)),
-                          e.mul(qoLen, kvLen)),
-                   "a request's mask segment is shorter than "
-                   "ceil(qo_len * kv_len / 8) bytes");
-    }
+    if (s.mask.bits)
+      maskByteBase = s.mask.segmentBase(e, b, qoLen, kvLen);
     e.forEach(e.idx(0), qoLen, [&](Value i) {
       Value r = e.add(qs, i);
       KeyRange kr;
@@ -219,7 +200,7 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
       kr.begin = e.idx(0);
       kr.end = kvLen;
       kr.causal = causal;
-      if (s.mask) {
+      if (s.mask.bits) {
         kr.maskByteBase = maskByteBase;
         kr.maskRowBit = e.mul(i, kvLen);
       }
@@ -292,8 +273,7 @@ struct PrefillToLoops final : OpRewritePattern<PrefillOp> {
     return lowerAttention(
         rewriter, op, [&](Emitter &e, AttnSpec &) { return e.dim(op.getQ(), 0); },
         [&](Emitter &e, AttnSpec &s, Value rows) {
-          s.mask = op.getCustomMask();
-          s.maskIndptr = op.getMaskIndptr();
+          s.mask = PackedMask{op.getCustomMask(), op.getMaskIndptr()};
           // Without explicit positions, a query's position
           // kv_len - qo_len + i must not be negative where positions matter.
           bool positionsMatter = op.getCausal() || s.window || s.alibi;

@@ -91,24 +91,36 @@ struct GatherKVToLoops final : OpRewritePattern<TileGatherKVOp> {
   }
 };
 
+/// out[r, c] = (accumulate ? out[r, c] : 0) + sum_k a(r, k) * b(k, c) over
+/// every element of the 2-D tile `out` and k in [0, kLen): the tile matmul
+/// of pa.tile.qk and pa.tile.pv.
+void emitTileMatmul(Emitter &e, Value out, Value kLen, bool accumulate,
+                    function_ref<Value(Value, Value)> a,
+                    function_ref<Value(Value, Value)> b) {
+  e.forEach(e.idx(0), tileDim(e, out, 0), [&](Value r) {
+    e.forEach(e.idx(0), tileDim(e, out, 1), [&](Value c) {
+      Value init = accumulate ? e.load(out, {r, c}) : e.f32(0);
+      Value sum = e.forLoop(e.idx(0), kLen, {init},
+                            [&](Value k, ValueRange acc) {
+                              return SmallVector<Value>{
+                                  e.add(acc[0], e.mul(a(r, k), b(k, c)))};
+                            })
+                      .getResult(0);
+      e.store(sum, out, {r, c});
+    });
+  });
+}
+
 struct QKToLoops final : OpRewritePattern<TileQKOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileQKOp op,
                                 PatternRewriter &rewriter) const override {
     Emitter e{rewriter, op.getLoc()};
-    Value q = op.getQ(), k = op.getK(), s = op.getS();
-    e.forEach(e.idx(0), tileDim(e, s, 0), [&](Value r) {
-      e.forEach(e.idx(0), tileDim(e, s, 1), [&](Value n) {
-        Value dot = e.forLoop(e.idx(0), tileDim(e, q, 1), {e.f32(0)},
-                              [&](Value d, ValueRange acc) {
-                                return SmallVector<Value>{e.add(
-                                    acc[0], e.mul(e.load(q, {r, d}),
-                                                  e.load(k, {n, d})))};
-                              })
-                        .getResult(0);
-        e.store(dot, s, {r, n});
-      });
-    });
+    Value q = op.getQ(), k = op.getK();
+    emitTileMatmul(
+        e, op.getS(), tileDim(e, q, 1), /*accumulate=*/false,
+        [&](Value r, Value d) { return e.load(q, {r, d}); },
+        [&](Value d, Value n) { return e.load(k, {n, d}); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -142,7 +154,18 @@ struct MaskToLoops final : OpRewritePattern<TileMaskOp> {
         if (auto w = op.getWindow())
           vis = e.andi(vis, emitInSlidingWindow(
                                 e, t, pos, static_cast<int64_t>(*w)));
-        (void)i1;
+        if (Value bits = op.getCustomMask()) {
+          // Only valid rows and keys have a bit in the segment.
+          PackedMask mask{bits, Value()};
+          vis = e.ifThenElse(
+              vis, {i1},
+              [&]() -> SmallVector<Value> {
+                Value bit = e.add(
+                    e.mul(e.add(op.getMaskQrow0(), i), op.getEnd()), t);
+                return {mask.emitBit(e, op.getMaskByte0(), bit)};
+              },
+              [&]() -> SmallVector<Value> { return {vis}; })[0];
+        }
         Value x = e.load(s, {r, n});
         if (auto c = op.getLogitsSoftCap()) {
           Value cap = e.f32(c->convertToDouble());
@@ -206,20 +229,11 @@ struct PVToLoops final : OpRewritePattern<TilePVOp> {
   LogicalResult matchAndRewrite(TilePVOp op,
                                 PatternRewriter &rewriter) const override {
     Emitter e{rewriter, op.getLoc()};
-    Value p = op.getP(), v = op.getV(), acc = op.getAcc();
-    e.forEach(e.idx(0), tileDim(e, acc, 0), [&](Value r) {
-      e.forEach(e.idx(0), tileDim(e, acc, 1), [&](Value d) {
-        Value sum = e.forLoop(e.idx(0), tileDim(e, p, 1),
-                              {e.load(acc, {r, d})},
-                              [&](Value n, ValueRange a) {
-                                return SmallVector<Value>{e.add(
-                                    a[0], e.mul(e.load(p, {r, n}),
-                                                e.load(v, {n, d})))};
-                              })
-                        .getResult(0);
-        e.store(sum, acc, {r, d});
-      });
-    });
+    Value p = op.getP(), v = op.getV();
+    emitTileMatmul(
+        e, op.getAcc(), tileDim(e, p, 1), /*accumulate=*/true,
+        [&](Value r, Value n) { return e.load(p, {r, n}); },
+        [&](Value n, Value d) { return e.load(v, {n, d}); });
     rewriter.eraseOp(op);
     return success();
   }
