@@ -121,6 +121,37 @@ Status pa::rt::validatePageTable(I32Span kvIndptr, I32Span kvIndices,
   return Status::success();
 }
 
+Status pa::rt::validateQueries(I32Span qoIndptr, int64_t batch,
+                               int64_t numQueryRows,
+                               const std::vector<int64_t> &kvLens,
+                               bool explicitPositions) {
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (Status s = checkLength(qoIndptr, "qo_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  if (static_cast<int64_t>(kvLens.size()) != batch)
+    return fail("kv lengths: ", kvLens.size(), " entries, expected batch = ",
+                batch);
+  if (qoIndptr[0] != 0)
+    return fail("qo_indptr[0] = ", qoIndptr[0], ", expected 0");
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t lo = qoIndptr[b], hi = qoIndptr[b + 1];
+    if (hi < lo)
+      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
+                  b, "] = ", lo, " > qo_indptr[", b + 1, "] = ", hi);
+    if (!explicitPositions && hi - lo > kvLens[b])
+      return fail("request ", b, ": qo_len = ", hi - lo, " > kv_len = ",
+                  kvLens[b],
+                  " (without q_positions the queries are the request's "
+                  "last qo_len tokens)");
+  }
+  if (qoIndptr[batch] != numQueryRows)
+    return fail("qo_indptr[", batch, "] = ", qoIndptr[batch],
+                ", expected the ", numQueryRows, " rows of q");
+  return Status::success();
+}
+
 WorkList pa::rt::planFixedChunks(const std::vector<int64_t> &kvLens,
                                  int64_t chunkSize) {
   assert(chunkSize >= 1 && "planFixedChunks needs chunkSize >= 1");

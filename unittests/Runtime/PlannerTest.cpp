@@ -194,6 +194,45 @@ TEST(PageTable, KVIndicesShorterThanIndptrSays) {
   EXPECT_TRUE(validatePageTable(kIndptr, longer, kLast, 3, 4, 10));
 }
 
+//===----------------------------------------------------------------------===//
+// validateQueries (prefill checked mode)
+//===----------------------------------------------------------------------===//
+
+TEST(Queries, ValidPasses) {
+  // kv_len 5, 0, 3; qo_len 2, 0, 3 (the last request is a full prefill).
+  std::vector<int32_t> qo = {0, 2, 2, 5};
+  EXPECT_TRUE(validateQueries(qo, 3, 5, {5, 0, 3}, false));
+  // An empty batch has one qo_indptr entry, 0, and no rows.
+  EXPECT_TRUE(validateQueries(std::vector<int32_t>{0}, 0, 0, {}, false));
+}
+
+TEST(Queries, QoLenAboveKvLenNeedsPositions) {
+  std::vector<int32_t> qo = {0, 2, 6};
+  expectError(validateQueries(qo, 2, 6, {5, 3}, false),
+              "request 1: qo_len = 4 > kv_len = 3");
+  // With explicit positions the queries may be anywhere.
+  EXPECT_TRUE(validateQueries(qo, 2, 6, {5, 3}, true));
+}
+
+TEST(Queries, IndptrInvariants) {
+  expectError(validateQueries(std::vector<int32_t>{1, 2, 3}, 2, 3, {5, 5},
+                              false),
+              "qo_indptr[0] = 1, expected 0");
+  expectError(validateQueries(std::vector<int32_t>{0, 3, 2}, 2, 2, {5, 5},
+                              false),
+              "qo_indptr not non-decreasing at b = 1: qo_indptr[1] = 3 > "
+              "qo_indptr[2] = 2");
+  expectError(validateQueries(std::vector<int32_t>{0, 1, 2}, 2, 3, {5, 5},
+                              false),
+              "qo_indptr[2] = 2, expected the 3 rows of q");
+  expectError(validateQueries(std::vector<int32_t>{0, 1}, 2, 1, {5, 5}, false),
+              "qo_indptr has 2 entries, expected batch + 1 = 3");
+  expectError(validateQueries(std::vector<int32_t>{0, 1, 2}, 2, 2, {5}, false),
+              "kv lengths: 1 entries, expected batch = 2");
+  expectError(validateQueries(I32Span(nullptr, 3), 2, 2, {5, 5}, false),
+              "qo_indptr is null");
+}
+
 TEST(PageTable, KVIndptrLengthIsBatchPlusOne) {
   std::vector<int64_t> lens;
   DecodePlan plan;

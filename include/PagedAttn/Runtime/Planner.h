@@ -83,6 +83,16 @@ Status validatePageTable(I32Span kvIndptr, I32Span kvIndices,
 /// c = 0 .. ceil(kvLens[b] / chunkSize) - 1; requests of length 0 get no item.
 /// The compiler's in-IR planner op computes exactly this list; keep the two in
 /// sync. Preconditions: chunkSize >= 1, every kvLens[b] in [0, INT32_MAX].
+/// Checked mode for prefill / append (docs/Semantics.md, "Prefill /
+/// append"): `qoIndptr` (batch + 1 entries) must start at 0, be
+/// non-decreasing and end at `numQueryRows` (the rows of q); without
+/// explicit query positions every request needs qo_len <= kv_len (its
+/// queries are its last tokens), `kvLens` being the page table's lengths
+/// (kvLengths). Errors name the array, the request and the values.
+Status validateQueries(I32Span qoIndptr, int64_t batch, int64_t numQueryRows,
+                       const std::vector<int64_t> &kvLens,
+                       bool explicitPositions);
+
 WorkList planFixedChunks(const std::vector<int64_t> &kvLens, int64_t chunkSize);
 
 /// Chooses the split-KV chunk size, FlashInfer style. With
