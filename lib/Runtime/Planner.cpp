@@ -181,6 +181,95 @@ WorkList pa::rt::planFixedChunks(const std::vector<int64_t> &kvLens,
   return work;
 }
 
+Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
+                           I32Span lastPageLen, int64_t batch,
+                           int64_t numQueryRows, int64_t pageSize,
+                           int64_t numKVHeads, int64_t queriesPerTile,
+                           bool causal, bool explicitPositions,
+                           int64_t numSMs, int64_t ctasPerSM,
+                           PrefillPlan &plan, int64_t minChunk) {
+  if (numKVHeads <= 0 || queriesPerTile <= 0 || numSMs <= 0 || ctasPerSM <= 0)
+    return fail("num_kv_heads (", numKVHeads, "), queries_per_tile (",
+                queriesPerTile, "), num_sms (", numSMs, ") and ctas_per_sm (",
+                ctasPerSM, ") must be positive");
+  std::vector<int64_t> lens;
+  if (Status s = kvLengths(kvIndptr, lastPageLen, batch, pageSize, lens); !s)
+    return s;
+  if (Status s = validateQueries(qoIndptr, batch, numQueryRows, lens,
+                                 explicitPositions);
+      !s)
+    return s;
+  for (int64_t b = 0; b < batch; ++b)
+    if (lens[b] > std::numeric_limits<int32_t>::max())
+      return fail("kv_len[", b, "] = ", lens[b], " exceeds INT32_MAX");
+
+  // The tiles and the keys each can see.
+  struct Tile {
+    int64_t request, q0, q1, keys;
+  };
+  std::vector<Tile> tiles;
+  int64_t maxKeys = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t qoLen = qoIndptr[b + 1] - qoIndptr[b];
+    for (int64_t q0 = 0; q0 < qoLen; q0 += queriesPerTile) {
+      int64_t q1 = std::min(q0 + queriesPerTile, qoLen);
+      // Query i sits at kv_len - qo_len + i; causal: keys t <= position.
+      int64_t keys =
+          causal && !explicitPositions ? lens[b] - qoLen + q1 : lens[b];
+      tiles.push_back({b, q0, q1, keys});
+      maxKeys = std::max(maxKeys, keys);
+    }
+  }
+  PrefillPlan result;
+  result.queriesPerTile = queriesPerTile;
+  int64_t slots = numSMs * ctasPerSM;
+  int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
+  int64_t chunk = roundUp(std::max<int64_t>(maxKeys, 1), pageSize);
+  int64_t tileCTAs = static_cast<int64_t>(tiles.size()) * numKVHeads;
+  if (tileCTAs > 0 && tileCTAs < slots && maxKeys > minC) {
+    // Enough chunks to fill the CTA slots: the total keys over the slots
+    // per KV head, at least the minimum chunk.
+    int64_t totalKeys = 0;
+    for (const Tile &t : tiles)
+      totalKeys += t.keys;
+    int64_t target = std::max<int64_t>(slots / numKVHeads, 1);
+    chunk = std::min(chunk, std::max(minC, roundUp(ceilDiv(totalKeys, target),
+                                                   pageSize)));
+  }
+  result.kvChunk = chunk;
+  for (const Tile &t : tiles)
+    result.split |= t.keys > chunk;
+
+  PrefillWorkList &w = result.work;
+  if (result.split)
+    w.mergeIndptr.assign(static_cast<size_t>(numQueryRows + 1), 0);
+  int64_t partial = 0;
+  for (const Tile &t : tiles) {
+    int64_t chunks = std::max<int64_t>(ceilDiv(t.keys, chunk), 1);
+    int64_t rowBase = qoIndptr[t.request];
+    for (int64_t c = 0; c < chunks; ++c) {
+      w.request.push_back(static_cast<int32_t>(t.request));
+      w.qoStart.push_back(static_cast<int32_t>(t.q0));
+      w.qoEnd.push_back(static_cast<int32_t>(t.q1));
+      w.kvStart.push_back(static_cast<int32_t>(std::min(c * chunk, t.keys)));
+      w.kvEnd.push_back(static_cast<int32_t>(std::min((c + 1) * chunk, t.keys)));
+      if (result.split) {
+        w.partialRow.push_back(static_cast<int32_t>(partial + c));
+        w.partialStride.push_back(static_cast<int32_t>(chunks));
+      }
+    }
+    if (result.split)
+      for (int64_t i = t.q0; i < t.q1; ++i) {
+        partial += chunks;
+        w.mergeIndptr[static_cast<size_t>(rowBase + i + 1)] =
+            static_cast<int32_t>(partial);
+      }
+  }
+  result.numPartialRows = partial;
+  plan = std::move(result);
+  return Status::success();
+}
+
 int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
                                 int64_t numKVHeads, int64_t maxCTAs,
                                 int64_t pageSize, int64_t minChunk) {

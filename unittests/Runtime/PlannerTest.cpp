@@ -570,3 +570,159 @@ TEST(PlanDecode, RandomMatchesParts) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// planPrefill
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks the properties a prefill plan promises: every (query row, key) pair
+/// that the query can see is computed by exactly one item (coverage of the
+/// tile grid, no key past a causal tile's last position), items stay within
+/// their request, and in a split plan every query's partial rows form its
+/// merge segment exactly once.
+::testing::AssertionResult
+checkPrefillPlan(const PrefillPlan &plan, const std::vector<int32_t> &qo,
+                 const std::vector<int64_t> &lens, bool causal) {
+  const PrefillWorkList &w = plan.work;
+  int64_t batch = static_cast<int64_t>(lens.size());
+  int64_t rows = qo.back();
+  // covered[row][t]: how many items compute query `row` against key t.
+  std::vector<std::vector<int>> covered(static_cast<size_t>(rows));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t r = qo[b]; r < qo[b + 1]; ++r)
+      covered[r].assign(static_cast<size_t>(lens[b]), 0);
+  std::vector<int> partialUse(static_cast<size_t>(plan.numPartialRows), 0);
+  for (int64_t k = 0; k < w.size(); ++k) {
+    int64_t b = w.request[k];
+    if (b < 0 || b >= batch)
+      return ::testing::AssertionFailure() << "item " << k << " request " << b;
+    int64_t qoLen = qo[b + 1] - qo[b];
+    if (w.qoStart[k] < 0 || w.qoEnd[k] > qoLen || w.qoStart[k] >= w.qoEnd[k] ||
+        w.qoEnd[k] - w.qoStart[k] > plan.queriesPerTile ||
+        w.qoStart[k] % plan.queriesPerTile != 0)
+      return ::testing::AssertionFailure() << "item " << k << " bad queries";
+    if (w.kvStart[k] < 0 || w.kvStart[k] > w.kvEnd[k] || w.kvEnd[k] > lens[b] ||
+        w.kvEnd[k] - w.kvStart[k] > plan.kvChunk)
+      return ::testing::AssertionFailure() << "item " << k << " bad keys";
+    for (int64_t i = w.qoStart[k]; i < w.qoEnd[k]; ++i) {
+      for (int64_t t = w.kvStart[k]; t < w.kvEnd[k]; ++t)
+        ++covered[qo[b] + i][t];
+      if (plan.split) {
+        int64_t pr = w.partialRow[k] + (i - w.qoStart[k]) * w.partialStride[k];
+        if (pr < w.mergeIndptr[qo[b] + i] || pr >= w.mergeIndptr[qo[b] + i + 1])
+          return ::testing::AssertionFailure()
+                 << "item " << k << " query " << i << " partial row " << pr
+                 << " outside its merge segment";
+        ++partialUse[pr];
+      }
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t qoLen = qo[b + 1] - qo[b];
+    for (int64_t i = 0; i < qoLen; ++i) {
+      int64_t pos = lens[b] - qoLen + i;
+      for (int64_t t = 0; t < lens[b]; ++t) {
+        int c = covered[qo[b] + i][t];
+        // Visible keys exactly once; causal-invisible keys may be computed
+        // (masked in the kernel) only by the tile that holds a later query.
+        if (t <= pos || !causal) {
+          if (c != 1)
+            return ::testing::AssertionFailure()
+                   << "request " << b << " query " << i << " key " << t
+                   << " covered " << c << " times";
+        } else if (c > 1) {
+          return ::testing::AssertionFailure() << "key covered twice";
+        }
+      }
+    }
+  }
+  if (plan.split) {
+    if (static_cast<int64_t>(w.mergeIndptr.size()) != rows + 1 ||
+        w.mergeIndptr.front() != 0 || w.mergeIndptr.back() != plan.numPartialRows)
+      return ::testing::AssertionFailure() << "merge segments malformed";
+    for (int64_t r = 0; r < plan.numPartialRows; ++r)
+      if (partialUse[r] != 1)
+        return ::testing::AssertionFailure()
+               << "partial row " << r << " written " << partialUse[r]
+               << " times";
+  }
+  return ::testing::AssertionSuccess();
+}
+} // namespace
+
+TEST(PrefillPlan, OneTilePerQueryBlockWhenTheGPUIsFull) {
+  // 2 requests x 100 queries over 300 / 100 keys, 16 queries per tile:
+  // 7 + 7 tiles x 8 KV heads = 112 CTAs >= 1 SM x 64 slots: no split.
+  std::vector<int64_t> lens = {300, 100};
+  Rng rng(7);
+  pa::ref::PageTable t = makeTable(rng, lens, 16);
+  std::vector<int32_t> qo = {0, 100, 200};
+  PrefillPlan plan;
+  Status s = planPrefill(qo, t.indptr, t.lastPageLen, 2, 200, 16, 8, 16,
+                         /*causal=*/true, false, 1, 64, plan);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_FALSE(plan.split);
+  EXPECT_EQ(plan.work.size(), 14);
+  // Causal: the first tile of request 0 (queries 0..15 at positions
+  // 200..215) sees keys [0, 216).
+  EXPECT_EQ(plan.work.kvEnd[0], 216);
+  EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+}
+
+TEST(PrefillPlan, SplitsLongKeysWhenSMsWouldIdle) {
+  // One request, 16 queries over 32768 keys, 132 SMs: one tile would use 8
+  // CTAs; the plan splits its keys so that about 132 x 2 CTAs run.
+  std::vector<int64_t> lens = {32768};
+  Rng rng(3);
+  pa::ref::PageTable t = makeTable(rng, lens, 16);
+  std::vector<int32_t> qo = {0, 16};
+  PrefillPlan plan;
+  Status s = planPrefill(qo, t.indptr, t.lastPageLen, 1, 16, 16, 8, 16,
+                         /*causal=*/false, false, 132, 2, plan);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_TRUE(plan.split);
+  EXPECT_GE(plan.work.size() * 8, 132 * 2 * 9 / 10);
+  EXPECT_EQ(plan.kvChunk % 16, 0);
+  EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, false));
+}
+
+TEST(PrefillPlan, RejectsBadQueries) {
+  std::vector<int64_t> lens = {10};
+  Rng rng(1);
+  pa::ref::PageTable t = makeTable(rng, lens, 4);
+  PrefillPlan plan;
+  expectError(planPrefill(std::vector<int32_t>{0, 11}, t.indptr, t.lastPageLen,
+                          1, 11, 4, 1, 8, true, false, 132, 1, plan),
+              "request 0: qo_len = 11 > kv_len = 10");
+  // With explicit positions (CacheBlend's partial prefill) it is fine.
+  EXPECT_TRUE(planPrefill(std::vector<int32_t>{0, 11}, t.indptr, t.lastPageLen,
+                          1, 11, 4, 1, 8, true, true, 132, 1, plan));
+  expectError(planPrefill(std::vector<int32_t>{0, 5}, t.indptr, t.lastPageLen,
+                          1, 5, 4, 1, 0, true, false, 132, 1, plan),
+              "queries_per_tile (0)");
+}
+
+TEST(PrefillPlan, RandomCoverage) {
+  for (uint32_t seed = 1; seed <= 600; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Rng rng(seed);
+    int64_t pageSize = rng.uniformInt(1, 32);
+    std::vector<int64_t> lens = randomBatch(rng, 12, 3000, pageSize);
+    int64_t batch = static_cast<int64_t>(lens.size());
+    std::vector<int32_t> qo = {0};
+    for (int64_t len : lens)
+      qo.push_back(qo.back() + static_cast<int32_t>(rng.uniformInt(
+                                   0, std::min<int64_t>(len, 300))));
+    pa::ref::PageTable t = makeTable(rng, lens, pageSize);
+    bool causal = rng.chance(0.5);
+    PrefillPlan plan;
+    Status s = planPrefill(qo, t.indptr, t.lastPageLen, batch, qo.back(),
+                           pageSize, rng.uniformInt(1, 8),
+                           rng.uniformInt(1, 64), causal, false,
+                           rng.uniformInt(1, 132), rng.uniformInt(1, 4), plan,
+                           rng.uniformInt(1, 256));
+    ASSERT_TRUE(s) << s.message;
+    ASSERT_TRUE(checkPrefillPlan(plan, qo, lens, causal));
+  }
+}

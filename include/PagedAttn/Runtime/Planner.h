@@ -149,6 +149,52 @@ Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
 /// sum to at most numPagesUsed*pageSize. The compiler sizes the work list
 /// with this from static information. Precondition: chunkSize >= 1, other
 /// arguments >= 0.
+/// The work of a batch prefill / append on the tile grid of
+/// pa-tile-attention: one item per (request, query tile[, KV chunk]); the
+/// kernel runs an item for every KV head. Query and KV offsets are
+/// request-local.
+struct PrefillWorkList {
+  /// Per item: the request, its queries [qoStart, qoEnd) and keys
+  /// [kvStart, kvEnd).
+  std::vector<int32_t> request, qoStart, qoEnd, kvStart, kvEnd;
+  /// Split plans only: query qoStart + i of the item writes its partial
+  /// state to row partialRow + i * partialStride (a tile's chunks
+  /// interleave, so each query's partial states are contiguous rows).
+  std::vector<int32_t> partialRow, partialStride;
+  /// Split plans only: the merge_segments segments over the partial rows,
+  /// one per query row of q (numQueryRows + 1 entries).
+  std::vector<int32_t> mergeIndptr;
+
+  int64_t size() const { return static_cast<int64_t>(request.size()); }
+};
+
+struct PrefillPlan {
+  /// Queries per tile (the pass's tile-q / group) and KV tokens per chunk.
+  int64_t queriesPerTile = 0, kvChunk = 0;
+  /// True iff some tile has more than one item (partial states + merge).
+  bool split = false;
+  PrefillWorkList work;
+  /// Split plans: rows of the partial-state buffers (o_part, lse_part).
+  int64_t numPartialRows = 0;
+};
+
+/// Plans a batch prefill (FlashInfer's BatchPrefillWithPagedKVCache plan):
+/// validates qo_indptr against the page table (validateQueries), cuts every
+/// request's queries into tiles of `queriesPerTile`, gives each tile the
+/// keys it can see (with `causal`, none past the tile's last query
+/// position), and, when the tiles times `numKVHeads` leave the
+/// `numSMs * ctasPerSM` CTA slots idle, splits the tiles' key ranges into
+/// chunks (a multiple of `pageSize`, at least `minChunk`) whose partial
+/// states a merge combines. A tile with no visible key still gets one item
+/// (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
+/// qo_len may exceed kv_len and every tile sees all keys.
+Status planPrefill(I32Span qoIndptr, I32Span kvIndptr, I32Span lastPageLen,
+                   int64_t batch, int64_t numQueryRows, int64_t pageSize,
+                   int64_t numKVHeads, int64_t queriesPerTile, bool causal,
+                   bool explicitPositions, int64_t numSMs, int64_t ctasPerSM,
+                   PrefillPlan &plan,
+                   int64_t minChunk = kDefaultMinChunk);
+
 int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
                       int64_t chunkSize);
 
