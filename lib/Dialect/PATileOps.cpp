@@ -10,6 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::pa;
 
@@ -27,6 +29,16 @@ LogicalResult sameDim(Operation *op, Value a, StringRef an, unsigned da,
   return op->emitOpError() << "'" << an << "' dim " << da << " (" << x
                            << ") must equal '" << bn << "' dim " << db << " ("
                            << y << ")";
+}
+
+/// `v` is a 1-D array of `elem` (an index array, the packed mask, slopes).
+LogicalResult check1D(Operation *op, Value v, StringRef name, Type elem,
+                      StringRef what) {
+  auto t = cast<ShapedType>(v.getType());
+  if (t.getRank() != 1 || t.getElementType() != elem)
+    return op->emitOpError() << "'" << name << "' must be a 1-D array of "
+                             << what << ", got " << v.getType();
+  return success();
 }
 
 LogicalResult checkRank(Operation *op, Value v, StringRef name, int64_t rank) {
@@ -67,6 +79,32 @@ LogicalResult TileGatherKVOp::verify() {
   for (Value v : getKvCache())
     if (failed(checkRank(*this, v, "kv", n == 1 ? 5 : 4)))
       return failure();
+  if (n == 2 && getKvCache()[0].getType() != getKvCache()[1].getType())
+    return emitOpError() << "split K and V caches must have the same type";
+  // The cache's static dims against #pa.paged_kv: [N, (2,) P, Hkv, D] (NHD)
+  // or [N, (2,) Hkv, P, D] (HND).
+  Value kv = getKvCache()[0];
+  unsigned first = n == 1 ? 2 : 1;
+  if (n == 1) {
+    int64_t two = dimOf(kv, 1);
+    if (!ShapedType::isDynamic(two) && two != 2)
+      return emitOpError() << "a joint cache's dim 1 must be 2 (K, V), got "
+                           << two;
+  }
+  bool nhd = cache.getLayout() == KVLayout::NHD;
+  int64_t expect[3] = {nhd ? cache.getPageSize() : cache.getNumKVHeads(),
+                       nhd ? cache.getNumKVHeads() : cache.getPageSize(),
+                       cache.getHeadDim()};
+  for (unsigned i = 0; i < 3; ++i) {
+    int64_t got = dimOf(kv, first + i);
+    if (!ShapedType::isDynamic(got) && got != expect[i])
+      return emitOpError() << "cache dim " << first + i << " is " << got
+                           << ", #pa.paged_kv gives " << expect[i];
+  }
+  Type i32 = IntegerType::get(getContext(), 32);
+  if (failed(check1D(*this, getKvIndptr(), "kv_indptr", i32, "i32")) ||
+      failed(check1D(*this, getKvIndices(), "kv_indices", i32, "i32")))
+    return failure();
   if (getKTile().getType() != getVTile().getType())
     return emitOpError() << "K and V tiles must have the same type";
   int64_t d = dimOf(getKTile(), 1);
@@ -91,10 +129,23 @@ LogicalResult TileMaskOp::verify() {
                             "byte and the tile's first query row";
   if (getGroup() < 1)
     return emitOpError() << "group must be >= 1, got " << getGroup();
-  if (auto w = getWindow(); w && *w == 0)
+  if (auto w = getWindow(); w && static_cast<int64_t>(*w) <= 0)
     return emitOpError() << "window must be > 0";
-  if (auto c = getLogitsSoftCap(); c && !(c->convertToDouble() > 0))
-    return emitOpError() << "logits_soft_cap must be > 0";
+  if (auto c = getLogitsSoftCap();
+      c && !(c->convertToDouble() > 0 && std::isfinite(c->convertToDouble())))
+    return emitOpError() << "logits_soft_cap must be finite and > 0";
+  Type i32 = IntegerType::get(getContext(), 32);
+  if (Value p = getQPositions();
+      p && failed(check1D(*this, p, "q_positions", i32, "i32")))
+    return failure();
+  if (Value a = getAlibiSlopes();
+      a && failed(check1D(*this, a, "alibi slopes",
+                          Float32Type::get(getContext()), "f32")))
+    return failure();
+  if (Value m = getCustomMask();
+      m && failed(check1D(*this, m, "custom_mask",
+                          IntegerType::get(getContext(), 8), "i8")))
+    return failure();
   return checkGroup(*this, getGroup(), getS(), "scores");
 }
 
@@ -113,8 +164,11 @@ LogicalResult TilePVOp::verify() {
 }
 
 LogicalResult TileStoreOp::verify() {
+  if (!cast<ShapedType>(getLse().getType()).getElementType().isF32())
+    return emitOpError() << "'lse' must hold f32, got " << getLse().getType();
   if (failed(checkRank(*this, getO(), "o", 3)) ||
       failed(checkRank(*this, getLse(), "lse", 2)) ||
+      failed(sameDim(*this, getLse(), "lse", 1, getO(), "o", 1)) ||
       failed(checkGroup(*this, getGroup(), getAcc(), "acc")) ||
       failed(sameDim(*this, getM(), "m", 0, getAcc(), "acc", 0)) ||
       failed(sameDim(*this, getL(), "l", 0, getAcc(), "acc", 0)))

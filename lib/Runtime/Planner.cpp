@@ -266,6 +266,10 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
       }
   }
   result.numPartialRows = partial;
+  if (partial > std::numeric_limits<int32_t>::max() ||
+      w.size() > std::numeric_limits<int32_t>::max())
+    return fail("the plan needs ", partial, " partial rows and ", w.size(),
+                " items, more than int32 offsets hold");
   plan = std::move(result);
   return Status::success();
 }

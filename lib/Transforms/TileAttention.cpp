@@ -56,11 +56,16 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
   AttentionOptions opts = cast<AttentionOpInterface>(op.getOperation())
                               .getAttentionOptions();
   Type f32 = b.getF32Type();
+  // The tiles live in the function's entry block, so that a prefill inside
+  // a loop does not grow the stack at each iteration.
+  OpBuilder entry(op->getContext());
+  entry.setInsertionPointToStart(
+      &op->getParentOfType<FunctionOpInterface>().getFunctionBody().front());
   auto tile2 = [&](int64_t r, int64_t c) {
-    return memref::AllocaOp::create(b, loc, MemRefType::get({r, c}, f32));
+    return memref::AllocaOp::create(entry, loc, MemRefType::get({r, c}, f32));
   };
   auto tile1 = [&](int64_t r) {
-    return memref::AllocaOp::create(b, loc, MemRefType::get({r}, f32));
+    return memref::AllocaOp::create(entry, loc, MemRefType::get({r}, f32));
   };
   Value qTile = tile2(tileQ, d), kTile = tile2(tileKV, d),
         vTile = tile2(tileKV, d), sTile = tile2(tileQ, tileKV);

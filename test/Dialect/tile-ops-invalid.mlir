@@ -61,3 +61,35 @@ func.func @mask_operands(%s: memref<64x32xf32>, %m: memref<?xi8>, %i: index) {
   "pa.tile.mask"(%s, %i, %i, %i, %i, %i, %i, %m, %i) <{group = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0>}> : (memref<64x32xf32>, index, index, index, index, index, index, memref<?xi8>, index) -> ()
   return
 }
+
+// -----
+
+func.func @negative_window(%s: memref<64x32xf32>, %i: index) {
+  // expected-error @+1 {{window must be > 0}}
+  pa.tile.mask scores(%s : memref<64x32xf32>) rows(%i, %i, %i) keys(%i, %i) kv_head(%i) {group = 4 : i64, window = -3 : i64}
+  return
+}
+
+// -----
+
+func.func @gather_page_size(%kv: memref<?x2x8x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %kt: memref<32x128xf32>, %i: index) {
+  // expected-error @+1 {{cache dim 2 is 8, #pa.paged_kv gives 16}}
+  pa.tile.gather_kv kv(%kv : memref<?x2x8x8x128xf16>) pages(%ip, %ix : memref<?xi32>, memref<?xi32>) request(%i) tokens(%i, %i) kv_head(%i) outs(%kt, %kt : memref<32x128xf32>, memref<32x128xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @mask_positions_type(%s: memref<64x32xf32>, %p: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'q_positions' must be a 1-D array of i32}}
+  pa.tile.mask scores(%s : memref<64x32xf32>) rows(%i, %i, %i) keys(%i, %i) kv_head(%i) positions(%p : memref<?xf32>) {group = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @store_lse_heads(%m: memref<64xf32>, %acc: memref<64x128xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x16xf32>, %i: index) {
+  // expected-error @+1 {{'lse' dim 1 (16) must equal 'o' dim 1 (32)}}
+  pa.tile.store state(%m, %m, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>) rows(%i, %i) kv_head(%i) outs(%o, %lse : memref<?x32x128xf16>, memref<?x16xf32>) {group = 4 : i64}
+  return
+}

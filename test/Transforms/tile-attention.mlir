@@ -67,3 +67,19 @@ func.func @tile_not_whole_groups(%q: memref<?x24x128xf16>, %qi: memref<?xi32>, %
   pa.prefill q(%q, %qi : memref<?x24x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x24x128xf16>, memref<?x24xf32>) {cache = #cache}
   return
 }
+
+// -----
+
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+
+// With explicit positions nothing is skipped: the KV-tile loop of a causal
+// prefill runs over all of [0, kv_len), and the mask reads the positions.
+// CHECK-LABEL: func @positions
+// CHECK: pa.tile.load_q
+// CHECK-NOT: arith.minsi
+// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %{{.*}} step %c16{{(_[0-9]+)?}} {
+// CHECK: pa.tile.mask {{.*}} positions(%{{.*}} : memref<?xi32>) {causal, group = 1 : i64}
+func.func @positions(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %pos: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) positions(%pos : memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache, causal}
+  return
+}

@@ -583,7 +583,8 @@ namespace {
 /// merge segment exactly once.
 ::testing::AssertionResult
 checkPrefillPlan(const PrefillPlan &plan, const std::vector<int32_t> &qo,
-                 const std::vector<int64_t> &lens, bool causal) {
+                 const std::vector<int64_t> &lens, bool causal,
+                 bool explicitPositions = false) {
   const PrefillWorkList &w = plan.work;
   int64_t batch = static_cast<int64_t>(lens.size());
   int64_t rows = qo.back();
@@ -605,6 +606,12 @@ checkPrefillPlan(const PrefillPlan &plan, const std::vector<int32_t> &qo,
     if (w.kvStart[k] < 0 || w.kvStart[k] > w.kvEnd[k] || w.kvEnd[k] > lens[b] ||
         w.kvEnd[k] - w.kvStart[k] > plan.kvChunk)
       return ::testing::AssertionFailure() << "item " << k << " bad keys";
+    // Causal at the default positions: no key past the tile's last query.
+    if (causal && !explicitPositions &&
+        w.kvEnd[k] > lens[b] - qoLen + w.qoEnd[k])
+      return ::testing::AssertionFailure()
+             << "item " << k << " reads keys up to " << w.kvEnd[k]
+             << " past its last query position " << lens[b] - qoLen + w.qoEnd[k] - 1;
     for (int64_t i = w.qoStart[k]; i < w.qoEnd[k]; ++i) {
       for (int64_t t = w.kvStart[k]; t < w.kvEnd[k]; ++t)
         ++covered[qo[b] + i][t];
@@ -624,6 +631,8 @@ checkPrefillPlan(const PrefillPlan &plan, const std::vector<int32_t> &qo,
       int64_t pos = lens[b] - qoLen + i;
       for (int64_t t = 0; t < lens[b]; ++t) {
         int c = covered[qo[b] + i][t];
+        if (explicitPositions)
+          pos = lens[b]; // any key may be visible
         // Visible keys exactly once; causal-invisible keys may be computed
         // (masked in the kernel) only by the tile that holds a later query.
         if (t <= pos || !causal) {
@@ -641,6 +650,10 @@ checkPrefillPlan(const PrefillPlan &plan, const std::vector<int32_t> &qo,
     if (static_cast<int64_t>(w.mergeIndptr.size()) != rows + 1 ||
         w.mergeIndptr.front() != 0 || w.mergeIndptr.back() != plan.numPartialRows)
       return ::testing::AssertionFailure() << "merge segments malformed";
+    for (int64_t r = 0; r < rows; ++r)
+      if (w.mergeIndptr[r + 1] <= w.mergeIndptr[r])
+        return ::testing::AssertionFailure()
+               << "query row " << r << " has an empty merge segment";
     for (int64_t r = 0; r < plan.numPartialRows; ++r)
       if (partialUse[r] != 1)
         return ::testing::AssertionFailure()
@@ -715,14 +728,14 @@ TEST(PrefillPlan, RandomCoverage) {
       qo.push_back(qo.back() + static_cast<int32_t>(rng.uniformInt(
                                    0, std::min<int64_t>(len, 300))));
     pa::ref::PageTable t = makeTable(rng, lens, pageSize);
-    bool causal = rng.chance(0.5);
+    bool causal = rng.chance(0.5), explicitPositions = rng.chance(0.25);
     PrefillPlan plan;
     Status s = planPrefill(qo, t.indptr, t.lastPageLen, batch, qo.back(),
                            pageSize, rng.uniformInt(1, 8),
-                           rng.uniformInt(1, 64), causal, false,
+                           rng.uniformInt(1, 64), causal, explicitPositions,
                            rng.uniformInt(1, 132), rng.uniformInt(1, 4), plan,
                            rng.uniformInt(1, 256));
     ASSERT_TRUE(s) << s.message;
-    ASSERT_TRUE(checkPrefillPlan(plan, qo, lens, causal));
+    ASSERT_TRUE(checkPrefillPlan(plan, qo, lens, causal, explicitPositions));
   }
 }

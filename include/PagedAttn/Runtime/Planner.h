@@ -78,11 +78,6 @@ Status validatePageTable(I32Span kvIndptr, I32Span kvIndices,
                          I32Span lastPageLen, int64_t batch, int64_t pageSize,
                          int64_t numPages);
 
-/// Fixed-size chunking: chunk c of request b covers tokens
-/// [c*chunkSize, min((c+1)*chunkSize, kvLens[b])), for
-/// c = 0 .. ceil(kvLens[b] / chunkSize) - 1; requests of length 0 get no item.
-/// The compiler's in-IR planner op computes exactly this list; keep the two in
-/// sync. Preconditions: chunkSize >= 1, every kvLens[b] in [0, INT32_MAX].
 /// Checked mode for prefill / append (docs/Semantics.md, "Prefill /
 /// append"): `qoIndptr` (batch + 1 entries) must start at 0, be
 /// non-decreasing and end at `numQueryRows` (the rows of q); without
@@ -93,6 +88,11 @@ Status validateQueries(I32Span qoIndptr, int64_t batch, int64_t numQueryRows,
                        const std::vector<int64_t> &kvLens,
                        bool explicitPositions);
 
+/// Fixed-size chunking: chunk c of request b covers tokens
+/// [c*chunkSize, min((c+1)*chunkSize, kvLens[b])), for
+/// c = 0 .. ceil(kvLens[b] / chunkSize) - 1; requests of length 0 get no item.
+/// The compiler's in-IR planner op computes exactly this list; keep the two in
+/// sync. Preconditions: chunkSize >= 1, every kvLens[b] in [0, INT32_MAX].
 WorkList planFixedChunks(const std::vector<int64_t> &kvLens, int64_t chunkSize);
 
 /// Chooses the split-KV chunk size, FlashInfer style. With
@@ -142,13 +142,6 @@ Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                   int64_t ctasPerSM, DecodePlan &plan,
                   int64_t minChunk = kDefaultMinChunk);
 
-/// Upper bound on the work items of any batch of `batch` requests owning
-/// `numPagesUsed` (= kv_indptr[batch]) pages in total, chunked by
-/// planFixedChunks(.., chunkSize): batch + ceil(numPagesUsed*pageSize /
-/// chunkSize). Each request has at most floor(len/C) + 1 items and the lengths
-/// sum to at most numPagesUsed*pageSize. The compiler sizes the work list
-/// with this from static information. Precondition: chunkSize >= 1, other
-/// arguments >= 0.
 /// The work of a batch prefill / append on the tile grid of
 /// pa-tile-attention: one item per (request, query tile[, KV chunk]); the
 /// kernel runs an item for every KV head. Query and KV offsets are
@@ -195,6 +188,13 @@ Status planPrefill(I32Span qoIndptr, I32Span kvIndptr, I32Span lastPageLen,
                    PrefillPlan &plan,
                    int64_t minChunk = kDefaultMinChunk);
 
+/// Upper bound on the work items of any batch of `batch` requests owning
+/// `numPagesUsed` (= kv_indptr[batch]) pages in total, chunked by
+/// planFixedChunks(.., chunkSize): batch + ceil(numPagesUsed*pageSize /
+/// chunkSize). Each request has at most floor(len/C) + 1 items and the lengths
+/// sum to at most numPagesUsed*pageSize. The compiler sizes the work list
+/// with this from static information. Precondition: chunkSize >= 1, other
+/// arguments >= 0.
 int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
                       int64_t chunkSize);
 

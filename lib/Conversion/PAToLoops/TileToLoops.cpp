@@ -96,14 +96,21 @@ struct GatherKVToLoops final : OpRewritePattern<TileGatherKVOp> {
 /// of pa.tile.qk and pa.tile.pv.
 void emitTileMatmul(Emitter &e, Value out, Value kLen, bool accumulate,
                     function_ref<Value(Value, Value)> a,
-                    function_ref<Value(Value, Value)> b) {
+                    function_ref<Value(Value, Value)> b,
+                    bool skipZeroA = false) {
   e.forEach(e.idx(0), tileDim(e, out, 0), [&](Value r) {
     e.forEach(e.idx(0), tileDim(e, out, 1), [&](Value c) {
       Value init = accumulate ? e.load(out, {r, c}) : e.f32(0);
       Value sum = e.forLoop(e.idx(0), kLen, {init},
                             [&](Value k, ValueRange acc) {
-                              return SmallVector<Value>{
-                                  e.add(acc[0], e.mul(a(r, k), b(k, c)))};
+                              Value x = a(r, k);
+                              Value prod = e.mul(x, b(k, c));
+                              if (skipZeroA)
+                                prod = e.select(
+                                    e.cmpf(arith::CmpFPredicate::ONE, x,
+                                           e.f32(0)),
+                                    prod, e.f32(0));
+                              return SmallVector<Value>{e.add(acc[0], prod)};
                             })
                       .getResult(0);
       e.store(sum, out, {r, c});
@@ -230,10 +237,13 @@ struct PVToLoops final : OpRewritePattern<TilePVOp> {
                                 PatternRewriter &rewriter) const override {
     Emitter e{rewriter, op.getLoc()};
     Value p = op.getP(), v = op.getV();
+    // A masked key (P = 0) contributes nothing, even if its V row is not
+    // finite: the product is selected away, not computed as 0 * v.
     emitTileMatmul(
         e, op.getAcc(), tileDim(e, p, 1), /*accumulate=*/true,
         [&](Value r, Value n) { return e.load(p, {r, n}); },
-        [&](Value n, Value d) { return e.load(v, {n, d}); });
+        [&](Value n, Value d) { return e.load(v, {n, d}); },
+        /*skipZeroA=*/true);
     rewriter.eraseOp(op);
     return success();
   }
