@@ -123,10 +123,11 @@ LogicalResult TileQKOp::verify() {
 }
 
 LogicalResult TileMaskOp::verify() {
-  if (bool(getCustomMask()) != bool(getMaskByte0()) ||
-      bool(getCustomMask()) != bool(getMaskQrow0()))
+  bool mask = bool(getCustomMask());
+  if (mask != bool(getMaskByte0()) || mask != bool(getMaskQrow0()) ||
+      mask != bool(getMaskKvLen()))
     return emitOpError() << "a custom mask needs the packed mask, its first "
-                            "byte and the tile's first query row";
+                            "byte, the tile's first query row and kv_len";
   if (getGroup() < 1)
     return emitOpError() << "group must be >= 1, got " << getGroup();
   if (auto w = getWindow(); w && static_cast<int64_t>(*w) <= 0)

@@ -133,6 +133,7 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
                       b, loc, sTile, row0, rows, pos0, t0, kvLen, hk,
                       op.getQPositions(), op.getAlibiSlopes(), mask.bits,
                       maskByte0, mask.bits ? i0 : Value(),
+                      mask.bits ? kvLen : Value(),
                       b.getI64IntegerAttr(group),
                       op.getCausal() ? b.getUnitAttr() : UnitAttr(),
                       opts.window ? b.getI64IntegerAttr(*opts.window)

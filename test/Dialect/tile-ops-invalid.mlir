@@ -57,8 +57,8 @@ func.func @store_state(%m: memref<32xf32>, %l: memref<64xf32>, %acc: memref<64x1
 // -----
 
 func.func @mask_operands(%s: memref<64x32xf32>, %m: memref<?xi8>, %i: index) {
-  // expected-error @+1 {{a custom mask needs the packed mask, its first byte and the tile's first query row}}
-  "pa.tile.mask"(%s, %i, %i, %i, %i, %i, %i, %m, %i) <{group = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0>}> : (memref<64x32xf32>, index, index, index, index, index, index, memref<?xi8>, index) -> ()
+  // expected-error @+1 {{a custom mask needs the packed mask, its first byte, the tile's first query row and kv_len}}
+  "pa.tile.mask"(%s, %i, %i, %i, %i, %i, %i, %m, %i, %i) <{group = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0>}> : (memref<64x32xf32>, index, index, index, index, index, index, memref<?xi8>, index, index) -> ()
   return
 }
 

@@ -52,7 +52,7 @@ func.func @window(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x1
 // from mask_indptr) at the tile's first query row.
 // CHECK-LABEL: func @custom_mask
 // CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %c8{{(_[0-9]+)?}} {
-// CHECK: pa.tile.mask {{.*}} mask(%{{.*}} : memref<?xi8>, %{{.*}}, %[[I0]]) {group = 1 : i64}
+// CHECK: pa.tile.mask {{.*}} keys(%{{.*}}, %[[LEN:[^)]*]]) {{.*}} mask(%{{.*}} : memref<?xi8>, %{{.*}}, %[[I0]], %[[LEN]]) {group = 1 : i64}
 func.func @custom_mask(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %m: memref<?xi8>, %mi: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
   pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) mask(%m, %mi : memref<?xi8>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache}
   return

@@ -117,10 +117,12 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     `alibi(%slopes)` adds `slopes[head] * (t - pos)`; then `s = -inf` where
     the row or key is invalid, where `causal` and `t > pos`, where a
     `window = w` holds and `pos - t >= w` (evaluated overflow-free), or, with
-    `mask(%packed, %byte0, %qrow0)`, where bit `(qrow0 + i) * end + t` of
-    the request's packed mask segment starting at byte `byte0` is 0 (the
-    layout of `pa.prefill`'s custom mask; `qrow0` is the tile's first query
-    within its request and `end` the request's kv_len).
+    `mask(%packed, %byte0, %qrow0, %kv_len)`, where bit
+    `(qrow0 + i) * kv_len + t` of the request's packed mask segment starting
+    at byte `byte0` is 0 (the layout of `pa.prefill`'s custom mask; `qrow0`
+    is the tile's first query within its request). `end` bounds the keys of
+    this tile's work (a split-KV chunk may end before kv_len); `kv_len` is
+    the mask's row length.
 
     ```mlir
     pa.tile.mask scores(%s : memref<64x64xf32>) rows(%r0, %n, %pos0)
@@ -134,6 +136,7 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
                        Arg<Optional<AnyMemRef>, "alibi slopes", [MemRead]>:$alibi_slopes,
                        Arg<Optional<AnyMemRef>, "packed mask", [MemRead]>:$custom_mask,
                        Optional<Index>:$mask_byte0, Optional<Index>:$mask_qrow0,
+                       Optional<Index>:$mask_kv_len,
                        I64Attr:$group, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$logits_soft_cap);
@@ -143,7 +146,7 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     (`mask` `(` $custom_mask^ `:` type($custom_mask) `,` $mask_byte0 `,`
-        $mask_qrow0 `)`)?
+        $mask_qrow0 `,` $mask_kv_len `)`)?
     attr-dict
   }];
 }

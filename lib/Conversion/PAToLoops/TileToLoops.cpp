@@ -168,7 +168,7 @@ struct MaskToLoops final : OpRewritePattern<TileMaskOp> {
               vis, {i1},
               [&]() -> SmallVector<Value> {
                 Value bit = e.add(
-                    e.mul(e.add(op.getMaskQrow0(), i), op.getEnd()), t);
+                    e.mul(e.add(op.getMaskQrow0(), i), op.getMaskKvLen()), t);
                 return {mask.emitBit(e, op.getMaskByte0(), bit)};
               },
               [&]() -> SmallVector<Value> { return {vis}; })[0];
