@@ -367,7 +367,7 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
     if (intField) {
       if (!parseInt(val, *intField))
         return lineError("config ", t[i], " '", val, "' is not an integer");
-      if (*intField <= 0 || *intField > (int64_t(1) << 20))
+      if (*intField <= 0 || *intField > kMaxConfigValue)
         return lineError("config ", t[i], " = ", *intField,
                          " must be in [1, 2^20]");
     }

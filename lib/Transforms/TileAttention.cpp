@@ -85,8 +85,7 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
     Value qoLen = e.sub(e.loadIdx(qoIndptr, e.add(req, e.idx(1))), qs);
     Value kvLen = pt.kvLen(e, req);
     if (!explicitPositions && positionsMatter)
-      e.assertTrue(e.cmpi(Pred::sle, qoLen, kvLen),
-                   "qo_len > kv_len without q_positions");
+      emitQueriesAreLastTokens(e, qoLen, kvLen);
     // Query i of the request sits at kv_len - qo_len + i.
     Value posBase = e.sub(kvLen, qoLen);
     Value maskByte0 = mask.bits ? mask.segmentBase(e, req, qoLen, kvLen)

@@ -83,9 +83,7 @@ static cl::opt<std::string> outDir("o", cl::Required,
                                    cl::cat(category));
 
 namespace {
-/// The largest configuration value a bundle manifest accepts (the runtime's
-/// parser enforces the same bound; the written manifest is re-parsed below).
-constexpr int64_t kMaxConfigValue = int64_t(1) << 20;
+using rt::kMaxConfigValue;
 
 /// Rejects bad flags with a message naming them; true if all are good.
 bool checkFlags() {

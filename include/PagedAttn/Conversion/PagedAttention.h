@@ -104,6 +104,10 @@ struct Cache {
   }
 };
 
+/// Asserts qo_len <= kv_len: without explicit positions a request's queries
+/// are its last qo_len tokens (positions kv_len - qo_len + i).
+void emitQueriesAreLastTokens(Emitter &e, Value qoLen, Value kvLen);
+
 /// A custom mask `mask(%packed, %mask_indptr)`: per request a row-major
 /// [qo_len, kv_len] bit matrix, packed little-endian 8 per byte, starting at
 /// byte mask_indptr[b] (docs/Semantics.md, "Prefill / append").

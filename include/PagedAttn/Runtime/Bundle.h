@@ -66,6 +66,10 @@ bool fromString(std::string_view s, ElemType &out);
 /// The argument element type that holds values of `t`.
 ElemType toElemType(DType t);
 
+/// The largest head_dim / page_size / kv_heads / group a manifest accepts
+/// (the parser's bound; pa-compile checks its flags against it).
+constexpr int64_t kMaxConfigValue = int64_t(1) << 20;
+
 /// The `config` line: what every kernel of the bundle is specialized for.
 struct BundleConfig {
   int64_t headDim = 0, pageSize = 0, kvHeads = 0, group = 0;

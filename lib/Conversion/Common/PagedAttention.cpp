@@ -104,6 +104,12 @@ SmallVector<Value> Cache::indices(Emitter &e, bool isV, Value page, Value slot,
   return idx;
 }
 
+void mlir::pa::emitQueriesAreLastTokens(Emitter &e, Value qoLen,
+                                        Value kvLen) {
+  e.assertTrue(e.cmpi(Pred::sle, qoLen, kvLen),
+               "qo_len > kv_len without q_positions");
+}
+
 void PackedMask::emitChecks(Emitter &e, Value qoIndptr) const {
   emitIndptrChecks(e, indptr, "mask_indptr", e.dim(bits, 0), "the packed mask");
   emitEntryCount(e, indptr, "mask_indptr", e.dim(qoIndptr, 0),

@@ -184,8 +184,7 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
     Value qoLen = e.sub(qe, qs);
     Value kvLen = pt.kvLen(e, b);
     if (requireQoLeKv)
-      e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, qoLen, kvLen),
-                   "qo_len > kv_len without q_positions");
+      emitQueriesAreLastTokens(e, qoLen, kvLen);
     Value base = pt.pageBase(e, b);
     Value maskByteBase;
     if (s.mask.bits)

@@ -11,6 +11,7 @@
 #include "PagedAttn/Conversion/Passes.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::pa;
@@ -21,6 +22,12 @@ namespace {
 
 Value tileDim(Emitter &e, Value tile, int64_t d) { return e.dim(tile, d); }
 
+/// The GQA packing of a tile's rows: row r is query r / g of the tile and
+/// query head kvHead * g + r % g.
+std::pair<Value, Value> packedRow(Emitter &e, Value r, Value g, Value kvHead) {
+  return {e.divui(r, g), e.add(e.mul(kvHead, g), e.remui(r, g))};
+}
+
 struct LoadQToLoops final : OpRewritePattern<TileLoadQOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileLoadQOp op,
@@ -30,8 +37,8 @@ struct LoadQToLoops final : OpRewritePattern<TileLoadQOp> {
     Value scale = e.f32(op.getScale().convertToDouble());
     Value tile = op.getTile();
     e.forEach(e.idx(0), tileDim(e, tile, 0), [&](Value r) {
-      Value i = e.divui(r, g);
-      Value h = e.add(e.mul(op.getKvHead(), g), e.remui(r, g));
+      Value i, h;
+      std::tie(i, h) = packedRow(e, r, g, op.getKvHead());
       Value valid = e.cmpi(Pred::slt, i, op.getRows());
       e.forEach(e.idx(0), tileDim(e, tile, 1), [&](Value d) {
         Value v = e.ifThenElse(
@@ -142,8 +149,8 @@ struct MaskToLoops final : OpRewritePattern<TileMaskOp> {
     Value s = op.getS();
     Type i1 = e.b.getI1Type(), idx = e.b.getIndexType();
     e.forEach(e.idx(0), tileDim(e, s, 0), [&](Value r) {
-      Value i = e.divui(r, g);
-      Value h = e.add(e.mul(op.getKvHead(), g), e.remui(r, g));
+      Value i, h;
+      std::tie(i, h) = packedRow(e, r, g, op.getKvHead());
       Value rowValid = e.cmpi(Pred::slt, i, op.getRows());
       Value pos = e.add(op.getPos0(), i);
       if (Value qpos = op.getQPositions())
@@ -258,10 +265,10 @@ struct StoreToLoops final : OpRewritePattern<TileStoreOp> {
     Value acc = op.getAcc();
     Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
     e.forEach(e.idx(0), tileDim(e, acc, 0), [&](Value r) {
-      Value i = e.divui(r, g);
+      Value i, h;
+      std::tie(i, h) = packedRow(e, r, g, op.getKvHead());
       e.ifThen(e.cmpi(Pred::slt, i, op.getRows()), [&]() {
         Value row = e.add(op.getRow0(), i);
-        Value h = e.add(e.mul(op.getKvHead(), g), e.remui(r, g));
         Value l = e.load(op.getL(), {r});
         Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0));
         Value inv = e.select(nonEmpty, e.divf(e.f32(1), l), e.f32(0));
