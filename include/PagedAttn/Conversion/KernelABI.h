@@ -19,7 +19,9 @@
 // spellings (docs/Runtime.md); a grid extent is a symbol the runtime
 // resolves ("batch", "kv_heads", "num_q_heads", "work_capacity") or an
 // integer. lane_bytes / tokens_in_flight / heads_per_cta record the shape
-// the kernel was tiled with (attention kernels only).
+// a decode kernel was tiled with; tile_q / tile_kv that of a prefill kernel
+// (grid symbol "q_tiles": the most query tiles of any request,
+// max_b ceil(qo_len_b / (tile_q / group))).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,8 +52,12 @@ struct KernelABI {
   std::array<GridExtentABI, 3> grid;
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t smem = 0;
-  /// Tiling of an attention kernel; 0 for other kernels.
+  /// Tiling of a decode kernel; 0 for other kernels.
   int64_t laneBytes = 0, tokensInFlight = 0, headsPerCTA = 0;
+  /// Tiling of a prefill kernel (0 for other kernels): rows of a query tile
+  /// (tile_q = queries per tile x GQA group, the packed rows) and keys per
+  /// KV tile (tile_kv).
+  int64_t tileQ = 0, tileKV = 0;
 };
 
 /// The attribute that encodes `abi`.

@@ -33,6 +33,11 @@ DictionaryAttr mlir::pa::encodeKernelABI(MLIRContext *ctx,
     entries.push_back(b.getNamedAttr("heads_per_cta",
                                      b.getI64IntegerAttr(abi.headsPerCTA)));
   }
+  if (abi.tileQ > 0) {
+    entries.push_back(b.getNamedAttr("tile_q", b.getI64IntegerAttr(abi.tileQ)));
+    entries.push_back(
+        b.getNamedAttr("tile_kv", b.getI64IntegerAttr(abi.tileKV)));
+  }
   return b.getDictionaryAttr(entries);
 }
 
@@ -85,5 +90,7 @@ FailureOr<KernelABI> mlir::pa::decodeKernelABI(Operation *kernel) {
   optInt("lane_bytes", abi.laneBytes);
   optInt("tokens_in_flight", abi.tokensInFlight);
   optInt("heads_per_cta", abi.headsPerCTA);
+  optInt("tile_q", abi.tileQ);
+  optInt("tile_kv", abi.tileKV);
   return abi;
 }
