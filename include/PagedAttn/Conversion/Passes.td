@@ -41,11 +41,12 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
 }
 
 def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Tile memref-form decode, decode_partial and merge_segments into GPU kernels";
+  let summary = "Tile memref-form decode, decode_partial, merge_segments and prefill into GPU kernels";
   let description = [{
-    Each `pa.decode`, `pa.decode_partial` and `pa.merge_segments` (memref
-    form) becomes a `gpu.func` kernel in the `gpu.module @pa_kernels` (named
-    `pa_decode`, `pa_decode_partial`, `pa_merge_segments`; a suffix is added
+    Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments` and
+    `pa.prefill` (memref form) becomes a `gpu.func` kernel in the
+    `gpu.module @pa_kernels` (named `pa_decode`, `pa_decode_partial`,
+    `pa_merge_segments`, `pa_prefill`; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
     a `gpu.launch_func` in its place. Any other pa op is an error at the op
     ("is not supported on the GPU yet"), checked before the IR changes.
@@ -81,6 +82,20 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     `merge_segments` uses a CTA per (segment, head), threads over the head
     dim.
 
+    `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
+    up to 64) becomes a tensor-core kernel, FlashAttention-2 style
+    (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of 4 warps per (query
+    tile, KV head, request), 64 rows per tile holding 64 / g queries times
+    the g query heads of the KV head; Q and two stages of K/V tiles (64 keys,
+    32 above D = 128) in dynamic shared memory, filled by `cp.async`
+    (`nvgpu.device_async_copy`, 16 bytes, zero-filled past the keys) through
+    the page table, the next tile in flight while the current one is
+    computed; S = Q K^T and O += P V with `nvgpu.ldmatrix` and
+    `nvgpu.mma.sync` (m16n8k16, f32 accumulate); online softmax in registers
+    with quad shuffles; masks only on the tiles that need them; causal and
+    sliding-window tiles outside the visible range are never loaded. Grid
+    (`q_tiles`, `kv_heads`, `batch`).
+
     Requirements (checked, with an error): identity-layout memrefs, static
     head dim and query heads, `D / V` a power of two <= 32, the cross-group
     merge within 48 KiB of shared memory.
@@ -102,7 +117,38 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::ub::UBDialect"];
+}
+
+def PAMmaSyncBF16ToNVVM : Pass<"pa-mma-sync-bf16-to-nvvm"> {
+  let summary = "Lower bf16 nvgpu.mma.sync to nvvm.mma.sync";
+  let description = [{
+    Upstream's `convert-nvgpu-to-nvvm` lowers `nvgpu.mma.sync` on f16 but
+    rejects bf16 operands ("failed to deduce operand PTX types"). This pass
+    rewrites every m16n8k16 `nvgpu.mma.sync` with bf16 A/B and f32 C into
+    `nvvm.mma.sync` with the PTX types spelled out: each row of the A and B
+    fragments (two bf16) is bitcast to an i32 register, C is passed as four
+    f32, and the result struct is repacked into the `vector<2x2xf32>` that
+    the nvgpu op returned. Run it before `convert-nvgpu-to-nvvm`.
+
+    ```mlir
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    // becomes
+    %r = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
+        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         multiplicandAPtxType = #nvvm.mma_type<bf16>,
+         multiplicandBPtxType = #nvvm.mma_type<bf16>,
+         shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+        : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+    ```
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::ub::UBDialect"];
 }
 
 def PAAssertToStderr : Pass<"pa-assert-to-stderr", "::mlir::ModuleOp"> {

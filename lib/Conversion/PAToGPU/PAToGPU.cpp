@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelBuilder.h"
+
 #include "PagedAttn/Conversion/KernelABI.h"
 #include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
@@ -23,6 +25,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -37,53 +41,9 @@ namespace mlir::pa {
 
 using namespace mlir;
 using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
-
-/// Extra builders for kernel code.
-struct KernelEmitter : Emitter {
-  Value inlinePtx(StringRef text, Value x) {
-    MLIRContext *ctx = b.getContext();
-    return LLVM::InlineAsmOp::create(
-               b, loc, b.getF32Type(), ValueRange{x},
-               StringAttr::get(ctx, text), StringAttr::get(ctx, "=f,f"),
-               /*has_side_effects=*/UnitAttr(), /*is_align_stack=*/UnitAttr(),
-               LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
-               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-               /*operand_attrs=*/ArrayAttr())
-        .getResult(0);
-  }
-  /// 2^x with the special-function unit (ex2.approx; ex2(-inf) = 0).
-  Value ex2(Value x) { return inlinePtx("ex2.approx.ftz.f32 $0, $1;", x); }
-  /// log2(x) (lg2.approx).
-  Value lg2(Value x) { return inlinePtx("lg2.approx.ftz.f32 $0, $1;", x); }
-  /// tanh(x) = 1 - 2 / (2^(2 x log2 e) + 1).
-  Value tanh(Value x) {
-    Value e2 = ex2(mul(x, f32(2.0 * kLog2e)));
-    return sub(f32(1), divf(f32(2), add(e2, f32(1))));
-  }
-  Value splat(Value x, VectorType t) {
-    return vector::BroadcastOp::create(b, loc, t, x);
-  }
-  /// <x, y> over `n` lanes of two f32 vectors as a chain of fused
-  /// multiply-adds (fma.rn.f32; a mul + add pair would not fuse). The kernels
-  /// use llvm.intr.fma, not math.fma: convert-gpu-to-nvvm turns the latter
-  /// into a libdevice call (__nv_fmaf) that ptxas cannot resolve unless
-  /// libdevice is found and linked.
-  Value dot(Value x, Value y, int64_t n) {
-    Value acc;
-    for (int64_t i = 0; i < n; ++i) {
-      Value xi = vector::ExtractOp::create(b, loc, x, i);
-      Value yi = vector::ExtractOp::create(b, loc, y, i);
-      acc = acc ? LLVM::FMAOp::create(b, loc, xi, yi, acc).getResult()
-                : mul(xi, yi);
-    }
-    return acc;
-  }
-};
 
 /// Static facts a kernel specializes on, checked before any IR changes.
 struct Config {
@@ -138,11 +98,6 @@ void tunedShape(int64_t group, int64_t headDim, int64_t bytes,
   c.threads = o.threads;
 }
 
-bool isIdentityMemRef(Type t) {
-  auto m = dyn_cast<MemRefType>(t);
-  return m && m.getLayout().isIdentity();
-}
-
 /// Checks the operands of an attention op and fills `cfg`.
 LogicalResult makeConfig(AttentionOpInterface op, const ShapeOptions &shape,
                          Config &cfg) {
@@ -193,78 +148,6 @@ LogicalResult makeConfig(AttentionOpInterface op, const ShapeOptions &shape,
            << fit;
   }
   return success();
-}
-
-/// Returns (or creates) `gpu.module @pa_kernels` in `module`.
-gpu::GPUModuleOp getKernelModule(ModuleOp module) {
-  if (auto m = module.lookupSymbol<gpu::GPUModuleOp>("pa_kernels"))
-    return m;
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  UnitAttr::get(module.getContext()));
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), "pa_kernels");
-}
-
-/// A kernel `name` taking `op`'s operands, with workgroup buffers `smem` and
-/// the ABI attribute `abi`; `mapping` maps the operands to the kernel's
-/// arguments.
-gpu::GPUFuncOp createKernel(gpu::GPUModuleOp kmod, Operation *op,
-                            StringRef name, TypeRange smem,
-                            const KernelABI &abi, IRMapping &mapping) {
-  OpBuilder b(kmod.getBodyRegion());
-  b.setInsertionPointToEnd(kmod.getBody());
-  auto type = FunctionType::get(op->getContext(), op->getOperandTypes(), {});
-  auto func = gpu::GPUFuncOp::create(b, op->getLoc(), name, type, smem);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func->setAttr(kKernelABIAttrName, encodeKernelABI(op->getContext(), abi));
-  SymbolTable(kmod).insert(func);
-  for (auto [v, arg] : llvm::zip(op->getOperands(), func.getArguments()))
-    mapping.map(v, arg);
-  return func;
-}
-
-/// Replaces `op` by a launch of `func` over `grid` CTAs of `threads`.
-void launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
-            std::array<Value, 3> grid, int64_t threads) {
-  Location loc = op->getLoc();
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value nt = arith::ConstantIndexOp::create(b, loc, threads);
-  gpu::LaunchFuncOp::create(b, loc, func, {grid[0], grid[1], grid[2]},
-                            {nt, one, one}, /*dynamicSharedMemorySize=*/Value(),
-                            op->getOperands());
-  op->erase();
-}
-
-/// The runtime role of each operand of `op`, in order (the kernel's
-/// arguments): the op's operand names, with the split-KV spellings for the
-/// partial states and the segments of a merge (its work_indptr).
-SmallVector<std::string> argRoles(Operation *op) {
-  SmallVector<std::string> roles;
-  auto add = [&](std::initializer_list<const char *> names) {
-    roles.append(names.begin(), names.end());
-  };
-  if (auto a = dyn_cast<AttentionOpInterface>(op)) {
-    bool partial = isa<DecodePartialOp>(op);
-    add({"q"});
-    if (a.getKvCache().size() == 1)
-      add({"kv"});
-    else
-      add({"k", "v"});
-    add({"kv_indptr", "kv_indices", "kv_last_page_len"});
-    if (partial)
-      add({"work_indptr", "work_request", "work_start", "work_end"});
-    if (a.getAlibiSlopes())
-      add({"alibi_slopes"});
-    if (partial)
-      add({"o_part", "lse_part"});
-    else
-      add({"o", "lse"});
-  } else if (isa<MergeSegmentsOp>(op)) {
-    add({"o_part", "lse_part", "work_indptr", "o", "lse"});
-  }
-  assert(roles.size() == op->getNumOperands() && "a role per operand");
-  return roles;
 }
 
 /// Operands of an attention kernel, already mapped into the kernel.
@@ -672,11 +555,11 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     WalkResult walk = module.walk([&](Operation *op) {
       if (!isa_and_present<PADialect>(op->getDialect()))
         return WalkResult::advance();
-      if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp>(op)) {
+      if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
-               "pa.decode, pa.decode_partial and pa.merge_segments (use "
-               "pa-lower-to-cpu for the other ops)";
+               "pa.decode, pa.decode_partial, pa.merge_segments and "
+               "pa.prefill (use pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -684,6 +567,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "one-shot-bufferize first";
         return WalkResult::interrupt();
       }
+      if (auto p = dyn_cast<PrefillOp>(op); p && failed(checkPrefill(p)))
+        return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
     });
@@ -702,6 +587,9 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               .Case([&](DecodePartialOp d) {
                 return tileAttention(d, kmod, "pa_decode_partial", shape);
               })
+              .Case([&](PrefillOp p) {
+                return buildPrefillKernel(p, kmod, "pa_prefill");
+              })
               .Case([&](MergeSegmentsOp d) {
                 return tileMergeSegments(d, kmod, "pa_merge_segments",
                                          ctaThreads);
@@ -712,3 +600,87 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   }
 };
 } // namespace
+
+gpu::GPUModuleOp gpukernel::getKernelModule(ModuleOp module) {
+  if (auto m = module.lookupSymbol<gpu::GPUModuleOp>("pa_kernels"))
+    return m;
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(module.getContext()));
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), "pa_kernels");
+}
+
+gpu::GPUFuncOp gpukernel::createKernel(gpu::GPUModuleOp kmod, Operation *op,
+                                       StringRef name, TypeRange smem,
+                            const KernelABI &abi, IRMapping &mapping) {
+  OpBuilder b(kmod.getBodyRegion());
+  b.setInsertionPointToEnd(kmod.getBody());
+  auto type = FunctionType::get(op->getContext(), op->getOperandTypes(), {});
+  auto func = gpu::GPUFuncOp::create(b, op->getLoc(), name, type, smem);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr(kKernelABIAttrName, encodeKernelABI(op->getContext(), abi));
+  SymbolTable(kmod).insert(func);
+  for (auto [v, arg] : llvm::zip(op->getOperands(), func.getArguments()))
+    mapping.map(v, arg);
+  return func;
+}
+
+void gpukernel::launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
+                       std::array<Value, 3> grid, int64_t threads,
+                       int64_t dynamicSmem) {
+  Location loc = op->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value nt = arith::ConstantIndexOp::create(b, loc, threads);
+  gpu::LaunchFuncOp::create(b, loc, func, {grid[0], grid[1], grid[2]},
+                            {nt, one, one},
+                            dynamicSmem > 0 ? Value(arith::ConstantOp::create(
+                                                  b, loc, b.getI32IntegerAttr(dynamicSmem)))
+                                            : Value(),
+                            op->getOperands());
+  op->erase();
+}
+
+SmallVector<std::string> gpukernel::argRoles(Operation *op) {
+  SmallVector<std::string> roles;
+  auto add = [&](std::initializer_list<const char *> names) {
+    roles.append(names.begin(), names.end());
+  };
+  if (auto a = dyn_cast<AttentionOpInterface>(op);
+      a && !isa<PrefillOp>(op)) {
+    bool partial = isa<DecodePartialOp>(op);
+    add({"q"});
+    if (a.getKvCache().size() == 1)
+      add({"kv"});
+    else
+      add({"k", "v"});
+    add({"kv_indptr", "kv_indices", "kv_last_page_len"});
+    if (partial)
+      add({"work_indptr", "work_request", "work_start", "work_end"});
+    if (a.getAlibiSlopes())
+      add({"alibi_slopes"});
+    if (partial)
+      add({"o_part", "lse_part"});
+    else
+      add({"o", "lse"});
+  } else if (auto p = dyn_cast<PrefillOp>(op)) {
+    add({"q", "qo_indptr"});
+    if (p.getKvCache().size() == 1)
+      add({"kv"});
+    else
+      add({"k", "v"});
+    add({"kv_indptr", "kv_indices", "kv_last_page_len"});
+    if (p.getQPositions())
+      add({"q_positions"});
+    if (p.getCustomMask())
+      add({"custom_mask", "mask_indptr"});
+    if (p.getAlibiSlopes())
+      add({"alibi_slopes"});
+    add({"o", "lse"});
+  } else if (isa<MergeSegmentsOp>(op)) {
+    add({"o_part", "lse_part", "work_indptr", "o", "lse"});
+  }
+  assert(roles.size() == op->getNumOperands() && "a role per operand");
+  return roles;
+}
+

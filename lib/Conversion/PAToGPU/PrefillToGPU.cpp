@@ -1,0 +1,649 @@
+//===- PrefillToGPU.cpp - pa.prefill to a tensor-core GPU kernel ----------===//
+//
+// The prefill / append kernel (FlashAttention-2 shape, mma.sync m16n8k16,
+// f16 or bf16 in, f32 accumulate):
+//
+//   CTA (query tile x, KV head hk = y, request b = z), 4 warps
+//     tile row r (BM = 64 rows, 16 per warp) = query q0 + r / g of query
+//     head hk * g + r % g (the GQA group packed into the rows), so each K/V
+//     tile is read once for the whole group
+//   dynamic shared memory, rows padded by 16 bytes (ldmatrix's 8 rows of a
+//   column block fall into distinct banks): Q [BM][D+8],
+//   K [2][BN][D+8], V [2][BN][D+8] (two stages)
+//   Q -> shared (cp.async) -> A fragments (ldmatrix.x4) held in registers
+//   K/V tile 0 -> stage 0 (cp.async through the page table, 16 bytes each,
+//   zero-filled past the CTA's keys)
+//   for KV tile j: issue tile j+1 into the other stage, wait for tile j
+//     S = Q K^T                  ldmatrix.x4 of K, mma.sync
+//     scale, soft-cap, ALiBi, and on the tiles that need it the masks
+//     (key bound, causal, window, custom bits), in base 2
+//     online softmax per row     max over the 4 lanes of a quad (shuffles)
+//     P -> f16/bf16 A fragments in registers (the C layout of two n8 tiles
+//     is the A layout of one k16 step)
+//     O += P V                   ldmatrix.x4.trans of V, mma.sync
+//   o = acc / l, lse = m + log2(l) (natural: * ln 2); row sums reduced over
+//   the quad once at the end.
+//
+// The key range of a tile: [kvLo, kvHi) with kvHi = the last query's
+// position + 1 under `causal` and kvLo = the first query's window start
+// under `window` (whole tiles outside are never loaded); with explicit
+// positions every key is visited and the masks decide.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+using Pred = arith::CmpIPredicate;
+using FPred = arith::CmpFPredicate;
+
+namespace {
+
+/// Rows of a query tile (4 warps x 16).
+constexpr int64_t kTileRows = 64;
+constexpr int64_t kWarps = 4;
+/// f16 / bf16 elements per 16-byte copy.
+constexpr int64_t kChunk = 8;
+
+/// Static facts the kernel specializes on.
+struct PrefillConfig {
+  Type elem;
+  int64_t headDim = 0, group = 0, numKVHeads = 0, pageSize = 0;
+  /// Keys per KV tile and the padded shared-memory row (elements).
+  int64_t keys = 0, stride = 0;
+  bool causal = false, positions = false, customMask = false, alibi = false;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  std::optional<int64_t> window;
+  bool lseBase2 = false;
+
+  int64_t threads() const { return kWarps * 32; }
+  int64_t queriesPerTile() const { return kTileRows / group; }
+  int64_t chunksPerRow() const { return headDim / kChunk; }
+  /// Rows of the shared-memory view: Q, then K and V of two stages.
+  int64_t smemRows() const { return kTileRows + 4 * keys; }
+  int64_t smemBytes() const { return smemRows() * stride * 2; }
+};
+
+LogicalResult makePrefillConfig(PrefillOp op, PrefillConfig &c) {
+  for (Value v : op->getOperands())
+    if (!isIdentityMemRef(v.getType()))
+      return op.emitOpError()
+             << "convert-pa-to-gpu expects identity-layout memrefs";
+  auto qt = cast<MemRefType>(op.getQ().getType());
+  if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
+    return op.emitOpError()
+           << "convert-pa-to-gpu needs static query heads and head dim";
+  PagedKVAttr cache = op.getCache();
+  c.elem = qt.getElementType();
+  if (!c.elem.isF16() && !c.elem.isBF16())
+    return op.emitOpError() << "pa.prefill on the GPU runs on tensor cores "
+                               "and needs f16 or bf16 data, got "
+                            << c.elem;
+  c.headDim = cache.getHeadDim();
+  if (c.headDim % 16 != 0 || c.headDim > 256)
+    return op.emitOpError() << "pa.prefill on the GPU needs a head dim that is "
+                               "a multiple of 16 and at most 256, got "
+                            << c.headDim;
+  c.numKVHeads = cache.getNumKVHeads();
+  c.pageSize = cache.getPageSize();
+  c.group = qt.getDimSize(1) / c.numKVHeads;
+  if (c.group > kTileRows)
+    return op.emitOpError() << "pa.prefill on the GPU packs a GQA group into "
+                               "the "
+                            << kTileRows << " rows of a query tile; group "
+                            << c.group << " is larger";
+  c.keys = c.headDim <= 128 ? 64 : 32;
+  c.stride = c.headDim + kChunk;
+  c.causal = op.getCausal();
+  c.positions = bool(op.getQPositions());
+  c.customMask = bool(op.getCustomMask());
+  c.alibi = bool(op.getAlibiSlopes());
+  AttentionOptions opts =
+      cast<AttentionOpInterface>(op.getOperation()).getAttentionOptions();
+  c.smScale = opts.smScale ? *opts.smScale : 1.0 / std::sqrt(double(c.headDim));
+  c.softCap = opts.softCap;
+  c.window = opts.window;
+  c.lseBase2 = opts.lseBase2;
+  return success();
+}
+
+/// Emits the body of the prefill kernel.
+class PrefillKernel {
+public:
+  PrefillKernel(KernelEmitter &e, const PrefillConfig &c, PrefillOp op,
+                IRMapping &m)
+      : e(e), b(e.b), loc(e.loc), c(c) {
+    q = m.lookup(op.getQ());
+    qoIndptr = m.lookup(op.getQoIndptr());
+    cache.attr = op.getCache();
+    for (Value v : op.getKvCache())
+      cache.tensors.push_back(m.lookup(v));
+    PageTable pt = pageTableOf(cast<PagedOpInterface>(op.getOperation()),
+                               /*checked=*/false);
+    pages = PageTable{m.lookup(pt.indptr), m.lookup(pt.indices),
+                      m.lookup(pt.last), pt.pageSize, /*checked=*/false};
+    if (op.getQPositions())
+      qPositions = m.lookup(op.getQPositions());
+    if (op.getCustomMask())
+      mask = PackedMask{m.lookup(op.getCustomMask()),
+                        m.lookup(op.getMaskIndptr())};
+    if (op.getAlibiSlopes())
+      alibi = m.lookup(op.getAlibiSlopes());
+    o = m.lookup(cast<AttentionOpInterface>(op.getOperation()).getO());
+    lse = m.lookup(cast<AttentionOpInterface>(op.getOperation()).getLse());
+  }
+
+  void emit();
+
+private:
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  const PrefillConfig &c;
+  Value q, qoIndptr, qPositions, alibi, o, lse;
+  Cache cache;
+  PageTable pages;
+  PackedMask mask;
+
+  // Per CTA.
+  Value tid, lane, warp, request, kvHead, smem;
+  Value qoStart, qoLen, kvLen, q0, rows, kvLo, kvHi, pageBase, maskBase;
+  // Per thread: the two tile rows it holds in a C fragment (h = 0, 1).
+  struct Row {
+    Value valid, head, row, pos, pos32, slope, maskBit0;
+  } rowInfo[2];
+  Value laneCol; // 2 * (lane % 4)
+
+  Type f32() { return b.getF32Type(); }
+  VectorType fragC() { return VectorType::get({2, 2}, f32()); }
+  VectorType fragA() { return VectorType::get({4, 2}, c.elem); }
+  VectorType fragB() { return VectorType::get({2, 2}, c.elem); }
+  Value minIdx(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxIdx(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value ceilDiv(Value x, int64_t d) {
+    return e.divui(e.add(x, e.idx(d - 1)), e.idx(d));
+  }
+
+  /// Shared-memory rows of K (isV = false) or V of `stage`.
+  Value kvRow0(bool isV, Value stage) {
+    return e.add(e.idx(kTileRows + (isV ? 2 : 0) * c.keys),
+                 e.mul(stage, e.idx(c.keys)));
+  }
+  /// One 16-byte cp.async from `src[srcIdx]` to smem[row][col], reading 16
+  /// bytes when `valid` and zero-filling otherwise.
+  Value copy16(Value src, ValueRange srcIdx, Value row, Value col,
+               Value valid) {
+    Value n = e.select(valid, e.idx(kChunk), e.idx(0));
+    return nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{row, col}, src, srcIdx, b.getIndexAttr(kChunk), n,
+        b.getUnitAttr());
+  }
+  void issueQ(SmallVectorImpl<Value> &tokens);
+  void issueKV(Value tile, Value stage, SmallVectorImpl<Value> &tokens);
+  Value commit(ArrayRef<Value> tokens) {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+  void wait(Value group, int32_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+  Value ldmatrix(Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, fragA(), smem,
+                                     ValueRange{row, col}, transpose, 4);
+  }
+  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
+  Value half(Value frag, int64_t r) {
+    Value v = ub::PoisonOp::create(b, loc, fragB());
+    for (int64_t i = 0; i < 2; ++i)
+      v = vector::InsertOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, frag, r + i), v, i);
+    return v;
+  }
+  Value mma(Value a, Value bf, Value acc) {
+    return nvgpu::MmaSyncOp::create(b, loc, a, bf, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  /// A 2-D fragment from its elements in row-major order, built row by row
+  /// (the LLVM lowering of vectors handles 1-D rows inserted into n-D
+  /// arrays, not n-D vector.from_elements).
+  Value fragment(VectorType t, ArrayRef<Value> elems) {
+    int64_t cols = t.getDimSize(1);
+    VectorType rowT = VectorType::get({cols}, t.getElementType());
+    Value v = ub::PoisonOp::create(b, loc, t);
+    for (int64_t r = 0; r < t.getDimSize(0); ++r) {
+      Value row = vector::FromElementsOp::create(
+          b, loc, rowT, elems.slice(r * cols, cols));
+      v = vector::InsertOp::create(b, loc, row, v, r);
+    }
+    return v;
+  }
+  Value elem(Value v, int64_t h, int64_t i) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{h, i});
+  }
+  Value quadReduce(Value x, bool isMax) {
+    for (int64_t off : {1, 2}) {
+      Value y = gpu::ShuffleOp::create(b, loc, x, e.i32(off), e.i32(32),
+                                       gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
+      x = isMax ? e.maxf(x, y) : e.add(x, y);
+    }
+    return x;
+  }
+  /// The logits of the S fragments in base 2, masked when `masked`.
+  SmallVector<Value> logits(ArrayRef<Value> s, Value tileStart, bool masked);
+  /// One KV tile: returns the new (m0, m1, l0, l1, acc...).
+  SmallVector<Value> step(Value tile, ValueRange state, ArrayRef<Value> qFrag);
+  void store(ValueRange state);
+};
+
+void PrefillKernel::issueQ(SmallVectorImpl<Value> &tokens) {
+  int64_t chunks = kTileRows * c.chunksPerRow();
+  int64_t live = c.queriesPerTile() * c.group;
+  for (int64_t i = 0; i < chunks / c.threads(); ++i) {
+    Value id = e.add(tid, e.idx(i * c.threads()));
+    Value r = e.divui(id, e.idx(c.chunksPerRow()));
+    Value col = e.mul(e.remui(id, e.idx(c.chunksPerRow())), e.idx(kChunk));
+    Value qi = e.divui(r, e.idx(c.group));
+    Value head = e.add(e.mul(kvHead, e.idx(c.group)),
+                       e.remui(r, e.idx(c.group)));
+    Value valid = e.andi(e.cmpi(Pred::ult, r, e.idx(live)),
+                         e.cmpi(Pred::ult, qi, rows));
+    Value qrow = e.add(e.add(qoStart, q0), e.select(valid, qi, e.idx(0)));
+    tokens.push_back(copy16(q, {qrow, head, col}, r, col, valid));
+  }
+}
+
+void PrefillKernel::issueKV(Value tile, Value stage,
+                            SmallVectorImpl<Value> &tokens) {
+  int64_t cpr = c.chunksPerRow();
+  int64_t chunks = c.keys * cpr;
+  Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
+  Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
+  for (int64_t i = 0; i * c.threads() < chunks; ++i) {
+    Value id = e.add(tid, e.idx(i * c.threads()));
+    Value r = e.divui(id, e.idx(cpr));
+    Value col = e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk));
+    Value t = e.add(start, r);
+    Value valid = e.cmpi(Pred::ult, t, kvHi);
+    if ((i + 1) * c.threads() > chunks)
+      valid = e.andi(valid, e.cmpi(Pred::ult, id, e.idx(chunks)));
+    // The page of a key past the CTA's range is never looked up (the
+    // request may own no page at all); its copy reads nothing.
+    Value page =
+        e.ifThenElse(valid, b.getIndexType(), [&]() -> SmallVector<Value> {
+           return {pages.locate(e, pageBase, t).first};
+         }, [&]() -> SmallVector<Value> { return {e.idx(0)}; })[0];
+    Value slot = e.remui(t, e.idx(c.pageSize));
+    for (bool isV : {false, true})
+      tokens.push_back(copy16(
+          cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
+          e.add(isV ? vRow0 : kRow0, r), col, valid));
+  }
+}
+
+SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, Value tileStart,
+                                         bool masked) {
+  bool mods = c.softCap || c.alibi;
+  double scale = c.smScale * (mods ? 1.0 : kLog2e);
+  if (c.softCap)
+    scale /= *c.softCap;
+  Value scaleV = e.f32(scale), log2e = e.f32(kLog2e);
+  Value start32 = e.toI32(e.add(tileStart, laneCol));
+  Value kvLen32 = e.toI32(kvLen);
+  SmallVector<Value> out;
+  for (auto [n, frag] : llvm::enumerate(s)) {
+    SmallVector<Value> xs;
+    for (int64_t h = 0; h < 2; ++h) {
+      const Row &row = rowInfo[h];
+      for (int64_t i = 0; i < 2; ++i) {
+        Value x = e.mul(elem(frag, h, i), scaleV);
+        Value t32 = e.add(start32, e.i32(int64_t(n) * 8 + i));
+        if (c.softCap)
+          x = e.mul(e.tanh(x), e.f32(*c.softCap));
+        if (c.alibi) {
+          Value dist = arith::SIToFPOp::create(b, loc, f32(),
+                                               e.sub(t32, row.pos32));
+          x = LLVM::FMAOp::create(b, loc, row.slope, dist, x);
+        }
+        if (mods)
+          x = e.mul(x, log2e);
+        if (masked) {
+          Value vis = e.cmpi(Pred::slt, t32, kvLen32);
+          if (c.causal)
+            vis = e.andi(vis, e.cmpi(Pred::sle, t32, row.pos32));
+          if (c.window && *c.window < (int64_t(1) << 31))
+            vis = e.andi(vis, e.cmpi(Pred::slt, e.sub(row.pos32, t32),
+                                     e.i32(*c.window)));
+          if (c.customMask) {
+            Value bit = e.add(row.maskBit0, arith::IndexCastOp::create(
+                                                b, loc, b.getIndexType(),
+                                                t32));
+            // Rows past the tile's queries read no mask byte.
+            Value on = e.ifThenElse(
+                e.andi(row.valid, vis), b.getI1Type(),
+                [&]() -> SmallVector<Value> {
+                  return {mask.emitBit(e, maskBase, bit)};
+                },
+                [&]() -> SmallVector<Value> {
+                  return {arith::ConstantIntOp::create(b, loc, 0, 1)};
+                })[0];
+            vis = on;
+          }
+          x = e.select(vis, x, e.negInf());
+        }
+        xs.push_back(x);
+      }
+    }
+    out.push_back(fragment(fragC(), xs));
+  }
+  return out;
+}
+
+SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
+                                       ArrayRef<Value> qFrag) {
+  int64_t kSteps = c.headDim / 16, nTiles = c.keys / 8;
+  Value stage = e.remui(tile, e.idx(2));
+  // Prefetch tile + 1 into the other stage (its readers passed the barrier
+  // that ended the previous step), then wait for this tile.
+  SmallVector<Value> tokens;
+  issueKV(e.add(tile, e.idx(1)), e.sub(e.idx(1), stage), tokens);
+  wait(commit(tokens), 1);
+  gpu::BarrierOp::create(b, loc);
+
+  // S = Q K^T.
+  Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
+  Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
+  Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
+  SmallVector<Value> s(nTiles, zero);
+  for (int64_t np = 0; np < nTiles / 2; ++np) {
+    Value krow = e.add(kRow0, e.add(e.idx(np * 16),
+                                    e.add(e.mul(l16, e.idx(8)), l8)));
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
+      Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
+      Value kf = ldmatrix(krow, kcol, /*transpose=*/false);
+      Value a = qFrag.empty()
+                    ? ldmatrix(e.add(e.mul(warp, e.idx(16)),
+                                     e.remui(lane, e.idx(16))),
+                               e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))),
+                               false)
+                    : qFrag[kk];
+      s[2 * np] = mma(a, half(kf, 0), s[2 * np]);
+      s[2 * np + 1] = mma(a, half(kf, 2), s[2 * np + 1]);
+    }
+  }
+
+  // Logits; the mask only on tiles that need it.
+  Value tileStart = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
+  Value tileEnd = e.add(tileStart, e.idx(c.keys));
+  Value needMask = e.cmpi(Pred::ugt, tileEnd, kvLen);
+  if (c.customMask || (c.positions && (c.causal || c.window))) {
+    needMask = arith::ConstantIntOp::create(b, loc, 1, 1);
+  } else {
+    Value minPos = e.sub(e.add(kvLen, q0), qoLen);
+    Value maxPos = e.sub(e.add(minPos, rows), e.idx(1));
+    if (c.causal)
+      needMask = arith::OrIOp::create(
+          b, loc, needMask, e.cmpi(Pred::sgt, tileEnd, e.add(minPos, e.idx(1))));
+    if (c.window)
+      needMask = arith::OrIOp::create(
+          b, loc, needMask,
+          e.cmpi(Pred::sge, e.sub(maxPos, tileStart), e.idx(*c.window)));
+  }
+  SmallVector<Type> sTypes(nTiles, fragC());
+  SmallVector<Value> x = e.ifThenElse(
+      needMask, sTypes, [&]() { return logits(s, tileStart, true); },
+      [&]() { return logits(s, tileStart, false); });
+
+  // Online softmax per row (base 2).
+  SmallVector<Value> next(state.begin(), state.end());
+  Value mUse[2], alpha[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value mx = e.negInf();
+    for (Value f : x)
+      for (int64_t i = 0; i < 2; ++i)
+        mx = e.maxf(mx, elem(f, h, i));
+    mx = quadReduce(mx, /*isMax=*/true);
+    Value mNew = e.maxf(state[h], mx);
+    mUse[h] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
+    alpha[h] = e.ex2(e.sub(state[h], mUse[h]));
+    next[h] = mNew;
+  }
+  SmallVector<Value> p;
+  Value rowSum[2] = {e.f32(0), e.f32(0)};
+  for (Value f : x) {
+    SmallVector<Value> ps;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 2; ++i) {
+        Value pi = e.ex2(e.sub(elem(f, h, i), mUse[h]));
+        rowSum[h] = e.add(rowSum[h], pi);
+        ps.push_back(pi);
+      }
+    p.append(ps);
+  }
+  for (int64_t h = 0; h < 2; ++h)
+    next[2 + h] = LLVM::FMAOp::create(b, loc, state[2 + h], alpha[h], rowSum[h]);
+  // acc *= alpha (row-wise).
+  int64_t dTiles = c.headDim / 8;
+  for (int64_t dn = 0; dn < dTiles; ++dn) {
+    Value acc = state[4 + dn];
+    SmallVector<Value> v;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 2; ++i)
+        v.push_back(e.mul(elem(acc, h, i), alpha[h]));
+    next[4 + dn] = fragment(fragC(), v);
+  }
+
+  // P as A fragments: k step kk covers n tiles 2kk and 2kk + 1.
+  SmallVector<Value> pa;
+  for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+    SmallVector<Value> v;
+    for (int64_t part = 0; part < 2; ++part)   // n tile 2kk + part
+      for (int64_t h = 0; h < 2; ++h)          // row half
+        for (int64_t i = 0; i < 2; ++i)
+          v.push_back(e.fromF32(p[(2 * kk + part) * 4 + h * 2 + i], c.elem));
+    // A fragment order: (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi).
+    pa.push_back(fragment(fragA(), v));
+  }
+
+  // O += P V.
+  for (int64_t dp = 0; dp < dTiles / 2; ++dp) {
+    Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
+    for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+      Value vrow = e.add(vRow0, e.add(e.idx(kk * 16),
+                                      e.add(e.mul(lMid, e.idx(8)), l8)));
+      Value vf = ldmatrix(vrow, vcol, /*transpose=*/true);
+      next[4 + 2 * dp] = mma(pa[kk], half(vf, 0), next[4 + 2 * dp]);
+      next[4 + 2 * dp + 1] = mma(pa[kk], half(vf, 2), next[4 + 2 * dp + 1]);
+    }
+  }
+  // The stage is rewritten by the next step's prefetch.
+  gpu::BarrierOp::create(b, loc);
+  return next;
+}
+
+void PrefillKernel::store(ValueRange state) {
+  Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+  Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
+  for (int64_t h = 0; h < 2; ++h) {
+    const Row &row = rowInfo[h];
+    Value l = quadReduce(state[2 + h], /*isMax=*/false);
+    Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+    Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+    Value lseV = e.select(some, e.mul(e.add(state[h], e.lg2(l)), toBase),
+                          e.negInf());
+    e.ifThen(row.valid, [&]() {
+      VectorType out = VectorType::get({2}, c.elem);
+      for (int64_t dn = 0; dn < c.headDim / 8; ++dn) {
+        Value acc = state[4 + dn];
+        Value v = vector::FromElementsOp::create(
+            b, loc, out,
+            ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
+                       e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
+        vector::StoreOp::create(
+            b, loc, v, o,
+            ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)});
+      }
+      e.ifThen(quad0, [&]() { e.store(lseV, lse, {row.row, row.head}); });
+    });
+  }
+}
+
+void PrefillKernel::emit() {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  smem = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({c.smemRows(), c.stride}, c.elem,
+                      MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(0), ValueRange{});
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = e.remui(tid, e.idx(32));
+  warp = e.divui(tid, e.idx(32));
+  laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
+  Value tileX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  qoStart = e.loadIdx(qoIndptr, request);
+  qoLen = e.sub(e.loadIdx(qoIndptr, e.add(request, e.idx(1))), qoStart);
+  int64_t qpt = c.queriesPerTile();
+  Value numTiles = ceilDiv(qoLen, qpt);
+  e.ifThen(e.cmpi(Pred::ult, tileX, numTiles), [&]() {
+    // Under a causal mask the last tiles see the most keys: run them first.
+    Value tile = c.causal ? e.sub(e.sub(numTiles, e.idx(1)), tileX) : tileX;
+    q0 = e.mul(tile, e.idx(qpt));
+    rows = minIdx(e.idx(qpt), e.sub(qoLen, q0));
+    kvLen = pages.kvLen(e, request);
+    pageBase = pages.pageBase(e, request);
+    kvLo = e.idx(0);
+    kvHi = kvLen;
+    if (!c.positions) {
+      Value minPos = e.sub(e.add(kvLen, q0), qoLen);
+      Value maxPos = e.sub(e.add(minPos, rows), e.idx(1));
+      if (c.causal)
+        kvHi = minIdx(kvLen, e.add(maxPos, e.idx(1)));
+      if (c.window) {
+        Value lo = maxIdx(e.idx(0), e.add(e.sub(minPos, e.idx(*c.window)),
+                                          e.idx(1)));
+        kvLo = e.mul(e.divui(lo, e.idx(c.keys)), e.idx(c.keys));
+      }
+    }
+    Value numKV = ceilDiv(maxIdx(e.sub(kvHi, kvLo), e.idx(0)), c.keys);
+
+    // The two rows of each C fragment this thread holds.
+    for (int64_t h = 0; h < 2; ++h) {
+      Row &row = rowInfo[h];
+      Value r = e.add(e.mul(warp, e.idx(16)),
+                      e.add(e.divui(lane, e.idx(4)), e.idx(8 * h)));
+      Value qi = e.divui(r, e.idx(c.group));
+      row.head = e.add(e.mul(kvHead, e.idx(c.group)),
+                       e.remui(r, e.idx(c.group)));
+      row.valid = e.andi(e.cmpi(Pred::ult, r, e.idx(qpt * c.group)),
+                         e.cmpi(Pred::ult, qi, rows));
+      Value qiSafe = e.select(row.valid, qi, e.idx(0));
+      row.row = e.add(e.add(qoStart, q0), qiSafe);
+      row.pos = qPositions ? e.loadIdx(qPositions, row.row)
+                           : e.sub(e.add(kvLen, e.add(q0, qiSafe)), qoLen);
+      row.pos32 = e.toI32(row.pos);
+      if (alibi)
+        row.slope = e.load(alibi, {row.head});
+      if (mask.bits)
+        row.maskBit0 = e.mul(e.add(q0, qiSafe), kvLen);
+    }
+    if (mask.bits)
+      maskBase = e.loadIdx(mask.indptr, request);
+
+    // Q and the first K/V tile in flight; Q fragments into registers.
+    SmallVector<Value> qTokens, kvTokens;
+    issueQ(qTokens);
+    Value qGroup = commit(qTokens);
+    issueKV(e.idx(0), e.idx(0), kvTokens);
+    commit(kvTokens);
+    wait(qGroup, 1);
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> qFrag;
+    if (c.headDim <= 128) {
+      Value qrow = e.add(e.mul(warp, e.idx(16)), e.remui(lane, e.idx(16)));
+      Value l16 = e.divui(lane, e.idx(16));
+      for (int64_t kk = 0; kk < c.headDim / 16; ++kk)
+        qFrag.push_back(ldmatrix(
+            qrow, e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))), false));
+    }
+
+    SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
+    init.append(c.headDim / 8, zero);
+    scf::ForOp loop = e.forLoop(
+        e.idx(0), numKV, init, [&](Value j, ValueRange state) {
+          return step(j, state, qFrag);
+        });
+    store(loop.getResults());
+  });
+}
+
+} // namespace
+
+LogicalResult mlir::pa::gpukernel::checkPrefill(PrefillOp op) {
+  PrefillConfig c;
+  return makePrefillConfig(op, c);
+}
+
+LogicalResult mlir::pa::gpukernel::buildPrefillKernel(PrefillOp op,
+                                                      gpu::GPUModuleOp kmod,
+                                                      StringRef name) {
+  PrefillConfig c;
+  if (failed(makePrefillConfig(op, c)))
+    return failure();
+  KernelABI abi;
+  abi.kind = "prefill";
+  abi.args = argRoles(op);
+  abi.grid = {GridExtentABI{"q_tiles"}, GridExtentABI{"kv_heads"},
+              GridExtentABI{"batch"}};
+  abi.block = {c.threads(), 1, 1};
+  abi.smem = c.smemBytes();
+  abi.tileQ = kTileRows;
+  abi.tileKV = c.keys;
+  IRMapping m;
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
+  {
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEmitter e{{b, op.getLoc()}};
+    PrefillKernel kernel(e, c, op, m);
+    kernel.emit();
+    gpu::ReturnOp::create(b, op.getLoc());
+  }
+  // Host launch: a bound on every request's query tiles (the runtime
+  // launches the exact maximum, "q_tiles"), the KV heads, the requests.
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Emitter e{b, loc};
+  Value n = e.dim(op.getQ(), 0);
+  Value tiles = arith::MaxSIOp::create(
+      b, loc, e.idx(1),
+      e.divui(e.add(n, e.idx(c.queriesPerTile() - 1)),
+              e.idx(c.queriesPerTile())));
+  Value batch = e.sub(e.dim(op.getQoIndptr(), 0), e.idx(1));
+  launch(b, op, func, {tiles, e.idx(c.numKVHeads), batch}, c.threads(),
+         c.smemBytes());
+  return success();
+}
