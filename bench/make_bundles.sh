@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the decode bundles that the GPU check and benchmark use, with
-# pa-compile (the compiler's tuned default shape for each):
+# Compiles the decode and prefill bundles that the GPU checks and benchmarks
+# use, with pa-compile (the compiler's tuned default shape for each):
 #
 #   bench/make_bundles.sh OUT_DIR [PA_COMPILE]
 #
@@ -8,6 +8,12 @@
 # gqa4_... and mha_..., the two benchmark shapes): every dtype, head dims
 # 64/128/256, page sizes 1/5/16/64, groups 1/2/4/7/8, chunked large groups
 # (11: a partial last chunk, 16, 32), NHD/HND, joint/split.
+# Prefill bundles (pa-compile --kernels prefill) are named prefill_...: the
+# two benchmark shapes (gqa4 / mha, causal) and check variants covering
+# f16/bf16, head dims 64/96/128/192/256, page sizes 1/5/16/64, groups 1/4/8,
+# NHD/HND, joint/split and the masks: causal, none, window, soft-cap, alibi,
+# positions, custom mask, lse-base2. PA_SKIP_DECODE=1 / PA_SKIP_PREFILL=1
+# skip one family.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: make_bundles.sh OUT_DIR [PA_COMPILE]}"
@@ -31,8 +37,37 @@ configs=(
   "g16_d256_p16_f16_hnd_split 2 16 256 16 f16 hnd split"
   "g32_d64_p5_f32_nhd_joint 1 32 64 5 f32 nhd joint"
 )
-for c in "${configs[@]}"; do
-  read -r name hkv g d p dt lay kv <<<"$c"
-  "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
-    --dtype "$dt" --layout "$lay" --kv "$kv" --chip sm_90 -o "$out/$name"
-done
+if [[ "${PA_SKIP_DECODE:-0}" != 1 ]]; then
+  for c in "${configs[@]}"; do
+    read -r name hkv g d p dt lay kv <<<"$c"
+    "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
+      --dtype "$dt" --layout "$lay" --kv "$kv" --chip sm_90 -o "$out/$name"
+  done
+fi
+
+# name kv_heads group head_dim page_size dtype layout kv [prefill flags...]
+prefill=(
+  "prefill_gqa4_d128_p16_f16_nhd_joint_causal 8 4 128 16 f16 nhd joint --causal"
+  "prefill_mha_d128_p16_f16_nhd_joint_causal 32 1 128 16 f16 nhd joint --causal"
+  "prefill_g4_d128_p16_bf16_nhd_joint_none 2 4 128 16 bf16 nhd joint"
+  "prefill_g1_d64_p1_f16_hnd_split_causal 4 1 64 1 f16 hnd split --causal"
+  "prefill_g8_d256_p64_bf16_hnd_joint_causal 1 8 256 64 bf16 hnd joint --causal"
+  "prefill_g4_d96_p5_f16_nhd_split_window 2 4 96 5 f16 nhd split --causal --window 100"
+  "prefill_g1_d192_p16_f16_nhd_joint_softcap 2 1 192 16 f16 nhd joint --causal --logits-soft-cap 30"
+  "prefill_g4_d128_p64_f16_hnd_joint_alibi 2 4 128 64 f16 hnd joint --causal --alibi"
+  "prefill_g4_d128_p16_f16_nhd_joint_positions 2 4 128 16 f16 nhd joint --causal --positions"
+  "prefill_g8_d64_p5_bf16_nhd_joint_custommask 1 8 64 5 bf16 nhd joint --custom-mask"
+  "prefill_g1_d128_p16_f16_hnd_split_lsebase2 4 1 128 16 f16 hnd split --causal --lse-base2 --sm-scale 0.1"
+  "prefill_g4_d256_p1_f16_nhd_joint_window_none 2 4 256 1 f16 nhd joint --window 64"
+  "prefill_g8_d128_p16_bf16_hnd_split_positions_mask 1 8 128 16 bf16 hnd split --positions --custom-mask --alibi"
+  "prefill_g1_d64_p64_bf16_nhd_joint_softcap_none 4 1 64 64 bf16 nhd joint --logits-soft-cap 20 --lse-base2"
+)
+if [[ "${PA_SKIP_PREFILL:-0}" != 1 ]]; then
+  for c in "${prefill[@]}"; do
+    read -r name hkv g d p dt lay kv flags <<<"$c"
+    # shellcheck disable=SC2086
+    "$pac" --kernels prefill --kv-heads "$hkv" --group "$g" --head-dim "$d" \
+      --page-size "$p" --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} \
+      --chip sm_90 -o "$out/$name"
+  done
+fi

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -66,11 +67,13 @@ const std::pair<const char *, KVStorage> kStorages[] = {
 const std::pair<const char *, ElemType> kElemTypes[] = {{"f16", ElemType::F16},
                                                         {"bf16", ElemType::BF16},
                                                         {"f32", ElemType::F32},
-                                                        {"i32", ElemType::I32}};
+                                                        {"i32", ElemType::I32},
+                                                        {"i8", ElemType::I8}};
 const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"decode", KernelKind::Decode},
     {"decode_partial", KernelKind::DecodePartial},
-    {"merge_segments", KernelKind::MergeSegments}};
+    {"merge_segments", KernelKind::MergeSegments},
+    {"prefill", KernelKind::Prefill}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -86,13 +89,19 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"work_start", ArgRole::WorkStart},
     {"work_end", ArgRole::WorkEnd},
     {"o_part", ArgRole::OPart},
-    {"lse_part", ArgRole::LSEPart}};
+    {"lse_part", ArgRole::LSEPart},
+    {"qo_indptr", ArgRole::QOIndptr},
+    {"q_positions", ArgRole::QPositions},
+    {"custom_mask", ArgRole::CustomMask},
+    {"mask_indptr", ArgRole::MaskIndptr},
+    {"alibi_slopes", ArgRole::AlibiSlopes}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
     {"kv_heads", GridSymbol::KVHeads},
     {"num_q_heads", GridSymbol::NumQHeads},
-    {"work_capacity", GridSymbol::WorkCapacity}};
+    {"work_capacity", GridSymbol::WorkCapacity},
+    {"q_tiles", GridSymbol::QTiles}};
 
 /// The rank and element type the ABI fixes for role `r`.
 void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
@@ -119,8 +128,19 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::WorkRequest:
   case ArgRole::WorkStart:
   case ArgRole::WorkEnd:
+  case ArgRole::QOIndptr:
+  case ArgRole::QPositions:
+  case ArgRole::MaskIndptr:
     rank = 1;
     type = ElemType::I32;
+    return;
+  case ArgRole::CustomMask:
+    rank = 1;
+    type = ElemType::I8;
+    return;
+  case ArgRole::AlibiSlopes:
+    rank = 1;
+    type = ElemType::F32;
     return;
   case ArgRole::LSE:
   case ArgRole::LSEPart:
@@ -143,6 +163,8 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
   bool cache = k != KernelKind::MergeSegments;
   if (cache) {
     roles.push_back(ArgRole::Q);
+    if (k == KernelKind::Prefill)
+      roles.push_back(ArgRole::QOIndptr);
     if (s == KVStorage::Joint) {
       roles.push_back(ArgRole::KV);
     } else {
@@ -153,7 +175,7 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
     roles.push_back(ArgRole::KVIndices);
     roles.push_back(ArgRole::KVLastPageLen);
   }
-  if (k != KernelKind::Decode) {
+  if (k == KernelKind::DecodePartial || k == KernelKind::MergeSegments) {
     roles.push_back(ArgRole::WorkIndptr);
     if (k == KernelKind::DecodePartial) {
       roles.push_back(ArgRole::WorkRequest);
@@ -168,6 +190,15 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
     roles.push_back(ArgRole::LSE);
   }
   return roles;
+}
+
+/// The roles kernel kind `k` may take besides requiredRoles (prefill only:
+/// q_positions, custom_mask, mask_indptr, alibi_slopes).
+std::vector<ArgRole> optionalRoles(KernelKind k) {
+  if (k != KernelKind::Prefill)
+    return {};
+  return {ArgRole::QPositions, ArgRole::CustomMask, ArgRole::MaskIndptr,
+          ArgRole::AlibiSlopes};
 }
 
 /// Splits `line` at whitespace, dropping everything from '#' on.
@@ -201,6 +232,28 @@ bool parseInt(std::string_view tok, int64_t &out) {
   return ec == std::errc() && ptr == last;
 }
 
+/// Parses a finite float (decimal or exponent form); the whole token must
+/// match.
+bool parseFloat(std::string_view tok, float &out) {
+  if (tok.empty())
+    return false;
+  const char *first = tok.data(), *last = tok.data() + tok.size();
+  float v = 0;
+  auto [ptr, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || ptr != last || !std::isfinite(v))
+    return false;
+  out = v;
+  return true;
+}
+
+/// The shortest text "%.9g" gives for `v`: enough digits that the float
+/// reads back exactly.
+std::string printFloat(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
+  return buf;
+}
+
 /// The manifest parser: one instance per parse.
 class Parser {
 public:
@@ -224,6 +277,7 @@ private:
   Status parseKernel(const std::vector<std::string_view> &t);
   Status parseArg(const std::vector<std::string_view> &t);
   Status parseLaunch(const std::vector<std::string_view> &t);
+  Status parsePrefill(const std::vector<std::string_view> &t);
   Status closeKernel();
   Status finish();
 
@@ -274,6 +328,8 @@ Status Parser::run(Manifest &out) {
       s = parseArg(t);
     else if (t[0] == "launch")
       s = parseLaunch(t);
+    else if (t[0] == "prefill")
+      s = parsePrefill(t);
     else if (t[0] == "end") {
       if (t.size() != 1)
         return lineError("'end' takes no operands");
@@ -283,7 +339,8 @@ Status Parser::run(Manifest &out) {
       s = lineError("duplicate 'pa-bundle' header");
     else
       s = lineError("unknown directive '", t[0],
-                    "' (expected config, kernel, arg, launch or end)");
+                    "' (expected config, kernel, arg, launch, prefill or "
+                    "end)");
     if (!s)
       return s;
   }
@@ -434,6 +491,8 @@ Status Parser::parseArg(const std::vector<std::string_view> &t) {
     return lineError("unknown element type '", t[4], "' (expected ",
                      spellings(kElemTypes), ")");
   std::vector<ArgRole> allowed = requiredRoles(k.kind, m.config.kv);
+  for (ArgRole r : optionalRoles(k.kind))
+    allowed.push_back(r);
   if (std::find(allowed.begin(), allowed.end(), a.role) == allowed.end())
     return lineError("role '", t[1], "' is not an argument of kernel '",
                      toString(k.kind), "' with kv ", toString(m.config.kv));
@@ -498,6 +557,77 @@ Status Parser::parseLaunch(const std::vector<std::string_view> &t) {
   return Status::success();
 }
 
+Status Parser::parsePrefill(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'prefill' outside a kernel");
+  KernelSpec &k = m.kernels.back();
+  if (k.kind != KernelKind::Prefill)
+    return lineError("a 'prefill' line belongs to a prefill kernel, not to "
+                     "kernel '",
+                     toString(k.kind), "'");
+  if (k.prefill)
+    return lineError("duplicate 'prefill' line (first on line ",
+                     k.prefill->line, ")");
+  if ((t.size() - 1) % 2 != 0)
+    return lineError("'prefill' expects KEY VALUE pairs");
+  enum Key { QPerTile, Causal, Window, SoftCap, SmScale, LseBase2, NumKeys };
+  const std::pair<const char *, Key> keys[] = {
+      {"queries_per_tile", QPerTile}, {"causal", Causal},
+      {"window", Window},             {"soft_cap", SoftCap},
+      {"sm_scale", SmScale},          {"lse_base2", LseBase2}};
+  bool seen[NumKeys] = {};
+  PrefillSpec p;
+  p.line = lineNo;
+  for (size_t i = 1; i + 1 < t.size(); i += 2) {
+    Key key;
+    if (!lookup(keys, t[i], key))
+      return lineError("unknown prefill key '", t[i], "' (expected one of ",
+                       spellings(keys), ")");
+    if (seen[key])
+      return lineError("duplicate prefill key '", t[i], "'");
+    seen[key] = true;
+    std::string_view val = t[i + 1];
+    switch (key) {
+    case QPerTile:
+      if (!parseInt(val, p.queriesPerTile) || p.queriesPerTile <= 0 ||
+          p.queriesPerTile > kMaxConfigValue)
+        return lineError("prefill queries_per_tile '", val,
+                         "' must be an integer in [1, 2^20]");
+      break;
+    case Window:
+      if (!parseInt(val, p.window) || p.window < 0 ||
+          p.window > std::numeric_limits<int32_t>::max())
+        return lineError("prefill window '", val,
+                         "' must be an integer in [0, 2^31-1] (0: none)");
+      break;
+    case Causal:
+    case LseBase2: {
+      bool &flag = key == Causal ? p.causal : p.lseBase2;
+      if (val != "0" && val != "1")
+        return lineError("prefill ", t[i], " '", val, "' must be 0 or 1");
+      flag = val == "1";
+      break;
+    }
+    case SoftCap:
+    case SmScale: {
+      float &f = key == SoftCap ? p.softCap : p.smScale;
+      if (!parseFloat(val, f) || f < 0)
+        return lineError("prefill ", t[i], " '", val,
+                         "' must be a finite number >= 0 (0: ",
+                         key == SoftCap ? "none" : "1/sqrt(head_dim)", ")");
+      break;
+    }
+    case NumKeys:
+      break;
+    }
+  }
+  for (const auto &[spelling, key] : keys)
+    if (!seen[key])
+      return lineError("prefill line is missing key '", spelling, "'");
+  k.prefill = p;
+  return Status::success();
+}
+
 Status Parser::closeKernel() {
   if (!inKernel)
     return Status::success();
@@ -519,6 +649,21 @@ Status Parser::closeKernel() {
       return kernelError(std::string("missing argument role '") + toString(r) +
                          "'");
   }
+  if (k.kind != KernelKind::Prefill)
+    return Status::success();
+  if (!k.prefill)
+    return kernelError("missing the 'prefill queries_per_tile N causal 0|1 "
+                       "window W soft_cap C sm_scale S lse_base2 0|1' line");
+  bool mask = k.hasRole(ArgRole::CustomMask);
+  if (mask != k.hasRole(ArgRole::MaskIndptr))
+    return kernelError("'custom_mask' and 'mask_indptr' come together");
+  if (mask && k.prefill->causal)
+    return kernelError("a custom mask excludes causal (prefill line says "
+                       "causal 1)");
+  if (mask && k.prefill->window > 0)
+    return kernelError("a custom mask excludes a window (prefill line says "
+                       "window " +
+                       std::to_string(k.prefill->window) + ")");
   return Status::success();
 }
 
@@ -532,14 +677,20 @@ Status Parser::finish() {
   if (!haveEnd)
     return Status::error(os.str() +
                          "missing 'end' (truncated manifest?)");
-  if (!m.find(KernelKind::Decode))
-    return Status::error(os.str() + "the bundle has no 'decode' kernel");
+  bool decode = m.find(KernelKind::Decode) != nullptr;
+  if (!decode && !m.find(KernelKind::Prefill))
+    return Status::error(os.str() + "the bundle has no 'decode' kernel and "
+                                    "no 'prefill' kernel (it needs one)");
   bool partial = m.find(KernelKind::DecodePartial) != nullptr;
   bool merge = m.find(KernelKind::MergeSegments) != nullptr;
   if (partial != merge)
     return Status::error(os.str() +
                          "'decode_partial' and 'merge_segments' come together "
                          "(split-KV needs both)");
+  if (partial && !decode)
+    return Status::error(os.str() +
+                         "'decode_partial' and 'merge_segments' need a "
+                         "'decode' kernel (split-KV decode)");
   return Status::success();
 }
 
@@ -617,6 +768,13 @@ int64_t KernelSpec::numParams() const {
   return n;
 }
 
+bool KernelSpec::hasRole(ArgRole r) const {
+  for (const ArgSpec &a : args)
+    if (a.role == r)
+      return true;
+  return false;
+}
+
 const KernelSpec *Manifest::find(KernelKind k) const {
   for (const KernelSpec &s : kernels)
     if (s.kind == k)
@@ -644,6 +802,11 @@ std::string pa::rt::printManifest(const Manifest &m) {
   for (const KernelSpec &k : m.kernels) {
     os << "kernel " << toString(k.kind) << " " << k.file << " " << k.symbol
        << "\n";
+    if (const std::optional<PrefillSpec> &p = k.prefill)
+      os << "prefill queries_per_tile " << p->queriesPerTile << " causal "
+         << (p->causal ? 1 : 0) << " window " << p->window << " soft_cap "
+         << printFloat(p->softCap) << " sm_scale " << printFloat(p->smScale)
+         << " lse_base2 " << (p->lseBase2 ? 1 : 0) << "\n";
     for (const ArgSpec &a : k.args)
       os << "arg " << toString(a.role) << " memref " << a.rank << " "
          << toString(a.type) << "\n";
@@ -698,7 +861,7 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
   switch (r) {
   case ArgRole::Q:
   case ArgRole::O:
-    return {d.batch, hq, hd};
+    return {d.queryRows(), hq, hd};
   case ArgRole::KV:
     return nhd ? std::vector<int64_t>{d.numPages, 2, p, hkv, hd}
                : std::vector<int64_t>{d.numPages, 2, hkv, p, hd};
@@ -708,13 +871,21 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
                : std::vector<int64_t>{d.numPages, hkv, p, hd};
   case ArgRole::KVIndptr:
   case ArgRole::WorkIndptr:
+  case ArgRole::QOIndptr:
+  case ArgRole::MaskIndptr:
     return {d.batch + 1};
+  case ArgRole::QPositions:
+    return {d.queryRows()};
+  case ArgRole::CustomMask:
+    return {d.maskBytes};
+  case ArgRole::AlibiSlopes:
+    return {hq};
   case ArgRole::KVIndices:
     return {d.nnz};
   case ArgRole::KVLastPageLen:
     return {d.batch};
   case ArgRole::LSE:
-    return {d.batch, hq};
+    return {d.queryRows(), hq};
   case ArgRole::WorkRequest:
   case ArgRole::WorkStart:
   case ArgRole::WorkEnd:
@@ -758,6 +929,9 @@ Status pa::rt::resolveGrid(const LaunchSpec &l, const BundleConfig &c,
       break;
     case GridSymbol::WorkCapacity:
       v = d.workCapacity;
+      break;
+    case GridSymbol::QTiles:
+      v = d.qTiles;
       break;
     }
     if (v <= 0)

@@ -152,6 +152,67 @@ Status pa::rt::validateQueries(I32Span qoIndptr, int64_t batch,
   return Status::success();
 }
 
+Status pa::rt::prefillQueryTiles(I32Span qoIndptr, int64_t batch,
+                                 int64_t queriesPerTile, int64_t &out) {
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (queriesPerTile <= 0)
+    return fail("queries_per_tile = ", queriesPerTile, " must be positive");
+  if (Status s = checkLength(qoIndptr, "qo_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  int64_t tiles = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
+    if (len < 0)
+      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
+                  b, "] = ", qoIndptr[b], " > qo_indptr[", b + 1,
+                  "] = ", qoIndptr[b + 1]);
+    tiles = std::max(tiles, ceilDiv(len, queriesPerTile));
+  }
+  out = tiles;
+  return Status::success();
+}
+
+Status pa::rt::validateMask(I32Span maskIndptr, I32Span qoIndptr,
+                            int64_t batch, const std::vector<int64_t> &kvLens,
+                            int64_t maskBytes) {
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (maskBytes < 0)
+    return fail("mask_bytes = ", maskBytes, " is negative");
+  if (Status s =
+          checkLength(maskIndptr, "mask_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  if (Status s = checkLength(qoIndptr, "qo_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  if (static_cast<int64_t>(kvLens.size()) != batch)
+    return fail("kv lengths: ", kvLens.size(), " entries, expected batch = ",
+                batch);
+  if (maskIndptr[0] < 0)
+    return fail("mask_indptr[0] = ", maskIndptr[0], " is negative");
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t lo = maskIndptr[b], hi = maskIndptr[b + 1];
+    if (hi < lo)
+      return fail("mask_indptr not non-decreasing at b = ", b,
+                  ": mask_indptr[", b, "] = ", lo, " > mask_indptr[", b + 1,
+                  "] = ", hi);
+    int64_t qoLen = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
+    int64_t need = ceilDiv(qoLen * kvLens[b], 8);
+    if (hi - lo < need)
+      return fail("mask segment ", b, " has ", hi - lo, " bytes (mask_indptr[",
+                  b, "] = ", lo, " .. mask_indptr[", b + 1, "] = ", hi,
+                  "), request ", b, " needs ceil(qo_len ", qoLen,
+                  " * kv_len ", kvLens[b], " / 8) = ", need);
+  }
+  if (maskIndptr[batch] > maskBytes)
+    return fail("mask_indptr[", batch, "] = ", maskIndptr[batch],
+                " exceeds the ", maskBytes, " bytes of custom_mask (mask_bytes)");
+  return Status::success();
+}
+
 WorkList pa::rt::planFixedChunks(const std::vector<int64_t> &kvLens,
                                  int64_t chunkSize) {
   assert(chunkSize >= 1 && "planFixedChunks needs chunkSize >= 1");

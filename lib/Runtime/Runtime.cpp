@@ -6,8 +6,11 @@
 //
 // Implements pa_runtime.h on top of the CUDA driver API (libcuda only, no
 // CUDA runtime): bundle loading, decode planning (pa::rt::planDecode),
-// argument checks, checked mode (pa::rt::validatePageTable on a host copy of
-// the page table) and the launches. Builds with -fno-exceptions: failures
+// prefill planning (lengths and the q_tiles grid), argument checks, checked
+// mode (pa::rt::validatePageTable, validateQueries, validateMask on host
+// copies of the device arrays) and the launches. Decode and prefill share
+// one home for the cache-argument checks, the page-table check, the role
+// bindings of the cache and the launch (packing, grid, checked-mode sync). Builds with -fno-exceptions: failures
 // travel as pa::rt::Status and end in the per-thread pa_last_error().
 //
 //===----------------------------------------------------------------------===//
@@ -166,6 +169,14 @@ struct pa_plan {
   }
 };
 
+struct pa_prefill_plan {
+  BundleConfig config;
+  int64_t batch = 0, nnz = 0, numQueryRows = 0, queriesPerTile = 0,
+          qTiles = 0;
+  std::vector<int64_t> kvLens;
+  std::vector<int32_t> qoIndptr;
+};
+
 namespace {
 
 /// Loads every kernel binary of `b` and looks its functions up.
@@ -230,6 +241,19 @@ Status loadBundle(pa_bundle &b) {
                     " parameters the manifest's memref arguments need");
     }
     if (k.launch.sharedBytes > 48 * 1024) {
+      // Dynamic shared memory above 48 KiB needs the opt-in limit of the
+      // device and the function's attribute raised to it.
+      CUdevice dev;
+      PA_CU(cuCtxGetDevice(&dev));
+      int optin = 0;
+      PA_CU(cuDeviceGetAttribute(
+          &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+      if (k.launch.sharedBytes > optin)
+        return fail("kernel '", toString(k.kind), "' (", k.symbol,
+                    ") needs ", k.launch.sharedBytes,
+                    " bytes of dynamic shared memory, the device allows at "
+                    "most ",
+                    optin, " per block (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
       std::string what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
                          std::to_string(k.launch.sharedBytes) + ") for '" +
                          k.symbol + "'";
@@ -352,29 +376,123 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
   return Status::success();
 }
 
+/// The arguments decode and prefill share: the query / output tensors, the
+/// paged cache with its page table, and the sizes.
+struct CacheArgs {
+  pa_deviceptr q = 0, kv = 0, k = 0, v = 0, kvIndptr = 0, kvIndices = 0,
+               kvLastPageLen = 0, o = 0, lse = 0;
+  int64_t batch = 0, numQHeads = 0, headDim = 0, numPages = 0, nnz = 0;
+};
+
+CacheArgs cacheArgs(const pa_decode_args &a) {
+  return {a.q,         a.kv,          a.k,        a.v,
+          a.kv_indptr, a.kv_indices,  a.kv_last_page_len,
+          a.o,         a.lse,         a.batch,    a.num_q_heads,
+          a.head_dim,  a.num_pages,   a.nnz};
+}
+
+CacheArgs cacheArgs(const pa_prefill_args &a) {
+  return {a.q,         a.kv,          a.k,        a.v,
+          a.kv_indptr, a.kv_indices,  a.kv_last_page_len,
+          a.o,         a.lse,         a.batch,    a.num_q_heads,
+          a.head_dim,  a.num_pages,   a.nnz};
+}
+
+/// The checks every run makes before anything else: the plan's bundle
+/// config, batch and nnz against the plan, heads and head_dim against the
+/// bundle, joint vs split cache, and (when `batch > 0`) non-null pointers
+/// for what the sizes say is read or written.
+Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
+                      int64_t planBatch, int64_t planNnz, const CacheArgs &a) {
+  if (planConfig != c)
+    return fail("the plan was made for a bundle with config '",
+                planConfig.str(), "', this bundle's is '", c.str(), "'");
+  if (a.batch != planBatch)
+    return fail("batch = ", a.batch, " but the plan was made for batch ",
+                planBatch);
+  if (a.numQHeads != c.numQHeads())
+    return fail("num_q_heads = ", a.numQHeads, " but the bundle has kv_heads ",
+                c.kvHeads, " * group ", c.group, " = ", c.numQHeads());
+  if (a.headDim != c.headDim)
+    return fail("head_dim = ", a.headDim, " but the bundle's is ", c.headDim);
+  if (a.numPages < 0)
+    return fail("num_pages = ", a.numPages, " is negative");
+  if (a.nnz != planNnz)
+    return fail("size mismatch: nnz = ", a.nnz,
+                " but the plan was made with kv_indptr[", planBatch,
+                "] = ", planNnz);
+  bool joint = c.kv == KVStorage::Joint;
+  if (joint && (a.k || a.v))
+    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
+                "k / v");
+  if (!joint && a.kv)
+    return fail("the bundle stores K and V apart (kv split): pass k and v, "
+                "not kv");
+  if (a.batch == 0)
+    return Status::success();
+  struct {
+    const char *name;
+    pa_deviceptr ptr;
+    bool needed;
+  } required[] = {{"q", a.q, true},
+                  {"o", a.o, true},
+                  {"lse", a.lse, true},
+                  {"kv_indptr", a.kvIndptr, true},
+                  {"kv_last_page_len", a.kvLastPageLen, true},
+                  {"kv_indices", a.kvIndices, a.nnz > 0},
+                  {"kv", a.kv, joint && a.numPages > 0},
+                  {"k", a.k, !joint && a.numPages > 0},
+                  {"v", a.v, !joint && a.numPages > 0}};
+  for (const auto &r : required)
+    if (r.needed && !r.ptr)
+      return fail("argument '", r.name, "' is null");
+  return Status::success();
+}
+
+/// Binds the cache roles (q, kv or k / v, the page table, o, lse).
+void bindCacheArgs(const BundleConfig &c, const CacheArgs &a,
+                   const ProblemDims &dims, ArgBindings &args) {
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
+  bind(ArgRole::Q, a.q);
+  if (c.kv == KVStorage::Joint) {
+    bind(ArgRole::KV, a.kv);
+  } else {
+    bind(ArgRole::K, a.k);
+    bind(ArgRole::V, a.v);
+  }
+  bind(ArgRole::KVIndptr, a.kvIndptr);
+  bind(ArgRole::KVIndices, a.kvIndices);
+  bind(ArgRole::KVLastPageLen, a.kvLastPageLen);
+  bind(ArgRole::O, a.o);
+  bind(ArgRole::LSE, a.lse);
+}
+
 /// Checked mode: validates the device page table on the host against the
-/// cache, the nnz argument and the plan. The host copies have the lengths
-/// the arguments give (batch + 1, batch, nnz), and the validators check the
-/// table against exactly those lengths.
-Status checkPageTable(const BundleConfig &c, const pa_plan &p,
-                      const pa_decode_args &a, CUstream stream) {
+/// cache, the nnz argument and the plan's kv lengths `planLens`. The host
+/// copies have the lengths the arguments give (batch + 1, batch, nnz), and
+/// the validators check the table against exactly those lengths.
+Status checkPageTable(const BundleConfig &c,
+                      const std::vector<int64_t> &planLens, const CacheArgs &a,
+                      CUstream stream) {
   std::vector<int32_t> indptr, lastLen, indices;
-  PA_TRY(download(indptr, a.kv_indptr, a.batch + 1, stream, "kv_indptr"));
-  PA_TRY(download(lastLen, a.kv_last_page_len, a.batch, stream,
+  PA_TRY(download(indptr, a.kvIndptr, a.batch + 1, stream, "kv_indptr"));
+  PA_TRY(download(lastLen, a.kvLastPageLen, a.batch, stream,
                   "kv_last_page_len"));
   std::vector<int64_t> lens;
   PA_TRY(kvLengths(indptr, lastLen, a.batch, c.pageSize, lens));
   if (indptr[a.batch] != a.nnz)
     return fail("size mismatch: kv_indptr[", a.batch, "] = ", indptr[a.batch],
                 " on the device, but nnz (entries of kv_indices) = ", a.nnz);
-  PA_TRY(download(indices, a.kv_indices, a.nnz, stream, "kv_indices"));
+  PA_TRY(download(indices, a.kvIndices, a.nnz, stream, "kv_indices"));
   PA_TRY(validatePageTable(indptr, indices, lastLen, a.batch, c.pageSize,
-                           a.num_pages));
+                           a.numPages));
   for (int64_t b = 0; b < a.batch; ++b)
-    if (lens[b] != p.kvLens[b])
+    if (lens[b] != planLens[b])
       return fail("the page table does not match the plan: kv_len[", b,
                   "] = ", lens[b], " on the device, the plan was made for ",
-                  p.kvLens[b]);
+                  planLens[b]);
   return Status::success();
 }
 
@@ -411,50 +529,12 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
                  CUstream stream) {
   PA_TRY(requireContext());
   const BundleConfig &c = b.manifest.config;
-  if (p.config != c)
-    return fail("the plan was made for a bundle with config '", p.config.str(),
-                "', this bundle's is '", c.str(), "'");
-  if (a.batch != p.batch)
-    return fail("batch = ", a.batch, " but the plan was made for batch ",
-                p.batch);
-  if (a.num_q_heads != c.numQHeads())
-    return fail("num_q_heads = ", a.num_q_heads, " but the bundle has kv_heads ",
-                c.kvHeads, " * group ", c.group, " = ", c.numQHeads());
-  if (a.head_dim != c.headDim)
-    return fail("head_dim = ", a.head_dim, " but the bundle's is ", c.headDim);
-  if (a.num_pages < 0)
-    return fail("num_pages = ", a.num_pages, " is negative");
-  if (a.nnz != p.nnz)
-    return fail("size mismatch: nnz = ", a.nnz,
-                " but the plan was made with kv_indptr[", p.batch, "] = ", p.nnz);
-  bool joint = c.kv == KVStorage::Joint;
-  if (joint && (a.k || a.v))
-    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
-                "k / v");
-  if (!joint && a.kv)
-    return fail("the bundle stores K and V apart (kv split): pass k and v, "
-                "not kv");
+  CacheArgs ca = cacheArgs(a);
+  PA_TRY(checkCacheArgs(c, p.config, p.batch, p.nnz, ca));
   if (p.batch == 0)
     return Status::success();
-  struct {
-    const char *name;
-    pa_deviceptr ptr;
-    bool needed;
-  } required[] = {{"q", a.q, true},
-                  {"o", a.o, true},
-                  {"lse", a.lse, true},
-                  {"kv_indptr", a.kv_indptr, true},
-                  {"kv_last_page_len", a.kv_last_page_len, true},
-                  {"kv_indices", a.kv_indices, a.nnz > 0},
-                  {"kv", a.kv, joint && a.num_pages > 0},
-                  {"k", a.k, !joint && a.num_pages > 0},
-                  {"v", a.v, !joint && a.num_pages > 0}};
-  for (const auto &r : required)
-    if (r.needed && !r.ptr)
-      return fail("argument '", r.name, "' is null");
-
   if (a.checked)
-    PA_TRY(checkPageTable(c, p, a, stream));
+    PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
 
   ProblemDims dims;
   dims.batch = p.batch;
@@ -462,25 +542,14 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   dims.nnz = a.nnz;
   dims.workCapacity = p.workCapacity;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
-  bind(ArgRole::Q, a.q);
-  if (joint) {
-    bind(ArgRole::KV, a.kv);
-  } else {
-    bind(ArgRole::K, a.k);
-    bind(ArgRole::V, a.v);
-  }
-  bind(ArgRole::KVIndptr, a.kv_indptr);
-  bind(ArgRole::KVIndices, a.kv_indices);
-  bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
-  bind(ArgRole::O, a.o);
-  bind(ArgRole::LSE, a.lse);
+  bindCacheArgs(c, ca, dims, args);
   bool checked = a.checked != 0;
   if (!p.plan.split)
     return launch(b, KernelKind::Decode, args, dims, stream, checked);
 
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
   bind(ArgRole::WorkIndptr, p.workIndptr);
   bind(ArgRole::WorkRequest, p.workRequest);
   bind(ArgRole::WorkStart, p.workStart);
@@ -489,6 +558,158 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   bind(ArgRole::LSEPart, p.lsePart);
   PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked));
   return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
+}
+
+/// The prefill kernel of `b`, or an error naming the bundle.
+Status prefillKernel(const pa_bundle &b, const KernelSpec *&out) {
+  out = b.manifest.find(KernelKind::Prefill);
+  if (!out || !out->prefill || !b.function(KernelKind::Prefill))
+    return fail("bundle '", b.dir,
+                "' has no 'prefill' kernel (compile it with pa-compile "
+                "--kernels prefill or all)");
+  return Status::success();
+}
+
+Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
+                       const int32_t *kvIndptr, const int32_t *lastPageLen,
+                       int64_t batch, int64_t numQueryRows,
+                       pa_prefill_plan_t &p) {
+  const KernelSpec *k = nullptr;
+  PA_TRY(prefillKernel(b, k));
+  const BundleConfig &c = b.manifest.config;
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (numQueryRows < 0)
+    return fail("num_query_rows = ", numQueryRows, " is negative");
+  p.config = c;
+  p.batch = batch;
+  p.numQueryRows = numQueryRows;
+  p.queriesPerTile = k->prefill->queriesPerTile;
+  // The C API's contract: qo_indptr and kv_indptr have batch + 1 entries,
+  // kv_last_page_len batch entries.
+  I32Span qo(qoIndptr, batch + 1), indptr(kvIndptr, batch + 1),
+      lastLen(lastPageLen, batch);
+  PA_TRY(kvLengths(indptr, lastLen, batch, c.pageSize, p.kvLens));
+  PA_TRY(validateQueries(qo, batch, numQueryRows, p.kvLens,
+                         k->hasRole(ArgRole::QPositions)));
+  PA_TRY(prefillQueryTiles(qo, batch, p.queriesPerTile, p.qTiles));
+  p.nnz = kvIndptr[batch];
+  p.qoIndptr.assign(qoIndptr, qoIndptr + batch + 1);
+  if (p.qTiles > 0) {
+    // The grid must fit the launch (z = batch <= 65535).
+    ProblemDims dims;
+    dims.batch = batch;
+    dims.numQueryRows = numQueryRows;
+    dims.qTiles = p.qTiles;
+    std::array<uint32_t, 3> grid;
+    if (Status s = resolveGrid(k->launch, c, dims, grid); !s)
+      return fail("kernel 'prefill': ", s.message);
+  }
+  return Status::success();
+}
+
+/// Copies the query positions to the host and checks that none is
+/// negative (the kernel's and the oracle's precondition).
+Status checkPositions(pa_deviceptr ptr, int64_t rows, CUstream stream) {
+  std::vector<int32_t> pos;
+  PA_TRY(download(pos, ptr, rows, stream, "q_positions"));
+  for (int64_t i = 0; i < rows; ++i)
+    if (pos[i] < 0)
+      return fail("q_positions[", i, "] = ", pos[i], " is negative");
+  return Status::success();
+}
+
+Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
+                  const pa_prefill_args &a, CUstream stream) {
+  PA_TRY(requireContext());
+  const KernelSpec *k = nullptr;
+  PA_TRY(prefillKernel(b, k));
+  const BundleConfig &c = b.manifest.config;
+  CacheArgs ca = cacheArgs(a);
+  PA_TRY(checkCacheArgs(c, p.config, p.batch, p.nnz, ca));
+  if (a.num_query_rows != p.numQueryRows)
+    return fail("num_query_rows = ", a.num_query_rows,
+                " but the plan was made with qo_indptr[", p.batch,
+                "] = ", p.numQueryRows);
+  if (a.mask_bytes < 0)
+    return fail("mask_bytes = ", a.mask_bytes, " is negative");
+  bool positions = k->hasRole(ArgRole::QPositions);
+  bool mask = k->hasRole(ArgRole::CustomMask);
+  bool alibi = k->hasRole(ArgRole::AlibiSlopes);
+  // Optional roles: given exactly when the kernel takes them.
+  struct {
+    const char *name, *flag;
+    bool given, taken, needed;
+  } optional[] = {
+      {"q_positions", "--positions", a.q_positions != 0, positions,
+       a.num_query_rows > 0},
+      {"custom_mask", "--custom-mask", a.custom_mask != 0, mask,
+       a.mask_bytes > 0},
+      {"mask_indptr", "--custom-mask", a.mask_indptr != 0, mask, p.batch > 0},
+      {"alibi_slopes", "--alibi", a.alibi_slopes != 0, alibi, true}};
+  for (const auto &o : optional) {
+    if (o.given && !o.taken)
+      return fail("argument '", o.name,
+                  "' is given but the bundle's prefill kernel takes none "
+                  "(compiled without ",
+                  o.flag, "): pass 0");
+    if (o.taken && o.needed && !o.given)
+      return fail("argument '", o.name,
+                  "' is null but the bundle's prefill kernel reads it "
+                  "(compiled with ",
+                  o.flag, ")");
+  }
+  if (!mask && a.mask_bytes != 0)
+    return fail("mask_bytes = ", a.mask_bytes,
+                " but the bundle's prefill kernel takes no custom mask");
+  if (p.batch > 0 && !a.qo_indptr)
+    return fail("argument 'qo_indptr' is null");
+
+  if (a.checked && p.batch > 0) {
+    PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
+    std::vector<int32_t> qo;
+    PA_TRY(download(qo, a.qo_indptr, p.batch + 1, stream, "qo_indptr"));
+    PA_TRY(validateQueries(qo, p.batch, a.num_query_rows, p.kvLens,
+                           positions));
+    for (int64_t i = 0; i <= p.batch; ++i)
+      if (qo[i] != p.qoIndptr[i])
+        return fail("the query segments do not match the plan: qo_indptr[",
+                    i, "] = ", qo[i], " on the device, the plan was made for ",
+                    p.qoIndptr[i]);
+    if (positions)
+      PA_TRY(checkPositions(a.q_positions, a.num_query_rows, stream));
+    if (mask) {
+      std::vector<int32_t> maskIndptr;
+      PA_TRY(download(maskIndptr, a.mask_indptr, p.batch + 1, stream,
+                      "mask_indptr"));
+      PA_TRY(validateMask(maskIndptr, qo, p.batch, p.kvLens, a.mask_bytes));
+    }
+  }
+  if (p.qTiles == 0)
+    return Status::success(); // no query rows: nothing to launch
+
+  ProblemDims dims;
+  dims.batch = p.batch;
+  dims.numPages = a.num_pages;
+  dims.nnz = a.nnz;
+  dims.numQueryRows = p.numQueryRows;
+  dims.maskBytes = a.mask_bytes;
+  dims.qTiles = p.qTiles;
+  ArgBindings args;
+  bindCacheArgs(c, ca, dims, args);
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
+  bind(ArgRole::QOIndptr, a.qo_indptr);
+  if (positions)
+    bind(ArgRole::QPositions, a.q_positions);
+  if (mask) {
+    bind(ArgRole::CustomMask, a.custom_mask);
+    bind(ArgRole::MaskIndptr, a.mask_indptr);
+  }
+  if (alibi)
+    bind(ArgRole::AlibiSlopes, a.alibi_slopes);
+  return launch(b, KernelKind::Prefill, args, dims, stream, a.checked != 0);
 }
 
 Status initDevice(int device) {
@@ -569,6 +790,8 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->layout = c.layout == CacheLayout::NHD ? PA_LAYOUT_NHD : PA_LAYOUT_HND;
   out->kv_storage = c.kv == KVStorage::Joint ? PA_KV_JOINT : PA_KV_SPLIT;
   out->has_split_kernels = bundle->hasSplit() ? 1 : 0;
+  out->has_decode = bundle->function(KernelKind::Decode) ? 1 : 0;
+  out->has_prefill = bundle->function(KernelKind::Prefill) ? 1 : 0;
   return PA_SUCCESS;
 }
 
@@ -618,6 +841,49 @@ int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
           runDecode(*bundle, *plan, *args, static_cast<CUstream>(stream));
       !s)
     return report(fail("pa_decode_run: ", s.message));
+  return PA_SUCCESS;
+}
+
+int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
+                    const int32_t *kv_indptr, const int32_t *kv_last_page_len,
+                    int64_t batch, int64_t num_query_rows,
+                    pa_prefill_plan_t **out) {
+  if (!bundle || !out)
+    return report(fail("pa_prefill_plan: null argument"));
+  *out = nullptr;
+  pa_prefill_plan_t *p = new pa_prefill_plan_t;
+  if (Status s = makePrefillPlan(*bundle, qo_indptr, kv_indptr,
+                                 kv_last_page_len, batch, num_query_rows, *p);
+      !s) {
+    delete p;
+    return report(fail("pa_prefill_plan: ", s.message));
+  }
+  *out = p;
+  return PA_SUCCESS;
+}
+
+int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
+                             pa_prefill_plan_info *out) {
+  if (!plan || !out)
+    return report(fail("pa_prefill_plan_get_info: null argument"));
+  out->batch = plan->batch;
+  out->nnz = plan->nnz;
+  out->num_query_rows = plan->numQueryRows;
+  out->queries_per_tile = plan->queriesPerTile;
+  out->q_tiles = plan->qTiles;
+  return PA_SUCCESS;
+}
+
+void pa_prefill_plan_free(pa_prefill_plan_t *plan) { delete plan; }
+
+int pa_prefill_run(pa_bundle *bundle, const pa_prefill_plan_t *plan,
+                   const pa_prefill_args *args, pa_stream stream) {
+  if (!bundle || !plan || !args)
+    return report(fail("pa_prefill_run: null argument"));
+  if (Status s =
+          runPrefill(*bundle, *plan, *args, static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_prefill_run: ", s.message));
   return PA_SUCCESS;
 }
 

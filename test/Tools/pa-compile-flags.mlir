@@ -5,6 +5,10 @@
 // RUN: not pa-compile --page-size 2147483648 -o %t/bad 2>&1 | FileCheck %s --check-prefix=PAGE
 // RUN: not pa-compile --tokens-in-flight -1 -o %t/bad 2>&1 | FileCheck %s --check-prefix=TOKENS
 // RUN: not pa-compile --lane-bytes 8 --dtype f64 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MULTI
+// RUN: not pa-compile --kernels both -o %t/bad 2>&1 | FileCheck %s --check-prefix=KERNELS
+// RUN: not pa-compile --causal --alibi -o %t/bad 2>&1 | FileCheck %s --check-prefix=DECODEONLY
+// RUN: not pa-compile --kernels prefill --custom-mask --causal --window 8 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MASK
+// RUN: not pa-compile --kernels all --sm-scale -1 --logits-soft-cap 1e39 --window -2 -o %t/bad 2>&1 | FileCheck %s --check-prefix=REALS
 // RUN: not ls %t/bad
 // --help shows pa-compile's options, not LLVM's.
 // RUN: pa-compile --help | FileCheck %s --check-prefix=HELP
@@ -14,6 +18,14 @@
 // TOKENS: pa-compile: --tokens-in-flight -1 is out of [0, 64]
 // MULTI: --lane-bytes must be 16 or 32
 // MULTI: --dtype must be f16, bf16 or f32, got 'f64'
+// KERNELS: pa-compile: --kernels must be decode, prefill or all, got 'both'
+// DECODEONLY: pa-compile: --causal is a prefill option: it needs --kernels prefill or all
+// DECODEONLY: pa-compile: --alibi is a prefill option
+// MASK: pa-compile: --custom-mask excludes --causal
+// MASK: pa-compile: --custom-mask excludes --window
+// REALS: pa-compile: --window -2 is out of [0, 2147483647]
+// REALS: pa-compile: --logits-soft-cap 1e+39 must be a finite f32 value >= 0 (0: none)
+// REALS: pa-compile: --sm-scale -1 must be a finite f32 value >= 0 (0: 1/sqrt(head-dim))
 // HELP: pa-compile options:
 // HELP: --group
 // HELP-NOT: --mlir-

@@ -1,15 +1,19 @@
-//===- pa-compile.cpp - compile a decode configuration to a kernel bundle ---===//
+//===- pa-compile.cpp - compile a configuration to a kernel bundle ---------===//
 //
-// Builds the pa program of one decode configuration (plain decode, and the
-// split-KV form: decode_partial over a run-time work list + merge_segments)
-// with the dialect's builders, lowers it with `pa-lower-to-nvvm` (the same
+// Builds the pa program of one configuration with the dialect's builders:
+// with `--kernels decode` (the default) plain decode and the split-KV form
+// (decode_partial over a run-time work list + merge_segments); with
+// `--kernels prefill` one ragged batch prefill (`pa.prefill`, with the mask,
+// positions, ALiBi and options its flags ask for); `--kernels all` both. It lowers it with `pa-lower-to-nvvm` (the same
 // pipeline and the same tuned kernel shape as `pa-opt --pa-lower-to-nvvm`),
 // and writes a kernel bundle: the cubin, the PTX, the IR, and
 // `bundle.manifest`, printed by pa::rt::printManifest from the `pa.kernel`
-// ABI attributes convert-pa-to-gpu puts on each kernel (docs/Runtime.md).
+// ABI attributes convert-pa-to-gpu puts on each kernel (docs/Runtime.md);
+// a prefill kernel's `prefill` line comes from the flags and its tile_q.
 //
 //   pa-compile --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
 //              --layout nhd --dtype f16 --kv joint --chip sm_90 -o DIR
+//   pa-compile --kernels prefill --causal ... -o DIR
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +41,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -78,12 +85,49 @@ static cl::opt<int64_t> headsPerCTA(
     "heads-per-cta", cl::init(0),
     cl::desc("Query heads of a GQA group per CTA (0: tuned)"),
     cl::cat(category));
+static cl::opt<std::string> kernelSet(
+    "kernels", cl::init("decode"),
+    cl::desc("decode (decode + split-KV kernels) | prefill | all"),
+    cl::cat(category));
+static cl::opt<bool> causal("causal", cl::init(false),
+                            cl::desc("prefill: causal mask"),
+                            cl::cat(category));
+static cl::opt<int64_t> window("window", cl::init(0),
+                               cl::desc("prefill: sliding window in tokens "
+                                        "(0: none)"),
+                               cl::cat(category));
+static cl::opt<double> softCap("logits-soft-cap", cl::init(0),
+                               cl::desc("prefill: logits soft-cap (0: none)"),
+                               cl::cat(category));
+static cl::opt<double> smScale("sm-scale", cl::init(0),
+                               cl::desc("prefill: score scale (0: "
+                                        "1/sqrt(head-dim))"),
+                               cl::cat(category));
+static cl::opt<bool> lseBase2("lse-base2", cl::init(false),
+                              cl::desc("prefill: report lse in base 2"),
+                              cl::cat(category));
+static cl::opt<bool> alibi("alibi", cl::init(false),
+                           cl::desc("prefill: ALiBi slopes argument"),
+                           cl::cat(category));
+static cl::opt<bool> positions("positions", cl::init(false),
+                               cl::desc("prefill: explicit query positions "
+                                        "argument (q_positions)"),
+                               cl::cat(category));
+static cl::opt<bool> customMask("custom-mask", cl::init(false),
+                                cl::desc("prefill: packed custom mask "
+                                         "arguments (custom_mask, "
+                                         "mask_indptr)"),
+                                cl::cat(category));
 static cl::opt<std::string> outDir("o", cl::Required,
                                    cl::desc("Output bundle directory"),
                                    cl::cat(category));
 
 namespace {
 using rt::kMaxConfigValue;
+
+/// What `--kernels` asks for.
+bool wantDecode() { return kernelSet == "decode" || kernelSet == "all"; }
+bool wantPrefill() { return kernelSet == "prefill" || kernelSet == "all"; }
 
 /// Rejects bad flags with a message naming them; true if all are good.
 bool checkFlags() {
@@ -119,12 +163,41 @@ bool checkFlags() {
     fail("--kv must be joint or split, got '" + kvForm + "'");
   if (!StringRef(chip.getValue()).starts_with("sm_"))
     fail("--chip must name an SM, e.g. sm_90, got '" + chip + "'");
+  if (!wantDecode() && !wantPrefill())
+    fail("--kernels must be decode, prefill or all, got '" + kernelSet + "'");
+  inRange(window, 0, std::numeric_limits<int32_t>::max());
+  // The op stores both as f32: they must be finite there.
+  auto realFlag = [&](const cl::opt<double> &o) {
+    double v = o.getValue();
+    if (std::isfinite(v) && v >= 0 && std::isfinite(static_cast<float>(v)))
+      return;
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    fail("--" + o.ArgStr + " " + text +
+         " must be a finite f32 value >= 0 (0: " +
+         (&o == &softCap ? "none" : "1/sqrt(head-dim)") + ")");
+  };
+  realFlag(softCap);
+  realFlag(smScale);
+  if (customMask && causal)
+    fail("--custom-mask excludes --causal (the mask says what is visible)");
+  if (customMask && window > 0)
+    fail("--custom-mask excludes --window");
+  if (!wantPrefill()) {
+    // Prefill options would be silently ignored: reject them.
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &causal, &window, &softCap, &smScale, &lseBase2, &alibi,
+             &positions, &customMask})
+      if (o->getNumOccurrences())
+        fail("--" + o->ArgStr + " is a prefill option: it needs --kernels "
+             "prefill or all");
+  }
   return ok;
 }
 
 /// Types and attributes of the configuration.
 struct ProgramTypes {
-  RankedTensorType q, lse, part, cache, index;
+  RankedTensorType q, lse, part, cache, index, mask, slopes;
   mlir::pa::PagedKVAttr attr;
   bool joint;
 };
@@ -150,6 +223,8 @@ ProgramTypes programTypes(MLIRContext *ctx) {
     shape.append({kvHeads, pageSize, headDim});
   t.cache = RankedTensorType::get(shape, elem);
   t.index = RankedTensorType::get({dyn}, b.getI32Type());
+  t.mask = RankedTensorType::get({dyn}, b.getI8Type());
+  t.slopes = RankedTensorType::get({hq}, b.getF32Type());
   t.attr = mlir::pa::PagedKVAttr::get(ctx, nhd ? mlir::pa::KVLayout::NHD : mlir::pa::KVLayout::HND,
                                 pageSize, kvHeads, headDim);
   return t;
@@ -169,13 +244,68 @@ void buildFunc(OpBuilder &b, Location loc, StringRef name, TypeRange inputs,
   func::ReturnOp::create(b, loc, ret);
 }
 
-/// The program: @decode (one pass) and @decode_split (work-list split-KV).
+/// The attention options of the prefill flags (0 = unset).
+mlir::pa::AttentionOptions prefillOptions() {
+  mlir::pa::AttentionOptions o;
+  if (smScale > 0)
+    o.smScale = smScale;
+  if (softCap > 0)
+    o.softCap = softCap;
+  if (window > 0)
+    o.window = window;
+  o.lseBase2 = lseBase2;
+  return o;
+}
+
+/// @prefill(q, qo_indptr, kv..., kv_indptr, kv_indices, kv_last_page_len,
+///          [q_positions], [custom_mask, mask_indptr], [alibi_slopes], o,
+///          lse): one pa.prefill with the flags' masking and options.
+void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  int nkv = t.joint ? 1 : 2;
+  SmallVector<Type> in{t.q, t.index};
+  in.append(nkv, t.cache);
+  in.append({t.index, t.index, t.index});
+  if (positions)
+    in.push_back(t.index);
+  if (customMask)
+    in.append({t.mask, t.index});
+  if (alibi)
+    in.push_back(t.slopes);
+  in.append({t.q, t.lse});
+  buildFunc(b, loc, "prefill", in, {t.q, t.lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              int i = 2 + nkv;
+              mlir::pa::PageTableOperands pages{a[i], a[i + 1], a[i + 2]};
+              i += 3;
+              mlir::pa::PrefillMasking masking;
+              masking.causal = causal;
+              if (positions)
+                masking.qPositions = a[i++];
+              if (customMask) {
+                masking.customMask = a[i++];
+                masking.maskIndptr = a[i++];
+              }
+              Value slopes = alibi ? a[i++] : Value();
+              auto op = mlir::pa::PrefillOp::create(
+                  b, loc, a[0], a[1], a.slice(2, nkv), pages,
+                  ValueRange{a[i], a[i + 1]}, t.attr, masking,
+                  prefillOptions(), slopes);
+              return {op.getResult(0), op.getResult(1)};
+            });
+}
+
+/// The program: with decode kernels @decode (one pass) and @decode_split
+/// (work-list split-KV); with prefill kernels @prefill.
 OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx) {
   ProgramTypes t = programTypes(ctx);
   Location loc = UnknownLoc::get(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module->getBody());
+  if (wantPrefill())
+    buildPrefill(b, loc, t);
+  if (!wantDecode())
+    return module;
   int nkv = t.joint ? 1 : 2;
   SmallVector<Type> cacheTypes(nkv, t.cache);
 
@@ -238,8 +368,11 @@ FailureOr<rt::ElemType> elemTypeOf(Type t) {
 }
 
 /// The manifest of the kernels in `module`'s `gpu.module`, from their ABI
-/// attributes. `shape` receives the attention kernels' tile shape.
-FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module, mlir::pa::KernelABI &shape) {
+/// attributes. `shape` receives the decode kernels' tile shape,
+/// `prefillShape` the prefill kernel's.
+FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
+                                            mlir::pa::KernelABI &shape,
+                                            mlir::pa::KernelABI &prefillShape) {
   rt::Manifest m;
   rt::BundleConfig &c = m.config;
   c.headDim = headDim;
@@ -308,6 +441,26 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module, mlir::pa::KernelABI
       k.launch.block[i] = abi->block[i];
     }
     k.launch.sharedBytes = abi->smem;
+    if (k.kind == rt::KernelKind::Prefill) {
+      // The prefill line: the flags the op was built with, and the queries
+      // of one request per tile (tile_q packs group rows per query).
+      if (abi->tileQ <= 0 || abi->tileQ % group != 0) {
+        func.emitError() << "prefill kernel: tile_q = " << abi->tileQ
+                         << " is not a positive multiple of the group "
+                         << group.getValue();
+        ok = false;
+        return;
+      }
+      rt::PrefillSpec p;
+      p.queriesPerTile = abi->tileQ / group;
+      p.causal = causal;
+      p.window = window;
+      p.softCap = static_cast<float>(softCap.getValue());
+      p.smScale = static_cast<float>(smScale.getValue());
+      p.lseBase2 = lseBase2;
+      k.prefill = p;
+      prefillShape = *abi;
+    }
     m.kernels.push_back(std::move(k));
   });
   if (!ok)
@@ -356,9 +509,10 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
-          "PagedAttn decode bundle compiler: writes the kernels of one decode "
-          "configuration (decode, decode_partial, merge_segments) and their "
-          "manifest to a bundle directory\n",
+          "PagedAttn bundle compiler: writes the kernels of one "
+          "configuration (--kernels decode: decode, decode_partial, "
+          "merge_segments; prefill: prefill; all: both) and their manifest "
+          "to a bundle directory\n",
           &llvm::errs()))
     return 2;
   if (!checkFlags())
@@ -393,8 +547,9 @@ int main(int argc, char **argv) {
   mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
   if (failed(pm.run(*kernels)))
     return 1;
-  mlir::pa::KernelABI shape;
-  FailureOr<rt::Manifest> manifest = manifestFromKernels(*kernels, shape);
+  mlir::pa::KernelABI shape, prefillShape;
+  FailureOr<rt::Manifest> manifest =
+      manifestFromKernels(*kernels, shape, prefillShape);
   if (failed(manifest))
     return 1;
   FailureOr<std::string> cubin = toBinary(*kernels, "bin");
@@ -436,10 +591,22 @@ int main(int argc, char **argv) {
       !writeFile(path("bundle.manifest"), text))
     return 1;
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  if (!wantDecode()) {
+    llvm::outs() << llvm::formatv(
+        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; prefill tile_q "
+        "{3}, tile_kv {4}, smem {5})\n",
+        outDir.getValue(), cubin->size(), ms, prefillShape.tileQ,
+        prefillShape.tileKV, prefillShape.smem);
+    return 0;
+  }
   llvm::outs() << llvm::formatv(
       "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} bytes/lane, "
       "{4} tokens in flight, {5} heads per CTA)\n",
       outDir.getValue(), cubin->size(), ms, shape.laneBytes,
       shape.tokensInFlight, shape.headsPerCTA);
+  if (wantPrefill())
+    llvm::outs() << llvm::formatv(
+        "pa-compile: prefill tile_q {0}, tile_kv {1}, smem {2}\n",
+        prefillShape.tileQ, prefillShape.tileKV, prefillShape.smem);
   return 0;
 }

@@ -45,13 +45,7 @@ namespace test = pa::test;
 
 namespace {
 
-constexpr size_t kFlushBytes = size_t(256) << 20;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// Timing statistics of one measured call, in microseconds.
-struct Timing {
-  double medianUs = 0, minUs = 0, maxUs = 0;
-};
 
 /// Owned CUDA events.
 struct EventPairs {
@@ -74,10 +68,10 @@ struct EventPairs {
   }
 };
 
-/// Times `call(i)` (i counts all calls, warm-up included): `warmup` untimed
-/// calls, then `reps` timed ones, each after an untimed L2 eviction.
-Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
-                 const std::function<void(int)> &call) {
+} // namespace
+
+Timing pa::runner::timeCalls(CUstream stream, CUdeviceptr flush, int warmup,
+                             int reps, const std::function<void(int)> &call) {
   EventPairs ev(reps);
   for (int i = 0; i < warmup; ++i) {
     PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes,
@@ -105,11 +99,14 @@ Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
   return t;
 }
 
+namespace {
+
 /// Bytes per microsecond -> GB/s (10^9 bytes per second).
 double gbps(double bytes, double us) { return us > 0 ? bytes / us / 1e3 : 0; }
 
-std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char *format, ...) {
+} // namespace
+
+std::string pa::runner::fmt(const char *format, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, format);
@@ -117,6 +114,8 @@ std::string fmt(const char *format, ...) {
   va_end(ap);
   return buf;
 }
+
+namespace {
 
 struct Ceilings {
   double copyGBs = 0, readGBs = 0, readNcGBs = 0, readCsGBs = 0;

@@ -7,11 +7,33 @@
 #ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H
 #define PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H
 
+#include <cuda.h>
+
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace pa::runner {
+
+/// Bytes of the L2-evicting memset before every timed call.
+constexpr size_t kFlushBytes = size_t(256) << 20;
+
+/// Timing statistics of one measured call, in microseconds.
+struct Timing {
+  double medianUs = 0, minUs = 0, maxUs = 0;
+};
+
+/// Times `call(i)` (i counts all calls, warm-up included): `warmup` untimed
+/// calls, then `reps` timed ones, each after an untimed L2 eviction
+/// (cuMemsetD8Async of kFlushBytes at `flush`) and between CUDA events on
+/// `stream`; the median, min and max of the timed calls.
+Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
+                 const std::function<void(int)> &call);
+
+/// printf into a std::string (at most 1023 characters).
+std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 struct BenchOptions {
   std::string bundle;

@@ -41,14 +41,11 @@ namespace rt = pa::rt;
 namespace ref = pa::ref;
 namespace test = pa::test;
 
-namespace {
-
 //===----------------------------------------------------------------------===//
-// Poison
+// Poison, tolerances, comparison, host caches (shared with check-prefill)
 //===----------------------------------------------------------------------===//
 
-/// The 16- or 32-bit NaN pattern used to poison outputs of dtype `t`.
-uint32_t poisonBits(rt::DType t) {
+uint32_t pa::runner::poisonBits(rt::DType t) {
   switch (t) {
   case rt::DType::F16:
     return 0x7E5A;
@@ -59,10 +56,7 @@ uint32_t poisonBits(rt::DType t) {
   }
   return 0;
 }
-constexpr uint32_t kLsePoison = 0x7FC0DEADu;
-
-/// Fills `count` elements of dtype `t` at `ptr` with the poison pattern.
-void poison(CUdeviceptr ptr, int64_t count, rt::DType t) {
+void pa::runner::poison(CUdeviceptr ptr, int64_t count, rt::DType t) {
   if (count <= 0)
     return;
   if (rt::elementBytes(t) == 2)
@@ -71,6 +65,128 @@ void poison(CUdeviceptr ptr, int64_t count, rt::DType t) {
   else
     PA_CU(cuMemsetD32(ptr, poisonBits(t), static_cast<size_t>(count)));
 }
+
+double pa::runner::relTolerance(rt::DType t) {
+  switch (t) {
+  case rt::DType::F16:
+    return 2e-3;
+  case rt::DType::BF16:
+    return 1e-2;
+  case rt::DType::F32:
+    return 1e-4;
+  }
+  return 0;
+}
+
+HostCache pa::runner::makeHostCache(const std::vector<int64_t> &lens,
+                                    const rt::BundleConfig &c, test::Rng &rng,
+                                    bool finiteSlack) {
+  HostCache hc;
+  const int64_t P = c.pageSize, Hkv = c.kvHeads, D = c.headDim;
+  // Spare pages that no request owns, and a random page order.
+  int64_t used = test::totalPages(lens, P);
+  hc.numPages = used + used / 2 + 3;
+  test::PagePool pool(rng, hc.numPages);
+  hc.pt = test::makePageTable(rng, P, lens, pool);
+  // Unused slots and pages: NaN (or a large finite value), so that a kernel
+  // reading past kv_len or through a wrong page shows up.
+  test::CacheGeometry g = test::CacheGeometry::of(c);
+  hc.kv = ref::PagedKV(g.refLayout(), hc.numPages, P, Hkv, D);
+  double slack = finiteSlack ? 8.0 : std::numeric_limits<double>::quiet_NaN();
+  std::fill(hc.kv.k.begin(), hc.kv.k.end(), slack);
+  std::fill(hc.kv.v.begin(), hc.kv.v.end(), slack);
+  for (size_t b = 0; b < lens.size(); ++b)
+    for (int64_t t = 0; t < lens[b]; ++t) {
+      auto [page, slot] = hc.pt.locate(static_cast<int64_t>(b), t);
+      for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          hc.kv.kAt(page, slot, h, d) =
+              test::roundTo(c.dtype, rng.uniform(-1, 1));
+          hc.kv.vAt(page, slot, h, d) =
+              test::roundTo(c.dtype, rng.uniform(-1, 1));
+        }
+    }
+  hc.buffers = test::cacheBuffers(g, c.dtype, hc.kv);
+  return hc;
+}
+
+Comparison pa::runner::compareStates(
+    const ref::States &expected, const Outputs &out, rt::DType dtype,
+    const std::function<std::string(int64_t row)> &where, bool finiteSlack) {
+  Comparison r;
+  const int64_t rows = expected.n, Hq = expected.numHeads,
+                D = expected.headDim;
+  double errSq = 0, refSq = 0;
+  int64_t nanO = 0, nanLse = 0;
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      double refLse = expected.lseAt(b, h);
+      float got = out.lse[static_cast<size_t>(b * Hq + h)];
+      bool rowNan = false, rowNonZero = false;
+      for (int64_t d = 0; d < D; ++d) {
+        double v = test::loadElement(out.o.data(), (b * Hq + h) * D + d, dtype);
+        double e = expected.oAt(b, h, d);
+        if (std::isnan(v)) {
+          rowNan = true;
+          ++nanO;
+          continue;
+        }
+        rowNonZero |= v != 0;
+        errSq += (v - e) * (v - e);
+        refSq += e * e;
+      }
+      auto at = [&] { return where(b) + " head " + std::to_string(h); };
+      if (rowNan)
+        r.problem("NaN in o at " + at() +
+                  (finiteSlack ? std::string()
+                               : " (unused cache slots/pages hold NaN: they "
+                                 "must not reach o; --finite-slack relaxes "
+                                 "this)"));
+      if (std::isnan(got)) {
+        ++nanLse;
+        r.problem("NaN (or unwritten poison) in lse at " + at());
+        continue;
+      }
+      if (std::isinf(refLse) && refLse < 0) {
+        if (!(std::isinf(got) && got < 0)) {
+          std::ostringstream os;
+          os << "lse = " << got << " at " << at()
+             << ", expected -inf (no visible key)";
+          r.problem(os.str());
+        }
+        if (rowNonZero)
+          r.problem("o != 0 at " + at() + " (no visible key)");
+        continue;
+      }
+      if (!std::isfinite(got)) {
+        std::ostringstream os;
+        os << "lse = " << got << " at " << at() << ", expected " << refLse;
+        r.problem(os.str());
+        continue;
+      }
+      double e = std::fabs(got - refLse);
+      r.maxLseErr = std::max(r.maxLseErr, e);
+      if (e > kLseTolerance) {
+        std::ostringstream os;
+        os << "lse = " << got << " at " << at() << ", expected " << refLse
+           << " (|err| " << e << " > " << kLseTolerance << ")";
+        r.problem(os.str());
+      }
+    }
+  r.relO = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  if (nanO)
+    r.problem(std::to_string(nanO) + " NaN elements in o in total");
+  if (nanLse)
+    r.problem(std::to_string(nanLse) + " NaN elements in lse in total");
+  if (r.relO > relTolerance(dtype)) {
+    std::ostringstream os;
+    os << "relative L2 error of o " << r.relO << " > " << relTolerance(dtype);
+    r.problem(os.str());
+  }
+  return r;
+}
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Test cases
@@ -99,40 +215,19 @@ CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
   cs.name = name;
   cs.lens = lens;
   cs.batch = static_cast<int64_t>(lens.size());
-  const int64_t P = c.pageSize, Hkv = c.kvHeads, D = c.headDim,
-                Hq = c.numQHeads();
-  // Spare pages that no request owns, and a random page order.
-  int64_t used = test::totalPages(lens, P);
-  cs.numPages = used + used / 2 + 3;
-  test::PagePool pool(rng, cs.numPages);
-  ref::PageTable pt = test::makePageTable(rng, P, lens, pool);
-  cs.indptr = pt.indptr;
-  cs.indices = pt.indices;
-  cs.last = pt.lastPageLen;
+  const int64_t D = c.headDim, Hq = c.numQHeads();
+  HostCache hc = makeHostCache(lens, c, rng, finiteSlack);
+  cs.numPages = hc.numPages;
+  cs.indptr = hc.pt.indptr;
+  cs.indices = hc.pt.indices;
+  cs.last = hc.pt.lastPageLen;
   cs.nnz = cs.indptr.back();
 
   std::vector<double> refQ =
       test::randomValues(rng, cs.batch * Hq * D, c.dtype, -3, 3);
   cs.q = test::toBytes(c.dtype, refQ);
-
-  // Unused slots and pages: NaN (or a large finite value), so that a kernel
-  // reading past kv_len or through a wrong page shows up.
-  test::CacheGeometry g = test::CacheGeometry::of(c);
-  ref::PagedKV kv(g.refLayout(), cs.numPages, P, Hkv, D);
-  double slack = finiteSlack ? 8.0 : std::numeric_limits<double>::quiet_NaN();
-  std::fill(kv.k.begin(), kv.k.end(), slack);
-  std::fill(kv.v.begin(), kv.v.end(), slack);
-  for (int64_t b = 0; b < cs.batch; ++b)
-    for (int64_t t = 0; t < lens[b]; ++t) {
-      auto [page, slot] = pt.locate(b, t);
-      for (int64_t h = 0; h < Hkv; ++h)
-        for (int64_t d = 0; d < D; ++d) {
-          kv.kAt(page, slot, h, d) = test::roundTo(c.dtype, rng.uniform(-1, 1));
-          kv.vAt(page, slot, h, d) = test::roundTo(c.dtype, rng.uniform(-1, 1));
-        }
-    }
-  cs.cache = test::cacheBuffers(g, c.dtype, kv);
-  cs.expected = ref::decode(refQ, Hq, kv, pt, ref::AttnOptions{});
+  cs.cache = std::move(hc.buffers);
+  cs.expected = ref::decode(refQ, Hq, hc.kv, hc.pt, ref::AttnOptions{});
   return cs;
 }
 
@@ -175,12 +270,6 @@ pa_decode_args makeArgs(const CaseData &cs, const DeviceCase &d,
   return a;
 }
 
-/// Outputs read back from the device.
-struct Outputs {
-  std::vector<uint8_t> o;
-  std::vector<float> lse;
-};
-
 Outputs poisonOutputs(const CaseData &cs, const DeviceCase &d,
                       const rt::BundleConfig &c) {
   poison(d.o.get(), cs.batch * c.numQHeads() * c.headDim, c.dtype);
@@ -198,107 +287,15 @@ Outputs readOutputs(const CaseData &cs, const DeviceCase &d,
   return out;
 }
 
-/// Comparison of one run with the oracle.
-struct Comparison {
-  double relO = 0, maxLseErr = 0;
-  bool pass = true;
-  std::vector<std::string> problems;
-
-  void problem(const std::string &s) {
-    pass = false;
-    if (problems.size() < 6)
-      problems.push_back(s);
-  }
-};
-
-double relTolerance(rt::DType t) {
-  switch (t) {
-  case rt::DType::F16:
-    return 2e-3;
-  case rt::DType::BF16:
-    return 1e-2;
-  case rt::DType::F32:
-    return 1e-4;
-  }
-  return 0;
-}
-constexpr double kLseTolerance = 2e-3;
-
 Comparison compare(const CaseData &cs, const Outputs &out,
                    const rt::BundleConfig &c, bool finiteSlack) {
-  Comparison r;
-  const int64_t Hq = c.numQHeads(), D = c.headDim;
-  double errSq = 0, refSq = 0;
-  int64_t nanO = 0, nanLse = 0;
-  for (int64_t b = 0; b < cs.batch; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      double refLse = cs.expected.lseAt(b, h);
-      float got = out.lse[static_cast<size_t>(b * Hq + h)];
-      bool rowNan = false, rowNonZero = false;
-      for (int64_t d = 0; d < D; ++d) {
-        double v =
-            test::loadElement(out.o.data(), (b * Hq + h) * D + d, c.dtype);
-        double e = cs.expected.oAt(b, h, d);
-        if (std::isnan(v)) {
-          rowNan = true;
-          ++nanO;
-          continue;
-        }
-        rowNonZero |= v != 0;
-        errSq += (v - e) * (v - e);
-        refSq += e * e;
-      }
-      std::ostringstream where;
-      where << "request " << b << " (kv_len " << cs.lens[b] << ") head " << h;
-      if (rowNan)
-        r.problem("NaN in o at " + where.str() +
-                  (finiteSlack ? std::string()
-                               : " (unused cache slots/pages hold NaN: they "
-                                 "must not reach o; --finite-slack relaxes "
-                                 "this)"));
-      if (std::isnan(got)) {
-        ++nanLse;
-        r.problem("NaN (or unwritten poison) in lse at " + where.str());
-        continue;
-      }
-      if (std::isinf(refLse) && refLse < 0) {
-        if (!(std::isinf(got) && got < 0)) {
-          std::ostringstream os;
-          os << "lse = " << got << " at " << where.str()
-             << ", expected -inf (empty request)";
-          r.problem(os.str());
-        }
-        if (rowNonZero)
-          r.problem("o != 0 at " + where.str() + " (empty request)");
-        continue;
-      }
-      if (!std::isfinite(got)) {
-        std::ostringstream os;
-        os << "lse = " << got << " at " << where.str() << ", expected "
-           << refLse;
-        r.problem(os.str());
-        continue;
-      }
-      double e = std::fabs(got - refLse);
-      r.maxLseErr = std::max(r.maxLseErr, e);
-      if (e > kLseTolerance) {
-        std::ostringstream os;
-        os << "lse = " << got << " at " << where.str() << ", expected "
-           << refLse << " (|err| " << e << " > " << kLseTolerance << ")";
-        r.problem(os.str());
-      }
-    }
-  r.relO = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-  if (nanO)
-    r.problem(std::to_string(nanO) + " NaN elements in o in total");
-  if (nanLse)
-    r.problem(std::to_string(nanLse) + " NaN elements in lse in total");
-  if (r.relO > relTolerance(c.dtype)) {
-    std::ostringstream os;
-    os << "relative L2 error of o " << r.relO << " > " << relTolerance(c.dtype);
-    r.problem(os.str());
-  }
-  return r;
+  return compareStates(
+      cs.expected, out, c.dtype,
+      [&](int64_t b) {
+        return "request " + std::to_string(b) + " (kv_len " +
+               std::to_string(cs.lens[b]) + ")";
+      },
+      finiteSlack);
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,11 +7,76 @@
 #ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_CHECK_H
 #define PAGEDATTN_TOOLS_PA_GPU_RUNNER_CHECK_H
 
+#include "PagedAttn/Reference/Reference.h"
+#include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/TestSupport/Random.h"
+
+#include <cuda.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace pa::runner {
+
+//===----------------------------------------------------------------------===//
+// Helpers of the checks (check and check-prefill)
+//===----------------------------------------------------------------------===//
+
+/// The 16- or 32-bit NaN pattern used to poison outputs of dtype `t`.
+uint32_t poisonBits(rt::DType t);
+/// The poison pattern of lse (f32).
+constexpr uint32_t kLsePoison = 0x7FC0DEADu;
+/// Fills `count` elements of dtype `t` at `ptr` with the poison pattern.
+void poison(CUdeviceptr ptr, int64_t count, rt::DType t);
+
+/// Relative L2 tolerance of o: 2e-3 (f16), 1e-2 (bf16), 1e-4 (f32).
+double relTolerance(rt::DType t);
+/// Absolute tolerance of lse.
+constexpr double kLseTolerance = 2e-3;
+
+/// Outputs read back from the device: o in the bundle dtype, lse f32.
+struct Outputs {
+  std::vector<uint8_t> o;
+  std::vector<float> lse;
+};
+
+/// Comparison of one run with the oracle.
+struct Comparison {
+  double relO = 0, maxLseErr = 0;
+  bool pass = true;
+  std::vector<std::string> problems;
+
+  void problem(const std::string &s) {
+    pass = false;
+    if (problems.size() < 6)
+      problems.push_back(s);
+  }
+};
+
+/// Compares `out` with the oracle's states row by row: relative L2 error of
+/// o within relTolerance(dtype), |lse error| within kLseTolerance, lse =
+/// -inf and o = 0 exactly where the oracle has no visible key, no NaN.
+/// `where(row)` names a row in messages.
+Comparison compareStates(const ref::States &expected, const Outputs &out,
+                         rt::DType dtype,
+                         const std::function<std::string(int64_t row)> &where,
+                         bool finiteSlack);
+
+/// A random paged cache for requests of `lens` tokens: a page pool 1.5x
+/// larger than needed in a random order, K and V uniform in [-1, 1) rounded
+/// to the dtype, unused slots and pages NaN (8.0 with finiteSlack), and the
+/// device-format buffers (test::cacheBuffers).
+struct HostCache {
+  int64_t numPages = 0;
+  ref::PageTable pt;
+  ref::PagedKV kv;
+  std::vector<std::vector<uint8_t>> buffers;
+};
+HostCache makeHostCache(const std::vector<int64_t> &lens,
+                        const rt::BundleConfig &c, test::Rng &rng,
+                        bool finiteSlack);
 
 struct CheckOptions {
   std::vector<std::string> bundles;

@@ -6,17 +6,22 @@
 //
 //   pa-gpu-runner check [options] BUNDLE_DIR...
 //   pa-gpu-runner bench [options] BUNDLE_DIR
+//   pa-gpu-runner check-prefill [options] BUNDLE_DIR...
+//   pa-gpu-runner bench-prefill [options] BUNDLE_DIR
 //
 // The driver: parses the command line with one option parser (Options.h) and
 // dispatches. `check` (Check.cpp) runs each bundle's decode step against the
 // float64 oracle and tests checked mode; `bench` (Bench.cpp) times the decode
-// step against the read and copy ceilings. See docs/Runtime.md.
+// step against the read and copy ceilings; `check-prefill` / `bench-prefill`
+// (Prefill.cpp) do the same for a bundle's prefill kernel. See
+// docs/Runtime.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
 #include "Check.h"
 #include "Options.h"
+#include "Prefill.h"
 
 #include <chrono>
 #include <cstdint>
@@ -75,15 +80,56 @@ void addBenchOptions(OptionParser &p, BenchOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-prefill`, bound to `o`.
+void addCheckPrefillOptions(OptionParser &p, CheckPrefillOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "first seed of the random batches (default: from the clock; "
+            "printed)");
+  p.integer("--seeds", o.seeds, 1, 1000000, "random batches per bundle");
+  p.flag("--finite-slack", o.finiteSlack,
+         "unused cache slots / pages hold 8.0 instead of NaN");
+  p.flag("--quick", o.quick, "smaller random batches, no long case");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-prefill`, bound to `o`; the bundle goes to
+/// `operands`.
+void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
+                            std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per shape");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.integer("--max-sets", o.maxSets, 1, std::numeric_limits<int>::max(),
+            "input sets rotated");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the random fill and page order");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 void printUsage(std::FILE *f) {
   CheckOptions check;
   BenchOptions bench;
+  CheckPrefillOptions checkPrefill;
+  BenchPrefillOptions benchPrefill;
   std::vector<std::string> operands;
-  OptionParser checkParser("check"), benchParser("bench");
+  OptionParser checkParser("check"), benchParser("bench"),
+      checkPrefillParser("check-prefill"), benchPrefillParser("bench-prefill");
   addCheckOptions(checkParser, check);
   addBenchOptions(benchParser, bench, operands);
-  std::fprintf(f, "usage:\n%s%s", checkParser.usage().c_str(),
-               benchParser.usage().c_str());
+  addCheckPrefillOptions(checkPrefillParser, checkPrefill);
+  addBenchPrefillOptions(benchPrefillParser, benchPrefill, operands);
+  std::fprintf(f, "usage:\n%s%s%s%s", checkParser.usage().c_str(),
+               benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
+               benchPrefillParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -148,9 +194,32 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBench(opts);
   }
+  if (cmd == "check-prefill") {
+    CheckPrefillOptions opts;
+    OptionParser p("check-prefill");
+    addCheckPrefillOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = static_cast<uint64_t>(
+                      std::chrono::system_clock::now().time_since_epoch()
+                          .count()) %
+                  1000000;
+    return runCheckPrefill(opts);
+  }
+  if (cmd == "bench-prefill") {
+    BenchPrefillOptions opts;
+    std::vector<std::string> operands;
+    OptionParser p("bench-prefill");
+    addBenchPrefillOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
+    return runBenchPrefill(opts);
+  }
   std::fprintf(stderr,
-               "pa-gpu-runner: unknown command '%s' (expected check "
-               "or bench)\n",
+               "pa-gpu-runner: unknown command '%s' (expected check, bench, "
+               "check-prefill or bench-prefill)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;

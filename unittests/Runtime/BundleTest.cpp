@@ -18,7 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
 #include <functional>
+#include <random>
 
 #include <algorithm>
 #include <cstdint>
@@ -236,8 +238,8 @@ TEST(BundleManifest, ConfigErrors) {
 }
 
 TEST(BundleManifest, KernelErrors) {
-  expectError(replaced(3, "kernel prefill p.cubin pa_prefill"), 3,
-              "unknown kernel 'prefill'");
+  expectError(replaced(3, "kernel append p.cubin pa_append"), 3,
+              "unknown kernel 'append'");
   expectError(replaced(3, "kernel decode decode.cubin"), 3,
               "kernel NAME FILE SYMBOL");
   expectError(replaced(12, "kernel decode d2.cubin pa_decode2"), 12,
@@ -372,7 +374,7 @@ TEST(BundleSpellings, EveryEnumeratorRoundTrips) {
   expectSpellingsRoundTrip<DType>(3, "dtype");
   expectSpellingsRoundTrip<CacheLayout>(2, "layout");
   expectSpellingsRoundTrip<KVStorage>(2, "kv storage");
-  expectSpellingsRoundTrip<ElemType>(4, "element type");
+  expectSpellingsRoundTrip<ElemType>(5, "element type");
   expectSpellingsRoundTrip<KernelKind>(kNumKernelKinds, "kernel kind");
   expectSpellingsRoundTrip<ArgRole>(kNumArgRoles, "argument role");
   expectSpellingsRoundTrip<GridSymbol>(kNumGridSymbols, "grid symbol");
@@ -825,6 +827,382 @@ TEST(BundlePacking, Errors) {
   s = packParams(k, b, p);
   ASSERT_TRUE(s.ok) << s.message;
   EXPECT_EQ(static_cast<int64_t>(p.size()), k.numParams());
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill kernels
+//===----------------------------------------------------------------------===//
+
+/// A prefill-only bundle with every optional role but the custom mask, one
+/// entry per line (line i + 1 is kPrefill[i]).
+const std::vector<std::string> kPrefill = {
+    "pa-bundle 1",                                                         // 1
+    "config head_dim 128 page_size 16 kv_heads 8 group 4 layout nhd dtype "
+    "f16 kv joint",                                                        // 2
+    "kernel prefill kernels.cubin pa_prefill",                             // 3
+    "prefill queries_per_tile 16 causal 1 window 0 soft_cap 0 sm_scale "
+    "0.0883883461 lse_base2 0",                                            // 4
+    "arg q memref 3 f16",                                                  // 5
+    "arg qo_indptr memref 1 i32",                                          // 6
+    "arg kv memref 5 f16",                                                 // 7
+    "arg kv_indptr memref 1 i32",                                          // 8
+    "arg kv_indices memref 1 i32",                                         // 9
+    "arg kv_last_page_len memref 1 i32",                                   // 10
+    "arg q_positions memref 1 i32",                                        // 11
+    "arg alibi_slopes memref 1 f32",                                       // 12
+    "arg o memref 3 f16",                                                  // 13
+    "arg lse memref 2 f32",                                                // 14
+    "launch grid q_tiles kv_heads batch block 128 1 1 smem 73728",         // 15
+    "end",                                                                 // 16
+};
+
+/// kPrefill with 1-based line `line` replaced by `text` ("" removes it).
+std::string prefillWith(int line, const std::string &text) {
+  std::vector<std::string> lines = kPrefill;
+  if (text.empty())
+    lines.erase(lines.begin() + (line - 1));
+  else
+    lines[line - 1] = text;
+  return join(lines);
+}
+
+/// kPrefill with `text` inserted before 1-based line `line`.
+std::string prefillInserted(int line, const std::string &text) {
+  std::vector<std::string> lines = kPrefill;
+  lines.insert(lines.begin() + (line - 1), text);
+  return join(lines);
+}
+
+/// kPrefill's prefill line with `rest` after "prefill ".
+std::string prefillLine(const std::string &rest) {
+  return prefillWith(4, "prefill " + rest);
+}
+
+TEST(BundlePrefill, ParsesAPrefillOnlyBundle) {
+  Manifest m;
+  Status s = parseManifest(join(kPrefill), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(m.find(KernelKind::Decode), nullptr);
+  EXPECT_FALSE(m.hasSplitKernels());
+  const KernelSpec *k = m.find(KernelKind::Prefill);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->prefill.has_value());
+  EXPECT_EQ(k->prefill->queriesPerTile, 16);
+  EXPECT_TRUE(k->prefill->causal);
+  EXPECT_EQ(k->prefill->window, 0);
+  EXPECT_EQ(k->prefill->softCap, 0.0f);
+  EXPECT_EQ(k->prefill->smScale, 0.0883883461f);
+  EXPECT_EQ(k->prefill->smScale, static_cast<float>(1.0 / std::sqrt(128.0)));
+  EXPECT_FALSE(k->prefill->lseBase2);
+  EXPECT_EQ(k->prefill->line, 4);
+  ASSERT_EQ(k->args.size(), 10u);
+  EXPECT_EQ(k->args[1].role, ArgRole::QOIndptr);
+  EXPECT_EQ(k->args[6].role, ArgRole::QPositions);
+  EXPECT_EQ(k->args[7].role, ArgRole::AlibiSlopes);
+  EXPECT_EQ(k->args[7].type, ElemType::F32);
+  EXPECT_TRUE(k->hasRole(ArgRole::QPositions));
+  EXPECT_FALSE(k->hasRole(ArgRole::CustomMask));
+  EXPECT_EQ(k->launch.grid[0].symbol, GridSymbol::QTiles);
+  EXPECT_EQ(k->launch.grid[1].symbol, GridSymbol::KVHeads);
+  EXPECT_EQ(k->launch.grid[2].symbol, GridSymbol::Batch);
+  EXPECT_EQ(k->launch.sharedBytes, 73728);
+  // The canonical text prints back byte for byte.
+  EXPECT_EQ(printManifest(m), join(kPrefill));
+}
+
+TEST(BundlePrefill, CustomMaskSplitStorageAndDecodeBeside) {
+  // Decode and prefill in one bundle; the prefill kernel with a custom mask,
+  // split storage, keys in another order and no prefill line first.
+  std::string text =
+      "pa-bundle 1\n"
+      "config head_dim 64 page_size 5 kv_heads 2 group 8 layout hnd dtype "
+      "bf16 kv split\n"
+      "kernel decode k.cubin pa_decode\n"
+      "arg q memref 3 bf16\narg k memref 4 bf16\narg v memref 4 bf16\n"
+      "arg kv_indptr memref 1 i32\narg kv_indices memref 1 i32\n"
+      "arg kv_last_page_len memref 1 i32\narg o memref 3 bf16\n"
+      "arg lse memref 2 f32\n"
+      "launch grid batch kv_heads 1 block 128 1 1 smem 0\n"
+      "kernel prefill k.cubin pa_prefill\n"
+      "arg q memref 3 bf16\narg qo_indptr memref 1 i32\n"
+      "arg k memref 4 bf16\narg v memref 4 bf16\n"
+      "arg kv_indptr memref 1 i32\narg kv_indices memref 1 i32\n"
+      "arg kv_last_page_len memref 1 i32\n"
+      "arg custom_mask memref 1 i8\narg mask_indptr memref 1 i32\n"
+      "arg o memref 3 bf16\narg lse memref 2 f32\n"
+      "prefill lse_base2 1 sm_scale 0.125 soft_cap 30 window 0 causal 0 "
+      "queries_per_tile 8\n"
+      "launch grid q_tiles kv_heads batch block 256 1 1 smem 99000\n"
+      "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::Prefill);
+  ASSERT_NE(k, nullptr);
+  EXPECT_TRUE(k->hasRole(ArgRole::CustomMask));
+  EXPECT_EQ(k->args[7].type, ElemType::I8);
+  EXPECT_EQ(k->prefill->softCap, 30.0f);
+  EXPECT_EQ(k->prefill->smScale, 0.125f);
+  EXPECT_TRUE(k->prefill->lseBase2);
+  EXPECT_EQ(k->prefill->queriesPerTile, 8);
+  // The canonical print puts the prefill line right after the kernel line
+  // with the keys in order, and parses back to the same manifest.
+  std::string printed = printManifest(m);
+  EXPECT_NE(printed.find("kernel prefill k.cubin pa_prefill\nprefill "
+                         "queries_per_tile 8 causal 0 window 0 soft_cap 30 "
+                         "sm_scale 0.125 lse_base2 1\narg q memref 3 bf16\n"),
+            std::string::npos)
+      << printed;
+  Manifest again;
+  s = parseManifest(printed, again);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(again, m);
+  EXPECT_EQ(printManifest(again), printed);
+}
+
+TEST(BundlePrefill, FloatsRoundTripExactly) {
+  // Random f32 values of every magnitude print (%.9g) and parse back to the
+  // same float.
+  const uint64_t seed = 20240611;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> mantissa(0.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kPrefill), m).ok);
+  for (int i = 0; i < 2000; ++i) {
+    PrefillSpec &p = *m.kernels[0].prefill;
+    p.smScale = static_cast<float>(mantissa(gen) * std::pow(10.0, exponent(gen)));
+    p.softCap = static_cast<float>(mantissa(gen) * std::pow(10.0, exponent(gen)));
+    p.window = static_cast<int64_t>(gen() % 100000);
+    p.causal = gen() % 2;
+    p.lseBase2 = gen() % 2;
+    p.queriesPerTile = 1 + static_cast<int64_t>(gen() % 256);
+    std::string text = printManifest(m);
+    Manifest back;
+    Status s = parseManifest(text, back);
+    ASSERT_TRUE(s.ok) << s.message << "\n" << text;
+    ASSERT_EQ(back, m) << text;
+    EXPECT_EQ(back.kernels[0].prefill->smScale, p.smScale);
+    EXPECT_EQ(back.kernels[0].prefill->softCap, p.softCap);
+  }
+}
+
+TEST(BundlePrefill, EqualityComparesThePrefillLine) {
+  Manifest a;
+  ASSERT_TRUE(parseManifest(join(kPrefill), a).ok);
+  Manifest b = a;
+  b.kernels[0].prefill->line = 77;
+  EXPECT_EQ(a, b);
+  auto differs = [&](const std::function<void(PrefillSpec &)> &edit,
+                     const char *what) {
+    Manifest c = a;
+    edit(*c.kernels[0].prefill);
+    EXPECT_NE(a, c) << what;
+  };
+  differs([](PrefillSpec &p) { p.queriesPerTile = 8; }, "queries_per_tile");
+  differs([](PrefillSpec &p) { p.causal = false; }, "causal");
+  differs([](PrefillSpec &p) { p.window = 4; }, "window");
+  differs([](PrefillSpec &p) { p.softCap = 1; }, "soft_cap");
+  differs([](PrefillSpec &p) { p.smScale = 1; }, "sm_scale");
+  differs([](PrefillSpec &p) { p.lseBase2 = true; }, "lse_base2");
+  Manifest c = a;
+  c.kernels[0].prefill.reset();
+  EXPECT_NE(a, c) << "prefill line present vs absent";
+}
+
+TEST(BundlePrefill, PrefillLineErrors) {
+  const std::string full = "queries_per_tile 16 causal 1 window 0 soft_cap 0 "
+                           "sm_scale 0 lse_base2 0";
+  expectError(prefillWith(4, ""), 3,
+              "kernel 'prefill': missing the 'prefill queries_per_tile N");
+  expectError(prefillInserted(5, "prefill " + full), 5,
+              "duplicate 'prefill' line (first on line 4)");
+  expectError(prefillLine("queries_per_tile 16 causal 1"), 4,
+              "prefill line is missing key 'window'");
+  expectError(prefillLine(full + " tile_kv 64"), 4,
+              "unknown prefill key 'tile_kv'");
+  expectError(prefillLine(full + " causal"), 4,
+              "'prefill' expects KEY VALUE pairs");
+  expectError(prefillLine(full + " causal 0"), 4,
+              "duplicate prefill key 'causal'");
+  expectError(prefillLine("queries_per_tile 0 causal 1 window 0 soft_cap 0 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill queries_per_tile '0' must be an integer in [1, 2^20]");
+  expectError(prefillLine("queries_per_tile x causal 1 window 0 soft_cap 0 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill queries_per_tile 'x'");
+  expectError(prefillLine("queries_per_tile 16 causal 2 window 0 soft_cap 0 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill causal '2' must be 0 or 1");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window 0 soft_cap 0 "
+                          "sm_scale 0 lse_base2 yes"),
+              4, "prefill lse_base2 'yes' must be 0 or 1");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window -1 soft_cap 0 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill window '-1' must be an integer in [0, 2^31-1]");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window 0 soft_cap -2 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill soft_cap '-2' must be a finite number >= 0");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window 0 soft_cap 0 "
+                          "sm_scale nan lse_base2 0"),
+              4, "prefill sm_scale 'nan' must be a finite number >= 0");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window 0 soft_cap 0 "
+                          "sm_scale 1e99 lse_base2 0"),
+              4, "prefill sm_scale '1e99' must be a finite number");
+  expectError(prefillLine("queries_per_tile 16 causal 1 window 0 soft_cap 0x1 "
+                          "sm_scale 0 lse_base2 0"),
+              4, "prefill soft_cap '0x1'");
+  // The line belongs to a prefill kernel.
+  expectError(inserted(4, "prefill " + full), 4,
+              "a 'prefill' line belongs to a prefill kernel, not to kernel "
+              "'decode'");
+  {
+    std::vector<std::string> lines = kPrefill;
+    lines.insert(lines.begin() + 2, "prefill " + full);
+    expectError(join(lines), 3, "'prefill' outside a kernel");
+  }
+}
+
+TEST(BundlePrefill, RoleErrors) {
+  expectError(prefillWith(6, ""), 3,
+              "kernel 'prefill': missing argument role 'qo_indptr'");
+  expectError(prefillWith(6, "arg qo_indptr memref 2 i32"), 6,
+              "role 'qo_indptr' must be a memref of rank 1, got 2");
+  expectError(prefillWith(11, "arg q_positions memref 1 i8"), 11,
+              "role 'q_positions' must have element type i32");
+  expectError(prefillWith(12, "arg alibi_slopes memref 1 f16"), 12,
+              "role 'alibi_slopes' must have element type f32");
+  expectError(prefillWith(12, "arg custom_mask memref 1 i32"), 12,
+              "role 'custom_mask' must have element type i8");
+  expectError(prefillWith(12, "arg work_indptr memref 1 i32"), 12,
+              "role 'work_indptr' is not an argument of kernel 'prefill'");
+  expectError(prefillWith(12, "arg q_positions memref 1 i32"), 12,
+              "duplicate argument role 'q_positions' (first on line 11)");
+  // Prefill roles are not decode arguments.
+  expectError(inserted(5, "arg qo_indptr memref 1 i32"), 5,
+              "role 'qo_indptr' is not an argument of kernel 'decode'");
+  expectError(inserted(5, "arg alibi_slopes memref 1 f32"), 5,
+              "role 'alibi_slopes' is not an argument of kernel 'decode'");
+  // custom_mask and mask_indptr come together.
+  expectError(prefillWith(12, "arg custom_mask memref 1 i8"), 3,
+              "'custom_mask' and 'mask_indptr' come together");
+  expectError(prefillWith(12, "arg mask_indptr memref 1 i32"), 3,
+              "'custom_mask' and 'mask_indptr' come together");
+  // A custom mask excludes causal and a window.
+  {
+    std::vector<std::string> lines = kPrefill;
+    lines[11] = "arg custom_mask memref 1 i8";
+    lines.insert(lines.begin() + 12, "arg mask_indptr memref 1 i32");
+    expectError(join(lines), 3, "a custom mask excludes causal");
+    lines[3] = "prefill queries_per_tile 16 causal 0 window 128 soft_cap 0 "
+               "sm_scale 0 lse_base2 0";
+    expectError(join(lines), 3, "a custom mask excludes a window (prefill "
+                                "line says window 128)");
+    lines[3] = "prefill queries_per_tile 16 causal 0 window 0 soft_cap 0 "
+               "sm_scale 0 lse_base2 0";
+    Manifest m;
+    Status s = parseManifest(join(lines), m);
+    EXPECT_TRUE(s.ok) << s.message;
+  }
+}
+
+TEST(BundlePrefill, KernelSetErrors) {
+  // Neither decode nor prefill.
+  {
+    std::vector<std::string> lines(kExample.begin() + 11, kExample.end());
+    lines.insert(lines.begin(), kExample.begin(), kExample.begin() + 2);
+    expectError(join(lines), 23,
+                "the bundle has no 'decode' kernel and no 'prefill' kernel");
+  }
+  // Split kernels beside prefill but without decode.
+  {
+    std::vector<std::string> lines(kPrefill.begin(), kPrefill.end() - 1);
+    lines.insert(lines.end(), kExample.begin() + 11, kExample.end());
+    expectError(join(lines), 36,
+                "'decode_partial' and 'merge_segments' need a 'decode' "
+                "kernel");
+  }
+  // Both kinds, each once.
+  {
+    std::vector<std::string> lines(kExample.begin(), kExample.end() - 1);
+    lines.insert(lines.end(), kPrefill.begin() + 2, kPrefill.end());
+    Manifest m;
+    Status s = parseManifest(join(lines), m);
+    ASSERT_TRUE(s.ok) << s.message;
+    EXPECT_EQ(m.kernels.size(), 4u);
+    lines.insert(lines.end() - 1, kPrefill.begin() + 2, kPrefill.end() - 1);
+    expectError(join(lines), 45, "duplicate kernel 'prefill'");
+  }
+}
+
+TEST(BundlePrefill, RoleShapesAndGrid) {
+  BundleConfig c = exampleConfig();
+  ProblemDims d;
+  d.batch = 5;
+  d.numPages = 100;
+  d.nnz = 42;
+  d.numQueryRows = 300;
+  d.maskBytes = 999;
+  d.qTiles = 19;
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(d.queryRows(), 300);
+  EXPECT_EQ(roleShape(c, ArgRole::Q, d), (V{300, 32, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::O, d), (V{300, 32, 128}));
+  EXPECT_EQ(roleShape(c, ArgRole::LSE, d), (V{300, 32}));
+  EXPECT_EQ(roleShape(c, ArgRole::QOIndptr, d), (V{6}));
+  EXPECT_EQ(roleShape(c, ArgRole::MaskIndptr, d), (V{6}));
+  EXPECT_EQ(roleShape(c, ArgRole::QPositions, d), (V{300}));
+  EXPECT_EQ(roleShape(c, ArgRole::CustomMask, d), (V{999}));
+  EXPECT_EQ(roleShape(c, ArgRole::AlibiSlopes, d), (V{32}));
+  EXPECT_EQ(roleShape(c, ArgRole::KVLastPageLen, d), (V{5}));
+  d.numQueryRows.reset(); // decode: one row per request
+  EXPECT_EQ(roleShape(c, ArgRole::Q, d), (V{5, 32, 128}));
+
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kPrefill), m).ok);
+  const LaunchSpec &l = m.find(KernelKind::Prefill)->launch;
+  std::array<uint32_t, 3> g{};
+  ASSERT_TRUE(resolveGrid(l, m.config, d, g));
+  EXPECT_EQ(g, (std::array<uint32_t, 3>{19, 8, 5}));
+  d.qTiles = 0;
+  Status s = resolveGrid(l, m.config, d, g);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("grid x = q_tiles = 0 is not positive"),
+            std::string::npos)
+      << s.message;
+  d.qTiles = 3;
+  d.batch = 65536; // z is limited to 65535
+  s = resolveGrid(l, m.config, d, g);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("grid z = batch = 65536 exceeds the limit 65535"),
+            std::string::npos)
+      << s.message;
+}
+
+TEST(BundlePrefill, PackingBindsEveryRoleInManifestOrder) {
+  Manifest m;
+  ASSERT_TRUE(parseManifest(join(kPrefill), m).ok);
+  const KernelSpec &k = *m.find(KernelKind::Prefill);
+  ProblemDims d;
+  d.batch = 2;
+  d.numPages = 10;
+  d.nnz = 6;
+  d.numQueryRows = 40;
+  ArgBindings b;
+  uint64_t ptr = 0x1000;
+  for (const ArgSpec &a : k.args)
+    b.bind(a.role, ptr += 0x100, roleShape(m.config, a.role, d));
+  PackedParams p;
+  Status s = packParams(k, b, p);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(static_cast<int64_t>(p.size()), k.numParams());
+  // q first ([40, 32, 128]), then qo_indptr ([3]).
+  EXPECT_EQ(p.words()[0], 0x1100u);
+  EXPECT_EQ(p.words()[3], 40u);
+  EXPECT_EQ(p.words()[9], 0x1200u);
+  EXPECT_EQ(p.words()[12], 3u);
+  EXPECT_EQ(p.words()[13], 1u);
 }
 
 } // namespace

@@ -233,6 +233,103 @@ TEST(Queries, IndptrInvariants) {
               "qo_indptr is null");
 }
 
+//===----------------------------------------------------------------------===//
+// prefillQueryTiles (the q_tiles grid symbol) and validateMask
+//===----------------------------------------------------------------------===//
+
+TEST(QueryTiles, HandComputed) {
+  int64_t tiles = -1;
+  // qo_len 5, 0, 16, 17 with 16 queries per tile: 1, 0, 1, 2 tiles.
+  std::vector<int32_t> qo = {0, 5, 5, 21, 38};
+  ASSERT_TRUE(prefillQueryTiles(qo, 4, 16, tiles));
+  EXPECT_EQ(tiles, 2);
+  ASSERT_TRUE(prefillQueryTiles(qo, 4, 17, tiles));
+  EXPECT_EQ(tiles, 1);
+  ASSERT_TRUE(prefillQueryTiles(qo, 4, 1, tiles));
+  EXPECT_EQ(tiles, 17);
+  // All empty, and no request at all: nothing to launch.
+  ASSERT_TRUE(prefillQueryTiles(std::vector<int32_t>{0, 0, 0}, 2, 16, tiles));
+  EXPECT_EQ(tiles, 0);
+  ASSERT_TRUE(prefillQueryTiles(std::vector<int32_t>{0}, 0, 16, tiles));
+  EXPECT_EQ(tiles, 0);
+  // qo_len == queries_per_tile: exactly one tile.
+  ASSERT_TRUE(prefillQueryTiles(std::vector<int32_t>{0, 64}, 1, 64, tiles));
+  EXPECT_EQ(tiles, 1);
+}
+
+TEST(QueryTiles, Errors) {
+  int64_t tiles = 42;
+  std::vector<int32_t> qo = {0, 5, 3};
+  expectError(prefillQueryTiles(qo, 2, 16, tiles),
+              "qo_indptr not non-decreasing at b = 1: qo_indptr[1] = 5 > "
+              "qo_indptr[2] = 3");
+  expectError(prefillQueryTiles(qo, 2, 0, tiles),
+              "queries_per_tile = 0 must be positive");
+  expectError(prefillQueryTiles(qo, 3, 16, tiles),
+              "qo_indptr has 3 entries, expected batch + 1 = 4");
+  expectError(prefillQueryTiles(qo, -1, 16, tiles), "batch = -1 is negative");
+  expectError(prefillQueryTiles(I32Span(nullptr, 3), 2, 16, tiles),
+              "qo_indptr is null");
+  EXPECT_EQ(tiles, 42) << "out must be untouched on failure";
+}
+
+TEST(QueryTiles, RandomMatchesTheDefinition) {
+  uint64_t seed = pa::test::baseSeed("QueryTiles.Random", 7);
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (PA_SEED replays)");
+  Rng rng(seed);
+  for (int iter = 0; iter < 500; ++iter) {
+    std::vector<int64_t> qoLens = randomBatch(rng, 40, 600, 16);
+    int64_t qpt = rng.uniformInt(1, 128);
+    std::vector<int32_t> qo = pa::test::indptrOf(qoLens);
+    int64_t tiles = -1;
+    ASSERT_TRUE(prefillQueryTiles(qo, static_cast<int64_t>(qoLens.size()), qpt,
+                                  tiles));
+    // Every request fits in q_tiles tiles, and the longest needs them all.
+    int64_t maxLen = 0;
+    for (int64_t len : qoLens) {
+      EXPECT_LE(len, tiles * qpt);
+      maxLen = std::max(maxLen, len);
+    }
+    if (tiles > 0)
+      EXPECT_GT(maxLen, (tiles - 1) * qpt);
+    else
+      EXPECT_EQ(maxLen, 0);
+  }
+}
+
+TEST(Mask, ValidPasses) {
+  // qo_len 2, 0, 3 over kv_len 5, 4, 3: 10 bits (2 bytes), 0, 9 bits (2).
+  std::vector<int32_t> qo = {0, 2, 2, 5};
+  std::vector<int64_t> kv = {5, 4, 3};
+  EXPECT_TRUE(validateMask(std::vector<int32_t>{0, 2, 2, 4}, qo, 3, kv, 4));
+  // Larger segments, a non-zero start and spare bytes are fine.
+  EXPECT_TRUE(validateMask(std::vector<int32_t>{3, 6, 7, 9}, qo, 3, kv, 12));
+  EXPECT_TRUE(validateMask(std::vector<int32_t>{0}, std::vector<int32_t>{0}, 0,
+                           {}, 0));
+}
+
+TEST(Mask, Errors) {
+  std::vector<int32_t> qo = {0, 2, 2, 5};
+  std::vector<int64_t> kv = {5, 4, 3};
+  expectError(validateMask(std::vector<int32_t>{0, 1, 1, 3}, qo, 3, kv, 4),
+              "mask segment 0 has 1 bytes (mask_indptr[0] = 0 .. "
+              "mask_indptr[1] = 1), request 0 needs ceil(qo_len 2 * kv_len 5 "
+              "/ 8) = 2");
+  expectError(validateMask(std::vector<int32_t>{0, 2, 1, 3}, qo, 3, kv, 4),
+              "mask_indptr not non-decreasing at b = 1: mask_indptr[1] = 2 > "
+              "mask_indptr[2] = 1");
+  expectError(validateMask(std::vector<int32_t>{0, 2, 2, 4}, qo, 3, kv, 3),
+              "mask_indptr[3] = 4 exceeds the 3 bytes of custom_mask");
+  expectError(validateMask(std::vector<int32_t>{-1, 2, 2, 4}, qo, 3, kv, 4),
+              "mask_indptr[0] = -1 is negative");
+  expectError(validateMask(std::vector<int32_t>{0, 2, 4}, qo, 3, kv, 4),
+              "mask_indptr has 3 entries, expected batch + 1 = 4");
+  expectError(validateMask(std::vector<int32_t>{0, 2, 2, 4}, qo, 3, kv, -1),
+              "mask_bytes = -1 is negative");
+  expectError(validateMask(I32Span(nullptr, 4), qo, 3, kv, 4),
+              "mask_indptr is null");
+}
+
 TEST(PageTable, KVIndptrLengthIsBatchPlusOne) {
   std::vector<int64_t> lens;
   DecodePlan plan;

@@ -14,7 +14,7 @@
 //   * the manifest spellings of every enumeration (toString / fromString);
 //   * the shapes of every argument role for given problem sizes;
 //   * launch-grid resolution (symbols batch, kv_heads, num_q_heads,
-//     work_capacity);
+//     work_capacity, q_tiles);
 //   * parameter packing: MLIR's memref calling convention for GPU kernels,
 //     where a rank-R memref is 3 + 2R scalar parameters (allocated pointer,
 //     aligned pointer, offset, sizes[R], strides[R]).
@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,9 @@ enum class DType { F16, BF16, F32 };
 enum class CacheLayout { NHD, HND };
 /// One cache tensor holding K and V (`kv joint`) or two (`kv split`).
 enum class KVStorage { Joint, Split };
-/// Element type of a kernel argument.
-enum class ElemType { F16, BF16, F32, I32 };
+/// Element type of a kernel argument (I8: the packed bytes of a custom
+/// mask).
+enum class ElemType { F16, BF16, F32, I32, I8 };
 
 /// Size in bytes of one element of `t`.
 int64_t elementBytes(DType t);
@@ -99,8 +101,9 @@ enum class KernelKind {
   Decode,        ///< (decode) one pass over every request's KV
   DecodePartial, ///< (decode_partial) split-KV: one state per work item
   MergeSegments, ///< (merge_segments) split-KV: merges a request's items
+  Prefill,       ///< (prefill) ragged prefill / append, one pass per tile
 };
-constexpr int kNumKernelKinds = 3;
+constexpr int kNumKernelKinds = 4;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 
@@ -121,8 +124,13 @@ enum class ArgRole {
   WorkEnd,
   OPart,
   LSEPart,
+  QOIndptr,    ///< prefill: [B+1] i32, the query rows of each request
+  QPositions,  ///< prefill (optional): [Nq] i32, explicit query positions
+  CustomMask,  ///< prefill (optional): [mask_bytes] i8, packed custom mask
+  MaskIndptr,  ///< prefill (with custom_mask): [B+1] i32, byte offsets
+  AlibiSlopes, ///< prefill (optional): [Hq] f32
 };
-constexpr int kNumArgRoles = 15;
+constexpr int kNumArgRoles = 20;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -142,10 +150,19 @@ struct ArgSpec {
 };
 
 /// A grid extent: an integer or a symbol resolved at launch.
-enum class GridSymbol { Literal, Batch, KVHeads, NumQHeads, WorkCapacity };
-constexpr int kNumGridSymbols = 5;
-/// "batch", "kv_heads", "num_q_heads", "work_capacity"; "literal" for
-/// Literal, which a manifest spells as the number itself.
+/// QTiles: the query tiles of the longest request of a prefill,
+/// max_b ceil(qo_len_b / queries_per_tile).
+enum class GridSymbol {
+  Literal,
+  Batch,
+  KVHeads,
+  NumQHeads,
+  WorkCapacity,
+  QTiles
+};
+constexpr int kNumGridSymbols = 6;
+/// "batch", "kv_heads", "num_q_heads", "work_capacity", "q_tiles";
+/// "literal" for Literal, which a manifest spells as the number itself.
 const char *toString(GridSymbol s);
 /// The inverse of toString, "literal" included (the parser takes a grid
 /// extent that names Literal for a malformed number).
@@ -177,7 +194,36 @@ struct LaunchSpec {
   bool operator!=(const LaunchSpec &o) const { return !(*this == o); }
 };
 
-/// `kernel NAME FILE SYMBOL` with its `arg` lines and its `launch` line.
+/// The `prefill queries_per_tile N causal 0|1 window W soft_cap C sm_scale S
+/// lse_base2 0|1` line of a prefill kernel: what the kernel was compiled
+/// for. The floats are the f32 values of the op's attributes (printed with
+/// %.9g, so they round-trip exactly).
+struct PrefillSpec {
+  /// Queries of one request per CTA tile (tile_q / group).
+  int64_t queriesPerTile = 1;
+  bool causal = false;
+  /// Sliding window in tokens; 0 = none.
+  int64_t window = 0;
+  /// Logits soft-cap; 0 = none.
+  float softCap = 0;
+  /// Score scale; 0 = the default 1/sqrt(head_dim).
+  float smScale = 0;
+  /// lse is reported in base 2.
+  bool lseBase2 = false;
+  /// 1-based manifest line (for messages).
+  int line = 0;
+
+  /// Every field but the line equal (floats bitwise by value).
+  bool operator==(const PrefillSpec &o) const {
+    return queriesPerTile == o.queriesPerTile && causal == o.causal &&
+           window == o.window && softCap == o.softCap &&
+           smScale == o.smScale && lseBase2 == o.lseBase2;
+  }
+  bool operator!=(const PrefillSpec &o) const { return !(*this == o); }
+};
+
+/// `kernel NAME FILE SYMBOL` with its `arg` lines, its `launch` line and,
+/// for a prefill kernel, its `prefill` line.
 struct KernelSpec {
   KernelKind kind = KernelKind::Decode;
   /// Binary file name, relative to the bundle directory.
@@ -187,16 +233,20 @@ struct KernelSpec {
   /// In parameter order.
   std::vector<ArgSpec> args;
   LaunchSpec launch;
+  /// The `prefill` line; set exactly for prefill kernels.
+  std::optional<PrefillSpec> prefill;
   int line = 0;
 
   /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
   int64_t numParams() const;
+  /// True if one of the arguments has role `r`.
+  bool hasRole(ArgRole r) const;
 
-  /// Kind, file, symbol, arguments (in order) and launch equal; the lines
-  /// may differ.
+  /// Kind, file, symbol, arguments (in order), launch and prefill line
+  /// equal; the lines may differ.
   bool operator==(const KernelSpec &o) const {
     return kind == o.kind && file == o.file && symbol == o.symbol &&
-           args == o.args && launch == o.launch;
+           args == o.args && launch == o.launch && prefill == o.prefill;
   }
   bool operator!=(const KernelSpec &o) const { return !(*this == o); }
 };
@@ -230,10 +280,14 @@ struct Manifest {
 /// the `pa-bundle 1` header, exactly one complete `config` line before any
 /// kernel, known kernel names (each at most once), exactly one `launch` per
 /// kernel, each kernel's argument roles (the required set for its kind and
-/// the bundle's `kv` storage, each once) with the rank and element type the
-/// ABI fixes, positive literals and block sizes (at most 1024 threads), a
-/// `decode` kernel, decode_partial and merge_segments together or not at
-/// all, relative file names without "..", and a final `end`.
+/// the bundle's `kv` storage, each once, plus the optional roles of a
+/// prefill kernel: q_positions, custom_mask with mask_indptr, alibi_slopes)
+/// with the rank and element type the ABI fixes, positive literals and block
+/// sizes (at most 1024 threads), exactly one complete `prefill` line in a
+/// prefill kernel and none elsewhere, a custom mask only without causal and
+/// window, a `decode` or a `prefill` kernel (or both), decode_partial and
+/// merge_segments together or not at all and only beside `decode`, relative
+/// file names without "..", and a final `end`.
 /// `out` is only written on success.
 Status parseManifest(std::string_view text, Manifest &out,
                      std::string_view source = "bundle.manifest");
@@ -241,8 +295,9 @@ Status parseManifest(std::string_view text, Manifest &out,
 /// The manifest text of `m` in the canonical form that parseManifest reads
 /// (docs/Runtime.md): `pa-bundle VERSION`, one `config` line with the keys in
 /// the order head_dim page_size kv_heads group layout dtype kv, then per
-/// kernel (in m.kernels order) its `kernel`, `arg` (in order) and `launch`
-/// lines, and `end`; single blanks, no comments, '\n' after every line.
+/// kernel (in m.kernels order) its `kernel` line, its `prefill` line (keys
+/// in the order queries_per_tile causal window soft_cap sm_scale lse_base2)
+/// if it has one, its `arg` (in order) and `launch` lines, and `end`; single blanks, no comments, '\n' after every line.
 /// For every manifest that parseManifest accepts,
 /// parseManifest(printManifest(m)) == m; printManifest(parsed) reproduces
 /// canonical text byte for byte. It does not validate: a manifest that breaks
@@ -269,13 +324,27 @@ struct ProblemDims {
   int64_t nnz = 0;
   /// Wcap: rows of the work list and of o_part / lse_part.
   int64_t workCapacity = 0;
+  /// Nq: rows of q, o and lse of a prefill (qo_indptr[B]); unset (decode):
+  /// one row per request, B.
+  std::optional<int64_t> numQueryRows;
+  /// Bytes of a prefill's packed custom mask.
+  int64_t maskBytes = 0;
+  /// The prefill grid symbol q_tiles (max_b ceil(qo_len_b /
+  /// queries_per_tile)).
+  int64_t qTiles = 0;
+
+  /// Rows of q, o and lse: numQueryRows if set, else batch.
+  int64_t queryRows() const { return numQueryRows ? *numQueryRows : batch; }
 };
 
-/// The row-major shape of role `r` (docs/Runtime.md, "Shapes"):
-/// q, o [B, Hq, D]; kv [N, 2, P, Hkv, D] (NHD) / [N, 2, Hkv, P, D] (HND);
-/// k, v [N, P, Hkv, D] / [N, Hkv, P, D]; kv_indptr, work_indptr [B+1];
-/// kv_indices [nnz]; kv_last_page_len [B]; lse [B, Hq]; work_request,
-/// work_start, work_end [Wcap]; o_part [Wcap, Hq, D]; lse_part [Wcap, Hq].
+/// The row-major shape of role `r` (docs/Runtime.md, "Shapes"), with
+/// R = dims.queryRows() (B for decode, Nq for prefill):
+/// q, o [R, Hq, D]; kv [N, 2, P, Hkv, D] (NHD) / [N, 2, Hkv, P, D] (HND);
+/// k, v [N, P, Hkv, D] / [N, Hkv, P, D]; kv_indptr, work_indptr, qo_indptr,
+/// mask_indptr [B+1]; kv_indices [nnz]; kv_last_page_len [B]; lse [R, Hq];
+/// work_request, work_start, work_end [Wcap]; o_part [Wcap, Hq, D];
+/// lse_part [Wcap, Hq]; q_positions [Nq]; custom_mask [mask_bytes];
+/// alibi_slopes [Hq].
 std::vector<int64_t> roleShape(const BundleConfig &c, ArgRole r,
                                const ProblemDims &dims);
 

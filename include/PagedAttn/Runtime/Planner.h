@@ -88,6 +88,24 @@ Status validateQueries(I32Span qoIndptr, int64_t batch, int64_t numQueryRows,
                        const std::vector<int64_t> &kvLens,
                        bool explicitPositions);
 
+/// The prefill grid symbol q_tiles: max over requests b of
+/// ceil(qo_len_b / queriesPerTile), qo_len_b = qoIndptr[b+1] - qoIndptr[b]
+/// (0 when every request is empty: nothing to launch). Checks
+/// queriesPerTile >= 1, batch >= 0, qoIndptr.size == batch + 1 and
+/// qoIndptr non-decreasing; `out` is only written on success.
+Status prefillQueryTiles(I32Span qoIndptr, int64_t batch,
+                         int64_t queriesPerTile, int64_t &out);
+
+/// Checked mode for a prefill's custom mask (docs/Semantics.md, "Prefill /
+/// append"): `maskIndptr` (batch + 1 entries) must be non-decreasing from
+/// mask_indptr[0] >= 0, request b's segment [maskIndptr[b],
+/// maskIndptr[b+1]) must hold its ceil(qo_len_b * kv_len_b / 8) bytes, and
+/// maskIndptr[batch] must not exceed `maskBytes`, the bytes of the packed
+/// mask. `qoIndptr` is a validated one (validateQueries), `kvLens` the page
+/// table's lengths. Errors name the request and the values.
+Status validateMask(I32Span maskIndptr, I32Span qoIndptr, int64_t batch,
+                    const std::vector<int64_t> &kvLens, int64_t maskBytes);
+
 /// Fixed-size chunking: chunk c of request b covers tokens
 /// [c*chunkSize, min((c+1)*chunkSize, kvLens[b])), for
 /// c = 0 .. ceil(kvLens[b] / chunkSize) - 1; requests of length 0 get no item.

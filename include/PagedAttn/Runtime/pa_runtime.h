@@ -5,7 +5,7 @@
  *===----------------------------------------------------------------------===//
  *
  * Loads kernel bundles written by pa-compile, plans split-KV decode steps and
- * launches them, through the CUDA driver API only (libcuda). C-compatible, so
+ * batch prefills (ragged queries over a paged KV cache) and launches them, through the CUDA driver API only (libcuda). C-compatible, so
  * that C, Python (ctypes, torch tensors by data_ptr()) and other engines can
  * call it.
  *
@@ -44,6 +44,10 @@ typedef void *pa_stream;
 typedef struct pa_bundle pa_bundle;
 /** A decode plan: work list and split-KV workspace on the device. Opaque. */
 typedef struct pa_plan pa_plan;
+/** A prefill plan: the host-side lengths and the launch grid. Opaque. (The
+ *  type has a _t suffix because the function that makes one is called
+ *  pa_prefill_plan, like pa_decode_plan.) */
+typedef struct pa_prefill_plan pa_prefill_plan_t;
 
 /** Enumerations of pa_bundle_config (values of the manifest's spellings). */
 enum { PA_DTYPE_F16 = 0, PA_DTYPE_BF16 = 1, PA_DTYPE_F32 = 2 };
@@ -58,6 +62,8 @@ typedef struct pa_bundle_config {
   int layout;          /**< PA_LAYOUT_* */
   int kv_storage;      /**< PA_KV_JOINT or PA_KV_SPLIT */
   int has_split_kernels; /**< decode_partial + merge_segments present */
+  int has_decode;        /**< a decode kernel is present */
+  int has_prefill;       /**< a prefill kernel is present */
 } pa_bundle_config;
 
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
@@ -102,6 +108,52 @@ typedef struct pa_decode_args {
    *  stream and reports a faulting kernel by name. */
   int checked;
 } pa_decode_args;
+
+/** What a prefill plan recorded. */
+typedef struct pa_prefill_plan_info {
+  int64_t batch;            /**< B */
+  int64_t nnz;              /**< kv_indptr[B] the plan was made with */
+  int64_t num_query_rows;   /**< Nq = qo_indptr[B] */
+  int64_t queries_per_tile; /**< the kernel's queries per CTA tile */
+  /** Grid x of the launch: max_b ceil(qo_len_b / queries_per_tile); 0 when
+   *  every request is empty (pa_prefill_run then launches nothing). */
+  int64_t q_tiles;
+} pa_prefill_plan_info;
+
+/** Arguments of one batch prefill / append (device pointers, sizes). The
+ *  optional inputs (q_positions, custom_mask with mask_indptr, alibi_slopes)
+ *  must be given exactly when the bundle's prefill kernel takes them (it was
+ *  compiled with them: pa-compile --positions, --custom-mask, --alibi) and
+ *  be 0 otherwise. */
+typedef struct pa_prefill_args {
+  pa_deviceptr q;                /**< [Nq, Hq, D], bundle dtype */
+  pa_deviceptr qo_indptr;        /**< [B+1] int32: query rows per request */
+  pa_deviceptr kv;               /**< joint cache, or 0 for kv split */
+  pa_deviceptr k, v;             /**< split caches, or 0 for kv joint */
+  pa_deviceptr kv_indptr;        /**< [B+1] int32 */
+  pa_deviceptr kv_indices;       /**< [nnz] int32 */
+  pa_deviceptr kv_last_page_len; /**< [B] int32 */
+  pa_deviceptr q_positions;      /**< [Nq] int32 (>= 0) or 0 */
+  pa_deviceptr custom_mask;      /**< [mask_bytes] packed bits, or 0 */
+  pa_deviceptr mask_indptr;      /**< [B+1] int32 byte offsets, or 0 */
+  int64_t mask_bytes;            /**< bytes of custom_mask (0 without) */
+  pa_deviceptr alibi_slopes;     /**< [Hq] float, or 0 */
+  pa_deviceptr o;                /**< [Nq, Hq, D], bundle dtype (written) */
+  pa_deviceptr lse;              /**< [Nq, Hq] float (written) */
+  int64_t batch;                 /**< B; must equal the plan's */
+  int64_t num_query_rows;        /**< Nq; must equal the plan's */
+  int64_t num_q_heads;           /**< Hq; must equal kv_heads * group */
+  int64_t head_dim;              /**< D; must equal the bundle's */
+  int64_t num_pages;             /**< N: pages in the cache */
+  int64_t nnz;                   /**< kv_indptr[B]; must equal the plan's */
+  /** Nonzero: checked mode. Copies the page table, qo_indptr (and
+   *  q_positions, mask_indptr when the kernel takes them) to the host,
+   *  validates them (pa::rt::validatePageTable, validateQueries,
+   *  validateMask, q_positions >= 0), checks them against the plan and
+   *  fails with that message before any launch; after the launch,
+   *  synchronizes the stream and reports a faulting kernel by name. */
+  int checked;
+} pa_prefill_args;
 
 /** Initializes the driver, retains the primary context of `device` and makes
  *  it current on the calling thread. Safe to call again (per thread). */
@@ -149,6 +201,38 @@ void pa_plan_free(pa_plan *plan);
  *  has the same kv lengths. */
 int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
                   const pa_decode_args *args, pa_stream stream);
+
+/** Plans a batch prefill from the HOST copies of qo_indptr [batch + 1],
+ *  kv_indptr [batch + 1] and kv_last_page_len [batch]: computes the kv
+ *  lengths (pa::rt::kvLengths), validates the query segments against them
+ *  (pa::rt::validateQueries: qo_indptr from 0, non-decreasing, ending at
+ *  num_query_rows, and qo_len <= kv_len unless the kernel takes explicit
+ *  q_positions) and computes the grid (q_tiles x kv_heads x batch; batch
+ *  above 65535 is rejected). Needs a bundle with a prefill kernel. Allocates
+ *  nothing on the device; a plan serves every run with the same lengths
+ *  (e.g. all layers of a step). */
+int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
+                    const int32_t *kv_indptr, const int32_t *kv_last_page_len,
+                    int64_t batch, int64_t num_query_rows,
+                    pa_prefill_plan_t **out);
+
+/** Copies what the prefill plan recorded to `out`. */
+int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
+                             pa_prefill_plan_info *out);
+
+/** Frees the prefill plan (host memory only). NULL is ignored. */
+void pa_prefill_plan_free(pa_prefill_plan_t *plan);
+
+/** Enqueues the batch prefill on `stream`: one launch of the `prefill`
+ *  kernel (nothing when the plan's q_tiles is 0). Checks the arguments
+ *  against the bundle and the plan first (batch, num_query_rows,
+ *  num_q_heads, head_dim, nnz, joint vs split cache, a pointer for every
+ *  role the kernel takes and none for the optional roles it lacks,
+ *  mask_bytes); in checked mode also the device arrays (see
+ *  pa_prefill_args.checked). Does not synchronize (except in checked
+ *  mode). */
+int pa_prefill_run(pa_bundle *bundle, const pa_prefill_plan_t *plan,
+                   const pa_prefill_args *args, pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

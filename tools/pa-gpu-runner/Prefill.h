@@ -1,0 +1,56 @@
+//===- Prefill.h - check-prefill and bench-prefill of pa-gpu-runner -*- C++ -*-===//
+//
+// Part of the PagedAttn project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_PREFILL_H
+#define PAGEDATTN_TOOLS_PA_GPU_RUNNER_PREFILL_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pa::runner {
+
+struct CheckPrefillOptions {
+  std::vector<std::string> bundles;
+  /// The first seed of the random batches (printed; replays a run).
+  uint64_t seed = 0;
+  /// Random batches per bundle, seeds seed .. seed + seeds - 1.
+  int64_t seeds = 4;
+  /// Fill unused cache slots / pages with 8.0 instead of NaN.
+  bool finiteSlack = false;
+  /// Smaller random batches and no long case.
+  bool quick = false;
+  int device = 0;
+};
+
+/// Checks the prefill kernel of every bundle of `opts` against
+/// pa::ref::prefill (docs/Runtime.md, "check-prefill"); prints a line per
+/// case and a summary table. Returns the process exit code: 0 if every
+/// bundle passes, 1 on a failure, 2 if the device cannot be used.
+int runCheckPrefill(const CheckPrefillOptions &opts);
+
+struct BenchPrefillOptions {
+  std::string bundle;
+  /// Markdown report file ("" = stdout only).
+  std::string out;
+  /// pa-roofs.cubin ("" = $PA_ROOFS_CUBIN, then beside the executable).
+  std::string roofs;
+  int warmup = 5;
+  /// Timed calls per shape (median reported).
+  int reps = 30;
+  /// At most this many input sets rotated.
+  int maxSets = 4;
+  uint32_t seed = 1;
+  int device = 0;
+};
+
+/// Times the bundle's prefill kernel on the benchmark shapes
+/// (docs/Runtime.md, "bench-prefill"); returns the process exit code.
+int runBenchPrefill(const BenchPrefillOptions &opts);
+
+} // namespace pa::runner
+
+#endif // PAGEDATTN_TOOLS_PA_GPU_RUNNER_PREFILL_H
