@@ -31,6 +31,8 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.tokensInFlight = opts.tokensInFlight;
   tile.laneBytes = opts.laneBytes;
   tile.headsPerCTA = opts.headsPerCTA;
+  tile.prefillWarps = opts.prefillWarps;
+  tile.prefillTileKV = opts.prefillTileKV;
   pm.addPass(createConvertPAToGPU(tile));
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());

@@ -62,6 +62,11 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "lane-bytes must be 16 or 32 (0: the tuned default)";
   if (o.headsPerCTA < 0)
     return "heads-per-cta must be >= 0 (0: the tuned default)";
+  if (o.prefillWarps != 0 && o.prefillWarps != 4 && o.prefillWarps != 8)
+    return "prefill-warps must be 4 or 8 (0: 8 up to head dim 128, else 4)";
+  if (o.prefillTileKV != 0 && o.prefillTileKV != 16 && o.prefillTileKV != 32 &&
+      o.prefillTileKV != 64 && o.prefillTileKV != 128)
+    return "prefill-tile-kv must be 16, 32, 64 or 128 (0: by head dim)";
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

@@ -85,6 +85,15 @@ static cl::opt<int64_t> headsPerCTA(
     "heads-per-cta", cl::init(0),
     cl::desc("Query heads of a GQA group per CTA (0: tuned)"),
     cl::cat(category));
+static cl::opt<int64_t> prefillWarps(
+    "prefill-warps", cl::init(0),
+    cl::desc("Warps per CTA of the prefill kernel: 4 or 8 (0: 8 up to head dim 128, else 4)"),
+    cl::cat(category));
+static cl::opt<int64_t> prefillTileKV(
+    "prefill-tile-kv", cl::init(0),
+    cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64, 128 (0: by "
+             "head dim)"),
+    cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),
     cl::desc("decode (decode + split-KV kernels) | prefill | all"),
@@ -152,6 +161,11 @@ bool checkFlags() {
   if (laneBytes != 0 && laneBytes != 16 && laneBytes != 32)
     fail("--lane-bytes must be 16 or 32 (0: tuned)");
   inRange(headsPerCTA, 0, kMaxConfigValue);
+  if (prefillWarps != 0 && prefillWarps != 4 && prefillWarps != 8)
+    fail("--prefill-warps must be 4 or 8 (0: 8 up to head dim 128, else 4)");
+  if (prefillTileKV != 0 && prefillTileKV != 16 && prefillTileKV != 32 &&
+      prefillTileKV != 64 && prefillTileKV != 128)
+    fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: by head dim)");
   rt::CacheLayout l;
   rt::DType d;
   rt::KVStorage s;
@@ -354,6 +368,8 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format) {
   opts.tokensInFlight = tokensInFlight;
   opts.laneBytes = laneBytes;
   opts.headsPerCTA = headsPerCTA;
+  opts.prefillWarps = prefillWarps;
+  opts.prefillTileKV = prefillTileKV;
 }
 
 /// The manifest element type of a kernel argument.

@@ -493,7 +493,7 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
     };
     std::vector<Fixed> fixed = {
         {"all-empty", {0, 0, 0}, {0, 5, 2 * P + 1}},
-        {"qo0-in-the-middle", {7, 0, 3}, {2 * P + 3, 40, 3}},
+        {"qo0-in-the-middle", {7, 0, 3}, {2 * P + 7, 40, 3}},
         {"qo1-kv1", {1}, {1}},
         {"kv0", {0, 2}, {0, 2}},
     };

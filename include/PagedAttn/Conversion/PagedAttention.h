@@ -63,6 +63,9 @@ struct PageTable {
   /// kv_len[b] = 0 without pages, else (npages - 1) * P + last_page_len[b];
   /// checked: asserts 1 <= last_page_len <= P for requests with pages.
   Value kvLen(Emitter &e, Value b) const;
+  /// The kv_indices entry (i32, unchecked) of the page holding token t given
+  /// the request's page base.
+  Value pageEntry(Emitter &e, Value base, Value t) const;
   /// (page, slot) of token t given the request's page base; checked: asserts
   /// the page index is within [0, numPages).
   std::pair<Value, Value> locate(Emitter &e, Value base, Value t,

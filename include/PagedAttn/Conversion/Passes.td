@@ -84,9 +84,10 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
 
     `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
     up to 64) becomes a tensor-core kernel, FlashAttention-2 style
-    (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of 4 warps per (query
-    tile, KV head, request), 64 rows per tile holding 64 / g queries times
-    the g query heads of the KV head; Q and two stages of K/V tiles (64 keys,
+    (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of `prefill-warps`
+    warps (default 8 up to D = 128, else 4) per (query tile, KV head, request), 16 rows per warp,
+    a tile of R rows holding R / g queries times the g query heads of the KV
+    head; Q and two stages of K/V tiles (`prefill-tile-kv` keys, default 64,
     32 above D = 128) in dynamic shared memory, filled by `cp.async`
     (`nvgpu.device_async_copy`, 16 bytes, zero-filled past the keys) through
     the page table, the next tile in flight while the current one is
@@ -110,6 +111,12 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "32: two, half the lanes per token; 0: tuned)">,
     Option<"headsPerCTA", "heads-per-cta", "int64_t", /*default=*/"0",
            "Query heads of a GQA group per CTA (0: tuned)">,
+    Option<"prefillWarps", "prefill-warps", "int64_t", /*default=*/"0",
+           "Warps per CTA of the prefill kernel, 16 query-tile rows each: 4 "
+           "or 8 (0: 8 up to head dim 128, else 4)">,
+    Option<"prefillTileKV", "prefill-tile-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile of the prefill kernel: 16, 32, 64 or 128 (0: 64 "
+           "up to head dim 128, else 32)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

@@ -96,6 +96,16 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Query heads of a GQA group that one CTA handles (0: the "
                      "tuned default)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> prefillWarps{
+      *this, "prefill-warps",
+      llvm::cl::desc("Warps per CTA of the prefill kernel, 16 query-tile rows "
+                     "each: 4 or 8 (0: 8 up to head dim 128, else 4)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> prefillTileKV{
+      *this, "prefill-tile-kv",
+      llvm::cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64 or "
+                     "128 (0: 64 up to head dim 128, else 32)"),
+      llvm::cl::init(0)};
 };
 
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional

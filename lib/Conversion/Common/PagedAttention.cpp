@@ -80,9 +80,13 @@ Value PageTable::kvLen(Emitter &e, Value b) const {
   return e.select(hasPages, e.add(full, e.toIndex(lastI32)), e.idx(0));
 }
 
+Value PageTable::pageEntry(Emitter &e, Value base, Value t) const {
+  return e.load(indices, {e.add(base, e.divui(t, e.idx(pageSize)))});
+}
+
 std::pair<Value, Value> PageTable::locate(Emitter &e, Value base, Value t,
                                           Value numPages) const {
-  Value page = e.loadIdx(indices, e.add(base, e.divui(t, e.idx(pageSize))));
+  Value page = e.toIndex(pageEntry(e, base, t));
   if (checked) {
     assert(numPages && "a checked page table needs the number of pages");
     Value ok = e.andi(e.cmpi(Pred::sge, page, e.idx(0)),

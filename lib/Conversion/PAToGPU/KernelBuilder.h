@@ -94,14 +94,19 @@ void launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
 /// arguments; docs/Runtime.md spells them).
 SmallVector<std::string> argRoles(Operation *op);
 
+/// The prefill kernel shape asked for by the pass options (0: default).
+struct PrefillShape {
+  int64_t warps = 0, tileKV = 0;
+};
+
 /// Checks that convert-pa-to-gpu can build the kernel of `op` (an error at
 /// the op naming what it cannot handle otherwise), before any IR changes.
-LogicalResult checkPrefill(PrefillOp op);
+LogicalResult checkPrefill(PrefillOp op, const PrefillShape &shape);
 
 /// Builds the tensor-core kernel of a memref-form pa.prefill (named `name`,
 /// in `kmod`) and replaces `op` by its launch (PrefillToGPU.cpp).
 LogicalResult buildPrefillKernel(PrefillOp op, gpu::GPUModuleOp kmod,
-                                 StringRef name);
+                                 StringRef name, const PrefillShape &shape);
 
 } // namespace mlir::pa::gpukernel
 

@@ -547,6 +547,10 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
 struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   using Base::Base;
 
+  PrefillShape prefillShape() const {
+    return PrefillShape{prefillWarps, prefillTileKV};
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Preconditions, before any IR changes: every pa op is one this pass
@@ -567,7 +571,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "one-shot-bufferize first";
         return WalkResult::interrupt();
       }
-      if (auto p = dyn_cast<PrefillOp>(op); p && failed(checkPrefill(p)))
+      if (auto p = dyn_cast<PrefillOp>(op);
+          p && failed(checkPrefill(p, prefillShape())))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -588,7 +593,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                 return tileAttention(d, kmod, "pa_decode_partial", shape);
               })
               .Case([&](PrefillOp p) {
-                return buildPrefillKernel(p, kmod, "pa_prefill");
+                return buildPrefillKernel(p, kmod, "pa_prefill",
+                                          prefillShape());
               })
               .Case([&](MergeSegmentsOp d) {
                 return tileMergeSegments(d, kmod, "pa_merge_segments",

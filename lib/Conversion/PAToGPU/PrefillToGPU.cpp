@@ -49,9 +49,6 @@ using FPred = arith::CmpFPredicate;
 
 namespace {
 
-/// Rows of a query tile (4 warps x 16).
-constexpr int64_t kTileRows = 64;
-constexpr int64_t kWarps = 4;
 /// f16 / bf16 elements per 16-byte copy.
 constexpr int64_t kChunk = 8;
 
@@ -59,23 +56,26 @@ constexpr int64_t kChunk = 8;
 struct PrefillConfig {
   Type elem;
   int64_t headDim = 0, group = 0, numKVHeads = 0, pageSize = 0;
-  /// Keys per KV tile and the padded shared-memory row (elements).
-  int64_t keys = 0, stride = 0;
+  /// Warps (16 query-tile rows each), keys per KV tile and the padded
+  /// shared-memory row (elements).
+  int64_t warps = 4, keys = 0, stride = 0;
   bool causal = false, positions = false, customMask = false, alibi = false;
   double smScale = 1.0;
   std::optional<double> softCap;
   std::optional<int64_t> window;
   bool lseBase2 = false;
 
-  int64_t threads() const { return kWarps * 32; }
-  int64_t queriesPerTile() const { return kTileRows / group; }
+  int64_t threads() const { return warps * 32; }
+  int64_t tileRows() const { return warps * 16; }
+  int64_t queriesPerTile() const { return tileRows() / group; }
   int64_t chunksPerRow() const { return headDim / kChunk; }
   /// Rows of the shared-memory view: Q, then K and V of two stages.
-  int64_t smemRows() const { return kTileRows + 4 * keys; }
+  int64_t smemRows() const { return tileRows() + 4 * keys; }
   int64_t smemBytes() const { return smemRows() * stride * 2; }
 };
 
-LogicalResult makePrefillConfig(PrefillOp op, PrefillConfig &c) {
+LogicalResult makePrefillConfig(PrefillOp op, const PrefillShape &shape,
+                                PrefillConfig &c) {
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
@@ -98,12 +98,19 @@ LogicalResult makePrefillConfig(PrefillOp op, PrefillConfig &c) {
   c.numKVHeads = cache.getNumKVHeads();
   c.pageSize = cache.getPageSize();
   c.group = qt.getDimSize(1) / c.numKVHeads;
-  if (c.group > kTileRows)
+  // 8 warps share each K/V tile between 128 rows (H200, 2026-11-23: 277 vs
+  // 249 TFLOP/s at D 128, causal 4 x 8192, docs/PERFORMANCE.md); above
+  // D = 128 the accumulators of 4 warps already fill the registers.
+  c.warps = shape.warps > 0 ? shape.warps : (c.headDim <= 128 ? 8 : 4);
+  c.keys = shape.tileKV > 0 ? shape.tileKV : (c.headDim <= 128 ? 64 : 32);
+  if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128)
+    return op.emitOpError() << "prefill-warps must be 4 or 8 and "
+                               "prefill-tile-kv a multiple of 16 up to 128";
+  if (c.group > c.tileRows())
     return op.emitOpError() << "pa.prefill on the GPU packs a GQA group into "
                                "the "
-                            << kTileRows << " rows of a query tile; group "
+                            << c.tileRows() << " rows of a query tile; group "
                             << c.group << " is larger";
-  c.keys = c.headDim <= 128 ? 64 : 32;
   c.stride = c.headDim + kChunk;
   c.causal = op.getCausal();
   c.positions = bool(op.getQPositions());
@@ -177,7 +184,7 @@ private:
 
   /// Shared-memory rows of K (isV = false) or V of `stage`.
   Value kvRow0(bool isV, Value stage) {
-    return e.add(e.idx(kTileRows + (isV ? 2 : 0) * c.keys),
+    return e.add(e.idx(c.tileRows() + (isV ? 2 : 0) * c.keys),
                  e.mul(stage, e.idx(c.keys)));
   }
   /// One 16-byte cp.async from `src[srcIdx]` to smem[row][col], reading 16
@@ -191,7 +198,18 @@ private:
         b.getUnitAttr());
   }
   void issueQ(SmallVectorImpl<Value> &tokens);
-  void issueKV(Value tile, Value stage, SmallVectorImpl<Value> &tokens);
+  /// Rounds of 16-byte chunks a thread copies per K (or V) tile.
+  int64_t chunkRounds() const {
+    return llvm::divideCeil(c.keys * c.chunksPerRow(), c.threads());
+  }
+  std::pair<Value, Value> kvChunk(int64_t i);
+  Value kvChunkValid(int64_t i, Value t);
+  /// The pages of this thread's chunks of K/V tile `tile` (global loads of
+  /// kv_indices, issued a tile ahead of their copies).
+  SmallVector<Value> lookupPages(Value tile);
+  /// cp.async of this thread's chunks of K/V tile `tile` into `stage`.
+  void issueKV(Value tile, Value stage, ValueRange tilePages,
+               SmallVectorImpl<Value> &tokens);
   Value commit(ArrayRef<Value> tokens) {
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
@@ -244,13 +262,14 @@ private:
   }
   /// The logits of the S fragments in base 2, masked when `masked`.
   SmallVector<Value> logits(ArrayRef<Value> s, Value tileStart, bool masked);
-  /// One KV tile: returns the new (m0, m1, l0, l1, acc...).
+  /// One KV tile: returns the new state (m0, m1, l0, l1, acc...,
+  /// pages of tile + 2).
   SmallVector<Value> step(Value tile, ValueRange state, ArrayRef<Value> qFrag);
   void store(ValueRange state);
 };
 
 void PrefillKernel::issueQ(SmallVectorImpl<Value> &tokens) {
-  int64_t chunks = kTileRows * c.chunksPerRow();
+  int64_t chunks = c.tileRows() * c.chunksPerRow();
   int64_t live = c.queriesPerTile() * c.group;
   for (int64_t i = 0; i < chunks / c.threads(); ++i) {
     Value id = e.add(tid, e.idx(i * c.threads()));
@@ -266,30 +285,55 @@ void PrefillKernel::issueQ(SmallVectorImpl<Value> &tokens) {
   }
 }
 
-void PrefillKernel::issueKV(Value tile, Value stage,
-                            SmallVectorImpl<Value> &tokens) {
+/// Chunk `i` of this thread in a K/V tile: its row (key) and column.
+std::pair<Value, Value> PrefillKernel::kvChunk(int64_t i) {
   int64_t cpr = c.chunksPerRow();
-  int64_t chunks = c.keys * cpr;
+  Value id = e.add(tid, e.idx(i * c.threads()));
+  return {e.divui(id, e.idx(cpr)), e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk))};
+}
+
+/// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys, and
+/// inside the tile for a last partial round of chunks).
+Value PrefillKernel::kvChunkValid(int64_t i, Value t) {
+  int64_t chunks = c.keys * c.chunksPerRow();
+  Value valid = e.cmpi(Pred::ult, t, kvHi);
+  if ((i + 1) * c.threads() > chunks)
+    valid = e.andi(valid, e.cmpi(Pred::ult, e.add(tid, e.idx(i * c.threads())),
+                                 e.idx(chunks)));
+  return valid;
+}
+
+SmallVector<Value> PrefillKernel::lookupPages(Value tile) {
   Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
-  Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
-  for (int64_t i = 0; i * c.threads() < chunks; ++i) {
-    Value id = e.add(tid, e.idx(i * c.threads()));
-    Value r = e.divui(id, e.idx(cpr));
-    Value col = e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk));
-    Value t = e.add(start, r);
-    Value valid = e.cmpi(Pred::ult, t, kvHi);
-    if ((i + 1) * c.threads() > chunks)
-      valid = e.andi(valid, e.cmpi(Pred::ult, id, e.idx(chunks)));
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < chunkRounds(); ++i) {
+    Value t = e.add(start, kvChunk(i).first);
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing.
-    Value page =
-        e.ifThenElse(valid, b.getIndexType(), [&]() -> SmallVector<Value> {
-           return {pages.locate(e, pageBase, t).first};
-         }, [&]() -> SmallVector<Value> { return {e.idx(0)}; })[0];
+    // Kept as i32 (kv_indices' type) while carried to the next step.
+    out.push_back(e.ifThenElse(
+        kvChunkValid(i, t), b.getI32Type(),
+        [&]() -> SmallVector<Value> {
+          return {pages.pageEntry(e, pageBase, t)};
+        },
+        [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0]);
+  }
+  return out;
+}
+
+void PrefillKernel::issueKV(Value tile, Value stage, ValueRange tilePages,
+                            SmallVectorImpl<Value> &tokens) {
+  Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
+  Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
+  for (int64_t i = 0; i < chunkRounds(); ++i) {
+    auto [r, col] = kvChunk(i);
+    Value t = e.add(start, r);
+    Value valid = kvChunkValid(i, t);
     Value slot = e.remui(t, e.idx(c.pageSize));
     for (bool isV : {false, true})
       tokens.push_back(copy16(
-          cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
+          cache.memref(isV),
+          cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
           e.add(isV ? vRow0 : kRow0, r), col, valid));
   }
 }
@@ -356,10 +400,14 @@ SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
                                        ArrayRef<Value> qFrag) {
   int64_t kSteps = c.headDim / 16, nTiles = c.keys / 8;
   Value stage = e.remui(tile, e.idx(2));
+  int64_t accEnd = 4 + c.headDim / 8;
   // Prefetch tile + 1 into the other stage (its readers passed the barrier
-  // that ended the previous step), then wait for this tile.
+  // that ended the previous step) with the pages looked up one step ago,
+  // look up the pages of tile + 2, then wait for this tile.
   SmallVector<Value> tokens;
-  issueKV(e.add(tile, e.idx(1)), e.sub(e.idx(1), stage), tokens);
+  issueKV(e.add(tile, e.idx(1)), e.sub(e.idx(1), stage),
+          state.drop_front(accEnd), tokens);
+  SmallVector<Value> pagesAhead = lookupPages(e.add(tile, e.idx(2)));
   wait(commit(tokens), 1);
   gpu::BarrierOp::create(b, loc);
 
@@ -370,18 +418,20 @@ SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
   SmallVector<Value> s(nTiles, zero);
-  for (int64_t np = 0; np < nTiles / 2; ++np) {
-    Value krow = e.add(kRow0, e.add(e.idx(np * 16),
-                                    e.add(e.mul(l16, e.idx(8)), l8)));
-    for (int64_t kk = 0; kk < kSteps; ++kk) {
-      Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
+  // k steps outer: the nTiles accumulators of a step are independent, so
+  // the mma.sync of a step pipeline instead of waiting on each other.
+  for (int64_t kk = 0; kk < kSteps; ++kk) {
+    Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
+    Value a = qFrag.empty()
+                  ? ldmatrix(e.add(e.mul(warp, e.idx(16)),
+                                   e.remui(lane, e.idx(16))),
+                             e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))),
+                             false)
+                  : qFrag[kk];
+    for (int64_t np = 0; np < nTiles / 2; ++np) {
+      Value krow = e.add(kRow0, e.add(e.idx(np * 16),
+                                      e.add(e.mul(l16, e.idx(8)), l8)));
       Value kf = ldmatrix(krow, kcol, /*transpose=*/false);
-      Value a = qFrag.empty()
-                    ? ldmatrix(e.add(e.mul(warp, e.idx(16)),
-                                     e.remui(lane, e.idx(16))),
-                               e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))),
-                               false)
-                    : qFrag[kk];
       s[2 * np] = mma(a, half(kf, 0), s[2 * np]);
       s[2 * np + 1] = mma(a, half(kf, 2), s[2 * np + 1]);
     }
@@ -410,7 +460,8 @@ SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
       [&]() { return logits(s, tileStart, false); });
 
   // Online softmax per row (base 2).
-  SmallVector<Value> next(state.begin(), state.end());
+  SmallVector<Value> next(state.begin(), state.begin() + accEnd);
+  next.append(pagesAhead);
   Value mUse[2], alpha[2];
   for (int64_t h = 0; h < 2; ++h) {
     Value mx = e.negInf();
@@ -460,12 +511,12 @@ SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
     pa.push_back(fragment(fragA(), v));
   }
 
-  // O += P V.
-  for (int64_t dp = 0; dp < dTiles / 2; ++dp) {
-    Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
-    for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
-      Value vrow = e.add(vRow0, e.add(e.idx(kk * 16),
-                                      e.add(e.mul(lMid, e.idx(8)), l8)));
+  // O += P V, k steps outer (independent accumulators within a step).
+  for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+    Value vrow = e.add(vRow0, e.add(e.idx(kk * 16),
+                                    e.add(e.mul(lMid, e.idx(8)), l8)));
+    for (int64_t dp = 0; dp < dTiles / 2; ++dp) {
+      Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
       Value vf = ldmatrix(vrow, vcol, /*transpose=*/true);
       next[4 + 2 * dp] = mma(pa[kk], half(vf, 0), next[4 + 2 * dp]);
       next[4 + 2 * dp + 1] = mma(pa[kk], half(vf, 2), next[4 + 2 * dp + 1]);
@@ -494,9 +545,11 @@ void PrefillKernel::store(ValueRange state) {
             b, loc, out,
             ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
                        e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
+        // Two elements at an even column: 4-byte aligned.
         vector::StoreOp::create(
             b, loc, v, o,
-            ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)});
+            ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
+            /*nontemporal=*/false, llvm::MaybeAlign(4));
       }
       e.ifThen(quad0, [&]() { e.store(lseV, lse, {row.row, row.head}); });
     });
@@ -575,8 +628,9 @@ void PrefillKernel::emit() {
     SmallVector<Value> qTokens, kvTokens;
     issueQ(qTokens);
     Value qGroup = commit(qTokens);
-    issueKV(e.idx(0), e.idx(0), kvTokens);
+    issueKV(e.idx(0), e.idx(0), lookupPages(e.idx(0)), kvTokens);
     commit(kvTokens);
+    SmallVector<Value> pagesAhead = lookupPages(e.idx(1));
     wait(qGroup, 1);
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> qFrag;
@@ -592,6 +646,7 @@ void PrefillKernel::emit() {
     Value zero = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
     init.append(c.headDim / 8, zero);
+    init.append(pagesAhead);
     scf::ForOp loop = e.forLoop(
         e.idx(0), numKV, init, [&](Value j, ValueRange state) {
           return step(j, state, qFrag);
@@ -602,16 +657,18 @@ void PrefillKernel::emit() {
 
 } // namespace
 
-LogicalResult mlir::pa::gpukernel::checkPrefill(PrefillOp op) {
+LogicalResult mlir::pa::gpukernel::checkPrefill(PrefillOp op,
+                                                const PrefillShape &shape) {
   PrefillConfig c;
-  return makePrefillConfig(op, c);
+  return makePrefillConfig(op, shape, c);
 }
 
 LogicalResult mlir::pa::gpukernel::buildPrefillKernel(PrefillOp op,
                                                       gpu::GPUModuleOp kmod,
-                                                      StringRef name) {
+                                                      StringRef name,
+                                                      const PrefillShape &shape) {
   PrefillConfig c;
-  if (failed(makePrefillConfig(op, c)))
+  if (failed(makePrefillConfig(op, shape, c)))
     return failure();
   KernelABI abi;
   abi.kind = "prefill";
@@ -620,7 +677,7 @@ LogicalResult mlir::pa::gpukernel::buildPrefillKernel(PrefillOp op,
               GridExtentABI{"batch"}};
   abi.block = {c.threads(), 1, 1};
   abi.smem = c.smemBytes();
-  abi.tileQ = kTileRows;
+  abi.tileQ = c.tileRows();
   abi.tileKV = c.keys;
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
