@@ -87,8 +87,8 @@ func.func @window(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: m
 
 // Ops without a GPU lowering are rejected at the op, before anything
 // changes, instead of staying behind on the host.
-func.func @prefill(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
-  // expected-error @+1 {{'pa.prefill' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial and pa.merge_segments}}
-  pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
+func.func @merge_states(%v: memref<?x4x32x128xf32>, %s: memref<?x4x32xf32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  // expected-error @+1 {{'pa.merge_states' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments and pa.prefill}}
+  pa.merge_states states(%v, %s : memref<?x4x32x128xf32>, memref<?x4x32xf32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
   return
 }
