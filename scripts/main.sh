@@ -26,13 +26,16 @@ echo "  decode step after canonicalize + bufferize:"
   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
   | sed 's/^/    /'
 
-echo "=== 2. decode example configuration to PTX / cubin"
+echo "=== 2. decode and prefill example configurations to PTX / cubin"
 out="$build/main-job"
 rm -rf "$out"
 mkdir -p "$out"
 "$paopt" "$root/examples/decode.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
   -o "$out/decode-sm90.mlir"
 echo "  PTX for sm_90 in $out/decode-sm90.mlir"
+"$paopt" "$root/examples/prefill-gpu.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
+  -o "$out/prefill-sm90.mlir"
+echo "  PTX for sm_90 in $out/prefill-sm90.mlir (tensor-core prefill)"
 if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
@@ -43,14 +46,20 @@ if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   ptxas -v --gpu-name=sm_90 "$out/bundle-gqa4/kernels.ptx" -o /dev/null 2>&1 \
     | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
   cat "$out/bundle-gqa4/bundle.manifest" | sed 's/^/    /'
+  "$build/bin/pa-compile" --kernels prefill --causal --head-dim 128 \
+    --page-size 16 --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint \
+    --chip sm_90 -o "$out/bundle-prefill-gqa4"
+  ptxas -v --gpu-name=sm_90 "$out/bundle-prefill-gqa4/kernels.ptx" -o /dev/null 2>&1 \
+    | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
 else
   echo "  (no ptxas: PTX only, no cubin)"
 fi
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
    && [ -x "$build/bin/pa-gpu-runner" ] && [ -d "$out/bundle-gqa4" ]; then
-  echo "=== 3. GPU: the bundle against the float64 reference"
+  echo "=== 3. GPU: the bundles against the float64 reference"
   "$build/bin/pa-gpu-runner" check "$out/bundle-gqa4"
+  "$build/bin/pa-gpu-runner" check-prefill "$out/bundle-prefill-gqa4"
 else
   echo "=== 3. no CUDA device: CPU lowering of every op vs the float64 reference"
   "$build/unittests/CPU/PACPUDifferentialTests" --gtest_brief=1 2>&1 \

@@ -182,10 +182,10 @@ private:
     return e.divui(e.add(x, e.idx(d - 1)), e.idx(d));
   }
 
-  /// Shared-memory rows of K (isV = false) or V of `stage`.
-  Value kvRow0(bool isV, Value stage) {
-    return e.add(e.idx(c.tileRows() + (isV ? 2 : 0) * c.keys),
-                 e.mul(stage, e.idx(c.keys)));
+  /// Shared-memory rows of K (isV = false) or V of `stage` (static, so that
+  /// every shared-memory address is a per-thread base plus a constant).
+  Value kvRow0(bool isV, int64_t stage) {
+    return e.idx(c.tileRows() + ((isV ? 2 : 0) + stage) * c.keys);
   }
   /// One 16-byte cp.async from `src[srcIdx]` to smem[row][col], reading 16
   /// bytes when `valid` and zero-filling otherwise.
@@ -208,7 +208,7 @@ private:
   /// kv_indices, issued a tile ahead of their copies).
   SmallVector<Value> lookupPages(Value tile);
   /// cp.async of this thread's chunks of K/V tile `tile` into `stage`.
-  void issueKV(Value tile, Value stage, ValueRange tilePages,
+  void issueKV(Value tile, int64_t stage, ValueRange tilePages,
                SmallVectorImpl<Value> &tokens);
   Value commit(ArrayRef<Value> tokens) {
     return nvgpu::DeviceAsyncCreateGroupOp::create(
@@ -262,9 +262,10 @@ private:
   }
   /// The logits of the S fragments in base 2, masked when `masked`.
   SmallVector<Value> logits(ArrayRef<Value> s, Value tileStart, bool masked);
-  /// One KV tile: returns the new state (m0, m1, l0, l1, acc...,
-  /// pages of tile + 2).
-  SmallVector<Value> step(Value tile, ValueRange state, ArrayRef<Value> qFrag);
+  /// One KV tile held in `stage`: returns the new state (m0, m1, l0, l1,
+  /// acc..., pages of tile + 2).
+  SmallVector<Value> step(Value tile, int64_t stage, ValueRange state,
+                          ArrayRef<Value> qFrag);
   void store(ValueRange state);
 };
 
@@ -321,7 +322,7 @@ SmallVector<Value> PrefillKernel::lookupPages(Value tile) {
   return out;
 }
 
-void PrefillKernel::issueKV(Value tile, Value stage, ValueRange tilePages,
+void PrefillKernel::issueKV(Value tile, int64_t stage, ValueRange tilePages,
                             SmallVectorImpl<Value> &tokens) {
   Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
   Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
@@ -396,16 +397,16 @@ SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, Value tileStart,
   return out;
 }
 
-SmallVector<Value> PrefillKernel::step(Value tile, ValueRange state,
+SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
+                                       ValueRange state,
                                        ArrayRef<Value> qFrag) {
   int64_t kSteps = c.headDim / 16, nTiles = c.keys / 8;
-  Value stage = e.remui(tile, e.idx(2));
   int64_t accEnd = 4 + c.headDim / 8;
   // Prefetch tile + 1 into the other stage (its readers passed the barrier
   // that ended the previous step) with the pages looked up one step ago,
   // look up the pages of tile + 2, then wait for this tile.
   SmallVector<Value> tokens;
-  issueKV(e.add(tile, e.idx(1)), e.sub(e.idx(1), stage),
+  issueKV(e.add(tile, e.idx(1)), 1 - stage,
           state.drop_front(accEnd), tokens);
   SmallVector<Value> pagesAhead = lookupPages(e.add(tile, e.idx(2)));
   wait(commit(tokens), 1);
@@ -628,7 +629,7 @@ void PrefillKernel::emit() {
     SmallVector<Value> qTokens, kvTokens;
     issueQ(qTokens);
     Value qGroup = commit(qTokens);
-    issueKV(e.idx(0), e.idx(0), lookupPages(e.idx(0)), kvTokens);
+    issueKV(e.idx(0), /*stage=*/0, lookupPages(e.idx(0)), kvTokens);
     commit(kvTokens);
     SmallVector<Value> pagesAhead = lookupPages(e.idx(1));
     wait(qGroup, 1);
@@ -647,9 +648,17 @@ void PrefillKernel::emit() {
         b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
     init.append(c.headDim / 8, zero);
     init.append(pagesAhead);
+    // Two tiles per iteration, stage 0 then stage 1, so that the stage of
+    // every shared-memory access is a constant.
     scf::ForOp loop = e.forLoop(
-        e.idx(0), numKV, init, [&](Value j, ValueRange state) {
-          return step(j, state, qFrag);
+        e.idx(0), ceilDiv(numKV, 2), init, [&](Value pair, ValueRange state) {
+          Value j = e.mul(pair, e.idx(2));
+          SmallVector<Value> mid = step(j, 0, state, qFrag);
+          Value j1 = e.add(j, e.idx(1));
+          return e.ifThenElse(
+              e.cmpi(Pred::ult, j1, numKV), ValueRange(mid).getTypes(),
+              [&]() { return step(j1, 1, mid, qFrag); },
+              [&]() { return mid; });
         });
     store(loop.getResults());
   });
