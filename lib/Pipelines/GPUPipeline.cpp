@@ -33,6 +33,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.headsPerCTA = opts.headsPerCTA;
   tile.prefillWarps = opts.prefillWarps;
   tile.prefillTileKV = opts.prefillTileKV;
+  tile.prefillWarpRows = opts.prefillWarpRows;
   pm.addPass(createConvertPAToGPU(tile));
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());

@@ -66,7 +66,10 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "prefill-warps must be 4 or 8 (0: 8 up to head dim 128, else 4)";
   if (o.prefillTileKV != 0 && o.prefillTileKV != 16 && o.prefillTileKV != 32 &&
       o.prefillTileKV != 64 && o.prefillTileKV != 128)
-    return "prefill-tile-kv must be 16, 32, 64 or 128 (0: by head dim)";
+    return "prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)";
+  if (o.prefillWarpRows != 0 && o.prefillWarpRows != 16 &&
+      o.prefillWarpRows != 32)
+    return "prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)";
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

@@ -10,15 +10,15 @@
 // CHECK-LABEL: func.func @prefill(
 // CHECK: gpu.launch_func @pa_kernels::@pa_prefill blocks in ({{.*}}) threads in ({{.*}}) dynamic_shared_memory_size %{{.*}} args(
 // CHECK-LABEL: gpu.module @pa_kernels
-// CHECK: gpu.func @pa_prefill({{.*}}) kernel attributes {pa.kernel = {args = ["q", "qo_indptr", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 256, 1, 1>, grid = ["q_tiles", "kv_heads", "batch"], kind = "prefill", smem = 104448 : i64, tile_kv = 64 : i64, tile_q = 128 : i64}
+// CHECK: gpu.func @pa_prefill({{.*}}) kernel attributes {pa.kernel = {args = ["q", "qo_indptr", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 256, 1, 1>, grid = ["q_tiles", "kv_heads", "batch"], kind = "prefill", smem = 104448 : i64, tile_kv = 32 : i64, tile_q = 256 : i64}
 // CHECK: %[[RAW:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[SMEM:.*]] = memref.view %[[RAW]]{{.*}} to memref<384x136xf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy {{.*}}, %[[SMEM]][{{.*}}], 8, %{{.*}} {bypassL1}
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // CHECK: gpu.barrier
-// CHECK: nvgpu.ldmatrix %[[SMEM]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: scf.for
+// CHECK: nvgpu.ldmatrix %[[SMEM]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: gpu.shuffle xor
 // CHECK: nvgpu.ldmatrix %[[SMEM]][{{.*}}] {numTiles = 4 : i32, transpose = true}
@@ -26,7 +26,7 @@
 // CHECK: gpu.barrier
 // CHECK: vector.store {{.*}} {alignment = 4 : i64} : memref<?x32x128xf16>, vector<2xf16>
 // SHAPE: block = array<i64: 128, 1, 1>
-// SHAPE-SAME: smem = 52224 : i64, tile_kv = 32 : i64, tile_q = 64 : i64
+// SHAPE-SAME: smem = 69632 : i64, tile_kv = 32 : i64, tile_q = 128 : i64
 func.func @prefill(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   pa.prefill q(%q, %qi : memref<?x32x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
   return

@@ -94,6 +94,11 @@ static cl::opt<int64_t> prefillTileKV(
     cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64, 128 (0: by "
              "head dim)"),
     cl::cat(category));
+static cl::opt<int64_t> prefillWarpRows(
+    "prefill-warp-rows", cl::init(0),
+    cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
+             "16)"),
+    cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),
     cl::desc("decode (decode + split-KV kernels) | prefill | all"),
@@ -165,7 +170,9 @@ bool checkFlags() {
     fail("--prefill-warps must be 4 or 8 (0: 8 up to head dim 128, else 4)");
   if (prefillTileKV != 0 && prefillTileKV != 16 && prefillTileKV != 32 &&
       prefillTileKV != 64 && prefillTileKV != 128)
-    fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: by head dim)");
+    fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)");
+  if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
+    fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
   rt::CacheLayout l;
   rt::DType d;
   rt::KVStorage s;
@@ -370,6 +377,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format) {
   opts.headsPerCTA = headsPerCTA;
   opts.prefillWarps = prefillWarps;
   opts.prefillTileKV = prefillTileKV;
+  opts.prefillWarpRows = prefillWarpRows;
 }
 
 /// The manifest element type of a kernel argument.

@@ -83,12 +83,14 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     dim.
 
     `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
-    up to 64) becomes a tensor-core kernel, FlashAttention-2 style
-    (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of `prefill-warps`
-    warps (default 8 up to D = 128, else 4) per (query tile, KV head, request), 16 rows per warp,
-    a tile of R rows holding R / g queries times the g query heads of the KV
-    head; Q and two stages of K/V tiles (`prefill-tile-kv` keys, default 64,
-    32 above D = 128) in dynamic shared memory, filled by `cp.async`
+    up to the tile's rows) becomes a tensor-core kernel, FlashAttention-2
+    style (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of
+    `prefill-warps` warps (default 8 up to D = 128, else 4) per (query tile,
+    KV head, request), `prefill-warp-rows` rows per warp (default 32 up to
+    D = 128: two m16 blocks that share every K/V fragment, else 16), a tile
+    of R rows holding R / g queries times the g query heads of the KV head;
+    Q and two stages of K/V tiles (`prefill-tile-kv` keys, default 32) in
+    dynamic shared memory, filled by `cp.async`
     (`nvgpu.device_async_copy`, 16 bytes, zero-filled past the keys) through
     the page table, the next tile in flight while the current one is
     computed; S = Q K^T and O += P V with `nvgpu.ldmatrix` and
@@ -115,8 +117,12 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "Warps per CTA of the prefill kernel, 16 query-tile rows each: 4 "
            "or 8 (0: 8 up to head dim 128, else 4)">,
     Option<"prefillTileKV", "prefill-tile-kv", "int64_t", /*default=*/"0",
-           "Keys per K/V tile of the prefill kernel: 16, 32, 64 or 128 (0: 64 "
-           "up to head dim 128, else 32)">,
+           "Keys per K/V tile of the prefill kernel: 16, 32, 64 or 128 (0: 32)">,
+    Option<"prefillWarpRows", "prefill-warp-rows", "int64_t",
+           /*default=*/"0",
+           "Query-tile rows per warp of the prefill kernel: 16 or 32 (two "
+           "m16 blocks sharing each K/V fragment; 0: 32 up to head dim 128, "
+           "else 16)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

@@ -101,10 +101,15 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Warps per CTA of the prefill kernel, 16 query-tile rows "
                      "each: 4 or 8 (0: 8 up to head dim 128, else 4)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> prefillWarpRows{
+      *this, "prefill-warp-rows",
+      llvm::cl::desc("Query-tile rows per warp of the prefill kernel: 16 or "
+                     "32 (0: 32 up to head dim 128, else 16)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> prefillTileKV{
       *this, "prefill-tile-kv",
       llvm::cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64 or "
-                     "128 (0: 64 up to head dim 128, else 32)"),
+                     "128 (0: 32)"),
       llvm::cl::init(0)};
 };
 

@@ -96,7 +96,7 @@ SmallVector<std::string> argRoles(Operation *op);
 
 /// The prefill kernel shape asked for by the pass options (0: default).
 struct PrefillShape {
-  int64_t warps = 0, tileKV = 0;
+  int64_t warps = 0, tileKV = 0, warpRows = 0;
 };
 
 /// Checks that convert-pa-to-gpu can build the kernel of `op` (an error at

@@ -548,7 +548,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   using Base::Base;
 
   PrefillShape prefillShape() const {
-    return PrefillShape{prefillWarps, prefillTileKV};
+    return PrefillShape{prefillWarps, prefillTileKV, prefillWarpRows};
   }
 
   void runOnOperation() override {

@@ -56,9 +56,9 @@ constexpr int64_t kChunk = 8;
 struct PrefillConfig {
   Type elem;
   int64_t headDim = 0, group = 0, numKVHeads = 0, pageSize = 0;
-  /// Warps (16 query-tile rows each), keys per KV tile and the padded
-  /// shared-memory row (elements).
-  int64_t warps = 4, keys = 0, stride = 0;
+  /// Warps, m16 row blocks per warp (16 or 32 query-tile rows a warp),
+  /// keys per KV tile and the padded shared-memory row (elements).
+  int64_t warps = 4, mTiles = 1, keys = 0, stride = 0;
   bool causal = false, positions = false, customMask = false, alibi = false;
   double smScale = 1.0;
   std::optional<double> softCap;
@@ -66,7 +66,15 @@ struct PrefillConfig {
   bool lseBase2 = false;
 
   int64_t threads() const { return warps * 32; }
-  int64_t tileRows() const { return warps * 16; }
+  int64_t tileRows() const { return warps * 16 * mTiles; }
+  /// Row halves (8 rows of a C fragment) a thread holds.
+  int64_t rowHalves() const { return 2 * mTiles; }
+  int64_t dTiles() const { return headDim / 8; }
+  /// State layout: m[rowHalves], l[rowHalves], acc[mTiles][dTiles], pages.
+  int64_t accIndex(int64_t mt, int64_t dn) const {
+    return 2 * rowHalves() + mt * dTiles() + dn;
+  }
+  int64_t accEnd() const { return accIndex(mTiles, 0); }
   int64_t queriesPerTile() const { return tileRows() / group; }
   int64_t chunksPerRow() const { return headDim / kChunk; }
   /// Rows of the shared-memory view: Q, then K and V of two stages.
@@ -98,14 +106,20 @@ LogicalResult makePrefillConfig(PrefillOp op, const PrefillShape &shape,
   c.numKVHeads = cache.getNumKVHeads();
   c.pageSize = cache.getPageSize();
   c.group = qt.getDimSize(1) / c.numKVHeads;
-  // 8 warps share each K/V tile between 128 rows (H200, 2026-11-23: 277 vs
-  // 249 TFLOP/s at D 128, causal 4 x 8192, docs/PERFORMANCE.md); above
-  // D = 128 the accumulators of 4 warps already fill the registers.
+  // Up to D = 128: 8 warps of 32 rows (two m16 blocks sharing each K/V
+  // fragment) over 32-key tiles (H200, 2026-11-23, causal 4 x 8192, GQA 4:
+  // 307 TFLOP/s, vs 281 for 8 x 16 rows / 64 keys and 249 for 4 x 16 / 64;
+  // docs/PERFORMANCE.md). Above D = 128 the accumulators of 16 rows already
+  // fill the registers: 4 warps of 16 rows, 32 keys.
   c.warps = shape.warps > 0 ? shape.warps : (c.headDim <= 128 ? 8 : 4);
-  c.keys = shape.tileKV > 0 ? shape.tileKV : (c.headDim <= 128 ? 64 : 32);
-  if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128)
-    return op.emitOpError() << "prefill-warps must be 4 or 8 and "
-                               "prefill-tile-kv a multiple of 16 up to 128";
+  c.keys = shape.tileKV > 0 ? shape.tileKV : 32;
+  c.mTiles = shape.warpRows > 0 ? shape.warpRows / 16
+                                : (c.headDim <= 128 ? 2 : 1);
+  if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128 ||
+      (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32))
+    return op.emitOpError() << "prefill-warps must be 4 or 8, "
+                               "prefill-tile-kv a multiple of 16 up to 128 "
+                               "and prefill-warp-rows 16 or 32";
   if (c.group > c.tileRows())
     return op.emitOpError() << "pa.prefill on the GPU packs a GQA group into "
                                "the "
@@ -166,10 +180,12 @@ private:
   // Per CTA.
   Value tid, lane, warp, request, kvHead, smem;
   Value qoStart, qoLen, kvLen, q0, rows, kvLo, kvHi, pageBase, maskBase;
-  // Per thread: the two tile rows it holds in a C fragment (h = 0, 1).
+  // Per thread: the tile rows it holds, row half h of m block mt at
+  // rowInfo[2 * mt + h] (C fragment rows lane / 4 and lane / 4 + 8).
   struct Row {
     Value valid, head, row, pos, pos32, slope, maskBit0;
-  } rowInfo[2];
+  };
+  SmallVector<Row> rowInfo;
   Value laneCol; // 2 * (lane % 4)
 
   Type f32() { return b.getF32Type(); }
@@ -260,12 +276,19 @@ private:
     }
     return x;
   }
-  /// The logits of the S fragments in base 2, masked when `masked`.
-  SmallVector<Value> logits(ArrayRef<Value> s, Value tileStart, bool masked);
+  /// The logits of the S fragments of m block `mt` in base 2, masked when
+  /// `masked`.
+  SmallVector<Value> logits(ArrayRef<Value> s, int64_t mt, Value tileStart,
+                            bool masked);
+  /// A fragment of Q: m block `mt`, k step `kk` (ldmatrix.x4).
+  Value qFragment(int64_t mt, int64_t kk);
   /// One KV tile held in `stage`: returns the new state (m0, m1, l0, l1,
   /// acc..., pages of tile + 2).
   SmallVector<Value> step(Value tile, int64_t stage, ValueRange state,
                           ArrayRef<Value> qFrag);
+  /// Fills rowInfo: what the KV loop's masks need, or (forStore) the
+  /// output row, head and validity, recomputed after the loop.
+  void computeRows(bool forStore);
   void store(ValueRange state);
 };
 
@@ -339,8 +362,15 @@ void PrefillKernel::issueKV(Value tile, int64_t stage, ValueRange tilePages,
   }
 }
 
-SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, Value tileStart,
-                                         bool masked) {
+Value PrefillKernel::qFragment(int64_t mt, int64_t kk) {
+  Value row = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+                    e.add(e.idx(16 * mt), e.remui(lane, e.idx(16))));
+  Value col = e.add(e.idx(kk * 16), e.mul(e.divui(lane, e.idx(16)), e.idx(8)));
+  return ldmatrix(row, col, /*transpose=*/false);
+}
+
+SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, int64_t mt,
+                                         Value tileStart, bool masked) {
   bool mods = c.softCap || c.alibi;
   double scale = c.smScale * (mods ? 1.0 : kLog2e);
   if (c.softCap)
@@ -352,7 +382,7 @@ SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, Value tileStart,
   for (auto [n, frag] : llvm::enumerate(s)) {
     SmallVector<Value> xs;
     for (int64_t h = 0; h < 2; ++h) {
-      const Row &row = rowInfo[h];
+      const Row &row = rowInfo[2 * mt + h];
       for (int64_t i = 0; i < 2; ++i) {
         Value x = e.mul(elem(frag, h, i), scaleV);
         Value t32 = e.add(start32, e.i32(int64_t(n) * 8 + i));
@@ -401,40 +431,42 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
                                        ValueRange state,
                                        ArrayRef<Value> qFrag) {
   int64_t kSteps = c.headDim / 16, nTiles = c.keys / 8;
-  int64_t accEnd = 4 + c.headDim / 8;
+  int64_t mT = c.mTiles, halves = c.rowHalves(), dTiles = c.dTiles();
+  int64_t accEnd = c.accEnd();
   // Prefetch tile + 1 into the other stage (its readers passed the barrier
   // that ended the previous step) with the pages looked up one step ago,
   // look up the pages of tile + 2, then wait for this tile.
   SmallVector<Value> tokens;
-  issueKV(e.add(tile, e.idx(1)), 1 - stage,
-          state.drop_front(accEnd), tokens);
+  issueKV(e.add(tile, e.idx(1)), 1 - stage, state.drop_front(accEnd), tokens);
   SmallVector<Value> pagesAhead = lookupPages(e.add(tile, e.idx(2)));
   wait(commit(tokens), 1);
   gpu::BarrierOp::create(b, loc);
 
-  // S = Q K^T.
+  // S = Q K^T: s[mt * nTiles + n]. k steps outer: the accumulators of a
+  // step are independent, so its mma.sync pipeline; each K fragment serves
+  // the mT row blocks of the warp.
   Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
   Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
-  SmallVector<Value> s(nTiles, zero);
-  // k steps outer: the nTiles accumulators of a step are independent, so
-  // the mma.sync of a step pipeline instead of waiting on each other.
+  SmallVector<Value> s(mT * nTiles, zero);
   for (int64_t kk = 0; kk < kSteps; ++kk) {
     Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
-    Value a = qFrag.empty()
-                  ? ldmatrix(e.add(e.mul(warp, e.idx(16)),
-                                   e.remui(lane, e.idx(16))),
-                             e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))),
-                             false)
-                  : qFrag[kk];
+    SmallVector<Value> a;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      a.push_back(qFrag.empty() ? qFragment(mt, kk) : qFrag[mt * kSteps + kk]);
     for (int64_t np = 0; np < nTiles / 2; ++np) {
       Value krow = e.add(kRow0, e.add(e.idx(np * 16),
                                       e.add(e.mul(l16, e.idx(8)), l8)));
       Value kf = ldmatrix(krow, kcol, /*transpose=*/false);
-      s[2 * np] = mma(a, half(kf, 0), s[2 * np]);
-      s[2 * np + 1] = mma(a, half(kf, 2), s[2 * np + 1]);
+      Value b0 = half(kf, 0), b1 = half(kf, 2);
+      for (int64_t mt = 0; mt < mT; ++mt) {
+        Value &s0 = s[mt * nTiles + 2 * np];
+        Value &s1 = s[mt * nTiles + 2 * np + 1];
+        s0 = mma(a[mt], b0, s0);
+        s1 = mma(a[mt], b1, s1);
+      }
     }
   }
 
@@ -455,72 +487,90 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
           b, loc, needMask,
           e.cmpi(Pred::sge, e.sub(maxPos, tileStart), e.idx(*c.window)));
   }
-  SmallVector<Type> sTypes(nTiles, fragC());
+  auto allLogits = [&](bool masked) {
+    SmallVector<Value> out;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      out.append(logits(ArrayRef<Value>(s).slice(mt * nTiles, nTiles), mt,
+                        tileStart, masked));
+    return out;
+  };
+  SmallVector<Type> sTypes(mT * nTiles, fragC());
   SmallVector<Value> x = e.ifThenElse(
-      needMask, sTypes, [&]() { return logits(s, tileStart, true); },
-      [&]() { return logits(s, tileStart, false); });
+      needMask, sTypes, [&]() { return allLogits(true); },
+      [&]() { return allLogits(false); });
 
-  // Online softmax per row (base 2).
+  // Online softmax per row half (base 2).
   SmallVector<Value> next(state.begin(), state.begin() + accEnd);
   next.append(pagesAhead);
-  Value mUse[2], alpha[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    Value mx = e.negInf();
-    for (Value f : x)
-      for (int64_t i = 0; i < 2; ++i)
-        mx = e.maxf(mx, elem(f, h, i));
-    mx = quadReduce(mx, /*isMax=*/true);
-    Value mNew = e.maxf(state[h], mx);
-    mUse[h] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
-    alpha[h] = e.ex2(e.sub(state[h], mUse[h]));
-    next[h] = mNew;
-  }
-  SmallVector<Value> p;
-  Value rowSum[2] = {e.f32(0), e.f32(0)};
-  for (Value f : x) {
-    SmallVector<Value> ps;
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t i = 0; i < 2; ++i) {
-        Value pi = e.ex2(e.sub(elem(f, h, i), mUse[h]));
-        rowSum[h] = e.add(rowSum[h], pi);
-        ps.push_back(pi);
-      }
-    p.append(ps);
-  }
-  for (int64_t h = 0; h < 2; ++h)
-    next[2 + h] = LLVM::FMAOp::create(b, loc, state[2 + h], alpha[h], rowSum[h]);
-  // acc *= alpha (row-wise).
-  int64_t dTiles = c.headDim / 8;
-  for (int64_t dn = 0; dn < dTiles; ++dn) {
-    Value acc = state[4 + dn];
-    SmallVector<Value> v;
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t i = 0; i < 2; ++i)
-        v.push_back(e.mul(elem(acc, h, i), alpha[h]));
-    next[4 + dn] = fragment(fragC(), v);
-  }
-
-  // P as A fragments: k step kk covers n tiles 2kk and 2kk + 1.
-  SmallVector<Value> pa;
-  for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
-    SmallVector<Value> v;
-    for (int64_t part = 0; part < 2; ++part)   // n tile 2kk + part
-      for (int64_t h = 0; h < 2; ++h)          // row half
+  SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t r = 2 * mt + h;
+      Value mx = e.negInf();
+      for (int64_t n = 0; n < nTiles; ++n)
         for (int64_t i = 0; i < 2; ++i)
-          v.push_back(e.fromF32(p[(2 * kk + part) * 4 + h * 2 + i], c.elem));
-    // A fragment order: (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi).
-    pa.push_back(fragment(fragA(), v));
-  }
+          mx = e.maxf(mx, elem(x[mt * nTiles + n], h, i));
+      mx = quadReduce(mx, /*isMax=*/true);
+      Value mNew = e.maxf(state[r], mx);
+      mUse[r] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
+      alpha[r] = e.ex2(e.sub(state[r], mUse[r]));
+      next[r] = mNew;
+    }
+  // p[mt * nTiles + n][h * 2 + i]
+  SmallVector<SmallVector<Value, 4>> p(mT * nTiles);
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t n = 0; n < nTiles; ++n)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i) {
+          int64_t r = 2 * mt + h;
+          Value pi = e.ex2(e.sub(elem(x[mt * nTiles + n], h, i), mUse[r]));
+          rowSum[r] = e.add(rowSum[r], pi);
+          p[mt * nTiles + n].push_back(pi);
+        }
+  for (int64_t r = 0; r < halves; ++r)
+    next[halves + r] =
+        LLVM::FMAOp::create(b, loc, state[halves + r], alpha[r], rowSum[r]);
+  // acc *= alpha (row-wise).
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t dn = 0; dn < dTiles; ++dn) {
+      Value acc = state[c.accIndex(mt, dn)];
+      SmallVector<Value> v;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i)
+          v.push_back(e.mul(elem(acc, h, i), alpha[2 * mt + h]));
+      next[c.accIndex(mt, dn)] = fragment(fragC(), v);
+    }
 
-  // O += P V, k steps outer (independent accumulators within a step).
+  // P as A fragments: k step kk covers n tiles 2kk and 2kk + 1; fragment
+  // order (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi).
+  SmallVector<Value> pa; // pa[mt * (nTiles / 2) + kk]
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+      SmallVector<Value> v;
+      for (int64_t part = 0; part < 2; ++part)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t i = 0; i < 2; ++i)
+            v.push_back(e.fromF32(p[mt * nTiles + 2 * kk + part][h * 2 + i],
+                                  c.elem));
+      pa.push_back(fragment(fragA(), v));
+    }
+
+  // O += P V, k steps outer (independent accumulators within a step); each
+  // V fragment serves the mT row blocks.
   for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
     Value vrow = e.add(vRow0, e.add(e.idx(kk * 16),
                                     e.add(e.mul(lMid, e.idx(8)), l8)));
     for (int64_t dp = 0; dp < dTiles / 2; ++dp) {
       Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
       Value vf = ldmatrix(vrow, vcol, /*transpose=*/true);
-      next[4 + 2 * dp] = mma(pa[kk], half(vf, 0), next[4 + 2 * dp]);
-      next[4 + 2 * dp + 1] = mma(pa[kk], half(vf, 2), next[4 + 2 * dp + 1]);
+      Value b0 = half(vf, 0), b1 = half(vf, 2);
+      for (int64_t mt = 0; mt < mT; ++mt) {
+        Value a = pa[mt * (nTiles / 2) + kk];
+        Value &o0 = next[c.accIndex(mt, 2 * dp)];
+        Value &o1 = next[c.accIndex(mt, 2 * dp + 1)];
+        o0 = mma(a, b0, o0);
+        o1 = mma(a, b1, o1);
+      }
     }
   }
   // The stage is rewritten by the next step's prefetch.
@@ -528,33 +578,78 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
   return next;
 }
 
+void PrefillKernel::computeRows(bool forStore) {
+  rowInfo.assign(c.rowHalves(), Row());
+  int64_t qpt = c.queriesPerTile();
+  for (int64_t half = 0; half < c.rowHalves(); ++half) {
+    Row &row = rowInfo[half];
+    Value r;
+    if (forStore) {
+      // In i32 from the thread id, unlike the loop's copy, so that the rows
+      // are recomputed here rather than kept live across the KV loop.
+      Value t32 = e.toI32(tid);
+      Value r32 = e.add(
+          e.mul(arith::DivUIOp::create(b, loc, t32, e.i32(32)),
+                e.i32(16 * c.mTiles)),
+          e.add(arith::DivUIOp::create(
+                    b, loc, arith::RemUIOp::create(b, loc, t32, e.i32(32)),
+                    e.i32(4)),
+                e.i32(8 * half)));
+      r = e.toIndex(r32);
+    } else {
+      r = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+                e.add(e.divui(lane, e.idx(4)), e.idx(8 * half)));
+    }
+    Value qi = e.divui(r, e.idx(c.group));
+    row.head = e.add(e.mul(kvHead, e.idx(c.group)),
+                     e.remui(r, e.idx(c.group)));
+    row.valid = e.andi(e.cmpi(Pred::ult, r, e.idx(qpt * c.group)),
+                       e.cmpi(Pred::ult, qi, rows));
+    Value qiSafe = e.select(row.valid, qi, e.idx(0));
+    row.row = e.add(e.add(qoStart, q0), qiSafe);
+    if (forStore)
+      continue;
+    row.pos = qPositions ? e.loadIdx(qPositions, row.row)
+                         : e.sub(e.add(kvLen, e.add(q0, qiSafe)), qoLen);
+    row.pos32 = e.toI32(row.pos);
+    if (alibi)
+      row.slope = e.load(alibi, {row.head});
+    if (mask.bits)
+      row.maskBit0 = e.mul(e.add(q0, qiSafe), kvLen);
+  }
+}
+
 void PrefillKernel::store(ValueRange state) {
+  computeRows(/*forStore=*/true);
   Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
   Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
-  for (int64_t h = 0; h < 2; ++h) {
-    const Row &row = rowInfo[h];
-    Value l = quadReduce(state[2 + h], /*isMax=*/false);
-    Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-    Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
-    Value lseV = e.select(some, e.mul(e.add(state[h], e.lg2(l)), toBase),
-                          e.negInf());
-    e.ifThen(row.valid, [&]() {
-      VectorType out = VectorType::get({2}, c.elem);
-      for (int64_t dn = 0; dn < c.headDim / 8; ++dn) {
-        Value acc = state[4 + dn];
-        Value v = vector::FromElementsOp::create(
-            b, loc, out,
-            ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
-                       e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
-        // Two elements at an even column: 4-byte aligned.
-        vector::StoreOp::create(
-            b, loc, v, o,
-            ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
-            /*nontemporal=*/false, llvm::MaybeAlign(4));
-      }
-      e.ifThen(quad0, [&]() { e.store(lseV, lse, {row.row, row.head}); });
-    });
-  }
+  int64_t halves = c.rowHalves();
+  for (int64_t mt = 0; mt < c.mTiles; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t r = 2 * mt + h;
+      const Row &row = rowInfo[r];
+      Value l = quadReduce(state[halves + r], /*isMax=*/false);
+      Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+      Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+      Value lseV = e.select(some, e.mul(e.add(state[r], e.lg2(l)), toBase),
+                            e.negInf());
+      e.ifThen(row.valid, [&]() {
+        VectorType out = VectorType::get({2}, c.elem);
+        for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+          Value acc = state[c.accIndex(mt, dn)];
+          Value v = vector::FromElementsOp::create(
+              b, loc, out,
+              ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
+                         e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
+          // Two elements at an even column: 4-byte aligned.
+          vector::StoreOp::create(
+              b, loc, v, o,
+              ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
+              /*nontemporal=*/false, llvm::MaybeAlign(4));
+        }
+        e.ifThen(quad0, [&]() { e.store(lseV, lse, {row.row, row.head}); });
+      });
+    }
 }
 
 void PrefillKernel::emit() {
@@ -603,25 +698,7 @@ void PrefillKernel::emit() {
     Value numKV = ceilDiv(maxIdx(e.sub(kvHi, kvLo), e.idx(0)), c.keys);
 
     // The two rows of each C fragment this thread holds.
-    for (int64_t h = 0; h < 2; ++h) {
-      Row &row = rowInfo[h];
-      Value r = e.add(e.mul(warp, e.idx(16)),
-                      e.add(e.divui(lane, e.idx(4)), e.idx(8 * h)));
-      Value qi = e.divui(r, e.idx(c.group));
-      row.head = e.add(e.mul(kvHead, e.idx(c.group)),
-                       e.remui(r, e.idx(c.group)));
-      row.valid = e.andi(e.cmpi(Pred::ult, r, e.idx(qpt * c.group)),
-                         e.cmpi(Pred::ult, qi, rows));
-      Value qiSafe = e.select(row.valid, qi, e.idx(0));
-      row.row = e.add(e.add(qoStart, q0), qiSafe);
-      row.pos = qPositions ? e.loadIdx(qPositions, row.row)
-                           : e.sub(e.add(kvLen, e.add(q0, qiSafe)), qoLen);
-      row.pos32 = e.toI32(row.pos);
-      if (alibi)
-        row.slope = e.load(alibi, {row.head});
-      if (mask.bits)
-        row.maskBit0 = e.mul(e.add(q0, qiSafe), kvLen);
-    }
+    computeRows(/*forStore=*/false);
     if (mask.bits)
       maskBase = e.loadIdx(mask.indptr, request);
 
@@ -634,19 +711,19 @@ void PrefillKernel::emit() {
     SmallVector<Value> pagesAhead = lookupPages(e.idx(1));
     wait(qGroup, 1);
     gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> qFrag;
-    if (c.headDim <= 128) {
-      Value qrow = e.add(e.mul(warp, e.idx(16)), e.remui(lane, e.idx(16)));
-      Value l16 = e.divui(lane, e.idx(16));
-      for (int64_t kk = 0; kk < c.headDim / 16; ++kk)
-        qFrag.push_back(ldmatrix(
-            qrow, e.add(e.idx(kk * 16), e.mul(l16, e.idx(8))), false));
-    }
+    // Q fragments stay in registers when they fit beside the accumulators
+    // (one m block up to D = 128); otherwise each step reloads them.
+    SmallVector<Value> qFrag; // qFrag[mt * kSteps + kk]
+    if (c.mTiles * c.headDim <= 128)
+      for (int64_t mt = 0; mt < c.mTiles; ++mt)
+        for (int64_t kk = 0; kk < c.headDim / 16; ++kk)
+          qFrag.push_back(qFragment(mt, kk));
 
-    SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
+    SmallVector<Value> init(c.rowHalves(), e.negInf());
+    init.append(c.rowHalves(), e.f32(0));
     Value zero = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
-    init.append(c.headDim / 8, zero);
+    init.append(c.mTiles * c.dTiles(), zero);
     init.append(pagesAhead);
     // Two tiles per iteration, stage 0 then stage 1, so that the stage of
     // every shared-memory access is a constant.
