@@ -349,16 +349,33 @@ void PrefillKernel::issueKV(Value tile, int64_t stage, ValueRange tilePages,
                             SmallVectorImpl<Value> &tokens) {
   Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
   Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
+  int64_t chunks = c.keys * c.chunksPerRow();
   for (int64_t i = 0; i < chunkRounds(); ++i) {
     auto [r, col] = kvChunk(i);
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
     Value slot = e.remui(t, e.idx(c.pageSize));
-    for (bool isV : {false, true})
-      tokens.push_back(copy16(
-          cache.memref(isV),
-          cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
-          e.add(isV ? vRow0 : kRow0, r), col, valid));
+    auto copyKV = [&](SmallVectorImpl<Value> &out) {
+      for (bool isV : {false, true})
+        out.push_back(copy16(
+            cache.memref(isV),
+            cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
+            e.add(isV ? vRow0 : kRow0, r), col, valid));
+    };
+    if ((i + 1) * c.threads() <= chunks) {
+      copyKV(tokens);
+      continue;
+    }
+    // A last partial round (e.g. D = 96: 1.5 rounds): the threads past the
+    // tile's chunks copy nothing, not even zeros, since their row would lie
+    // outside the tile. (The commit groups a thread's copies regardless of
+    // the tokens it is given.)
+    Value inTile = e.cmpi(Pred::ult, e.add(tid, e.idx(i * c.threads())),
+                          e.idx(chunks));
+    e.ifThen(inTile, [&]() {
+      SmallVector<Value> inner;
+      copyKV(inner);
+    });
   }
 }
 
