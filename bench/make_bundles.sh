@@ -10,7 +10,8 @@
 # (11: a partial last chunk, 16, 32), NHD/HND, joint/split.
 # Prefill bundles (pa-compile --kernels prefill) are named prefill_...: the
 # two benchmark shapes (gqa4 / mha, causal) and check variants covering
-# f16/bf16, head dims 64/96/128/192/256, page sizes 1/5/16/64, groups 1/4/8,
+# f16/bf16, head dims 64/80/96/128/192/256 (80 and 96: a partial last round
+# of 16-byte K/V copies), page sizes 1/5/16/64, groups 1/4/8,
 # NHD/HND, joint/split and the masks: causal, none, window, soft-cap, alibi,
 # positions, custom mask, lse-base2. PA_SKIP_DECODE=1 / PA_SKIP_PREFILL=1
 # skip one family.
@@ -53,6 +54,7 @@ prefill=(
   "prefill_g1_d64_p1_f16_hnd_split_causal 4 1 64 1 f16 hnd split --causal"
   "prefill_g8_d256_p64_bf16_hnd_joint_causal 1 8 256 64 bf16 hnd joint --causal"
   "prefill_g4_d96_p5_f16_nhd_split_window 2 4 96 5 f16 nhd split --causal --window 100"
+  "prefill_g4_d80_p16_bf16_nhd_joint_causal 2 4 80 16 bf16 nhd joint --causal"
   "prefill_g1_d192_p16_f16_nhd_joint_softcap 2 1 192 16 f16 nhd joint --causal --logits-soft-cap 30"
   "prefill_g4_d128_p64_f16_hnd_joint_alibi 2 4 128 64 f16 hnd joint --causal --alibi"
   "prefill_g4_d128_p16_f16_nhd_joint_positions 2 4 128 16 f16 nhd joint --causal --positions"
