@@ -294,6 +294,19 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
 
 } // namespace
 
+bool pa::runner::writeReport(const std::string &path,
+                             const std::string &report) {
+  if (path.empty())
+    return true;
+  if (std::FILE *f = std::fopen(path.c_str(), "w")) {
+    std::fputs(report.c_str(), f);
+    std::fclose(f);
+    return true;
+  }
+  std::fprintf(stderr, "cannot write %s\n", path.c_str());
+  return false;
+}
+
 int pa::runner::runBench(const BenchOptions &o) {
   std::string report;
   auto out = [&](const std::string &line) {
@@ -380,14 +393,7 @@ int pa::runner::runBench(const BenchOptions &o) {
   if (stream)
     cuStreamDestroy(stream);
   pa_bundle_free(bundle);
-  if (!o.out.empty()) {
-    if (std::FILE *f = std::fopen(o.out.c_str(), "w")) {
-      std::fputs(report.c_str(), f);
-      std::fclose(f);
-    } else {
-      std::fprintf(stderr, "cannot write %s\n", o.out.c_str());
-      rc = 1;
-    }
-  }
+  if (!writeReport(o.out, report))
+    rc = 1;
   return rc;
 }

@@ -35,6 +35,10 @@ Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
 /// printf into a std::string (at most 1023 characters).
 std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/// Writes a benchmark's markdown `report` to `path` (nothing when `path` is
+/// empty); on failure prints "cannot write PATH" and returns false.
+bool writeReport(const std::string &path, const std::string &report);
+
 struct BenchOptions {
   std::string bundle;
   /// Markdown report file ("" = stdout only).

@@ -761,14 +761,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
   if (stream)
     cuStreamDestroy(stream);
   pa_bundle_free(bundle);
-  if (!o.out.empty()) {
-    if (std::FILE *f = std::fopen(o.out.c_str(), "w")) {
-      std::fputs(report.c_str(), f);
-      std::fclose(f);
-    } else {
-      std::fprintf(stderr, "cannot write %s\n", o.out.c_str());
-      rc = 1;
-    }
-  }
+  if (!writeReport(o.out, report))
+    rc = 1;
   return rc;
 }
