@@ -3,17 +3,21 @@
 // The prefill / append kernel (FlashAttention-2 shape, mma.sync m16n8k16,
 // f16 or bf16 in, f32 accumulate):
 //
-//   CTA (query tile x, KV head hk = y, request b = z), 4 warps
-//     tile row r (BM = 64 rows, 16 per warp) = query q0 + r / g of query
-//     head hk * g + r % g (the GQA group packed into the rows), so each K/V
-//     tile is read once for the whole group
+//   CTA (query tile x, KV head hk = y, request b = z) of W warps, each warp
+//     M = 16 or 32 rows (one or two m16 blocks sharing every K/V fragment);
+//     tile row r (BM = W * M rows) = query q0 + r / g of query head
+//     hk * g + r % g (the GQA group packed into the rows), so each K/V tile
+//     is read once for the whole group
 //   dynamic shared memory, rows padded by 16 bytes (ldmatrix's 8 rows of a
 //   column block fall into distinct banks): Q [BM][D+8],
-//   K [2][BN][D+8], V [2][BN][D+8] (two stages)
-//   Q -> shared (cp.async) -> A fragments (ldmatrix.x4) held in registers
+//   K [2][BN][D+8], V [2][BN][D+8] (two stages, two tiles per loop
+//   iteration so that the stage of every access is a constant)
+//   Q -> shared (cp.async) -> A fragments (ldmatrix.x4), held in registers
+//   when they fit (M = 16, D <= 128), else reloaded each step
 //   K/V tile 0 -> stage 0 (cp.async through the page table, 16 bytes each,
 //   zero-filled past the CTA's keys)
-//   for KV tile j: issue tile j+1 into the other stage, wait for tile j
+//   for KV tile j: issue tile j+1 into the other stage (its pages looked
+//   up during step j-1), look up the pages of tile j+2, wait for tile j
 //     S = Q K^T                  ldmatrix.x4 of K, mma.sync
 //     scale, soft-cap, ALiBi, and on the tiles that need it the masks
 //     (key bound, causal, window, custom bits), in base 2
