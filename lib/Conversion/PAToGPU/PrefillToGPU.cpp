@@ -280,8 +280,14 @@ private:
     }
     return x;
   }
-  /// The logits of the S fragments of m block `mt` in base 2, masked when
-  /// `masked`.
+  /// The factor from what logits() returns to base-2 logits: sm_scale *
+  /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise.
+  double postScale() const {
+    return (c.softCap || c.alibi) ? 1.0 : c.smScale * kLog2e;
+  }
+  /// The S fragments of m block `mt` as logits over postScale() (raw
+  /// scores, or base-2 logits after the score modifiers), -inf where masked
+  /// when `masked`.
   SmallVector<Value> logits(ArrayRef<Value> s, int64_t mt, Value tileStart,
                             bool masked);
   /// A fragment of Q: m block `mt`, k step `kk` (ldmatrix.x4).
@@ -392,8 +398,10 @@ Value PrefillKernel::qFragment(int64_t mt, int64_t kk) {
 
 SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, int64_t mt,
                                          Value tileStart, bool masked) {
+  // Without score modifiers the scores stay raw here: the softmax scales
+  // them inside the exponent's FMA (postScale()).
   bool mods = c.softCap || c.alibi;
-  double scale = c.smScale * (mods ? 1.0 : kLog2e);
+  double scale = c.smScale;
   if (c.softCap)
     scale /= *c.softCap;
   Value scaleV = e.f32(scale), log2e = e.f32(kLog2e);
@@ -405,7 +413,9 @@ SmallVector<Value> PrefillKernel::logits(ArrayRef<Value> s, int64_t mt,
     for (int64_t h = 0; h < 2; ++h) {
       const Row &row = rowInfo[2 * mt + h];
       for (int64_t i = 0; i < 2; ++i) {
-        Value x = e.mul(elem(frag, h, i), scaleV);
+        Value x = elem(frag, h, i);
+        if (mods)
+          x = e.mul(x, scaleV);
         Value t32 = e.add(start32, e.i32(int64_t(n) * 8 + i));
         if (c.softCap)
           x = e.mul(e.tanh(x), e.f32(*c.softCap));
@@ -521,6 +531,7 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
       [&]() { return allLogits(false); });
 
   // Online softmax per row half (base 2).
+  Value post = e.f32(postScale());
   SmallVector<Value> next(state.begin(), state.begin() + accEnd);
   next.append(pagesAhead);
   SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
@@ -532,19 +543,24 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
         for (int64_t i = 0; i < 2; ++i)
           mx = e.maxf(mx, elem(x[mt * nTiles + n], h, i));
       mx = quadReduce(mx, /*isMax=*/true);
-      Value mNew = e.maxf(state[r], mx);
+      // Logits are x * post; post > 0 keeps the maximum's place.
+      Value mNew = e.maxf(state[r], e.mul(mx, post));
       mUse[r] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
       alpha[r] = e.ex2(e.sub(state[r], mUse[r]));
       next[r] = mNew;
     }
-  // p[mt * nTiles + n][h * 2 + i]
+  SmallVector<Value> negM;
+  for (Value m : mUse)
+    negM.push_back(arith::NegFOp::create(b, loc, m));
+  // p[mt * nTiles + n][h * 2 + i] = 2^(x * post - m), one FMA per score.
   SmallVector<SmallVector<Value, 4>> p(mT * nTiles);
   for (int64_t mt = 0; mt < mT; ++mt)
     for (int64_t n = 0; n < nTiles; ++n)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t i = 0; i < 2; ++i) {
           int64_t r = 2 * mt + h;
-          Value pi = e.ex2(e.sub(elem(x[mt * nTiles + n], h, i), mUse[r]));
+          Value pi = e.ex2(LLVM::FMAOp::create(
+              b, loc, elem(x[mt * nTiles + n], h, i), post, negM[r]));
           rowSum[r] = e.add(rowSum[r], pi);
           p[mt * nTiles + n].push_back(pi);
         }
