@@ -1,5 +1,6 @@
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu | FileCheck %s --enable-var-scope
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=32" | FileCheck %s --check-prefix=SHAPE
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu | %python -c "import re, sys; t = sys.stdin.read(); sys.exit(0 if re.search(r'%%(\w+) = arith\.cmpi ult, %%\w+, %%c384\w* : index\n\s+scf\.if %%\1 \{\n(?:[^{}\n]*\n)*?[^{}\n]*nvgpu\.device_async_copy', t) else 'no guarded partial round of K/V copies')"
 
 // pa.prefill becomes the tensor-core kernel: dynamic shared memory viewed as
 // Q + two K/V stages (rows padded to D + 8), cp.async (16 bytes, zero-fill
@@ -41,5 +42,18 @@ func.func @prefill(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 func.func @prefill_all(%q: memref<?x8x64xbf16>, %qi: memref<?xi32>, %k: memref<?x16x4x64xbf16>, %v: memref<?x16x4x64xbf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %pos: memref<?xi32>, %m: memref<?xi8>, %mi: memref<?xi32>, %al: memref<8xf32>, %o: memref<?x8x64xbf16>, %l: memref<?x8xf32>) {
   pa.prefill q(%q, %qi : memref<?x8x64xbf16>, memref<?xi32>) kv(%k, %v : memref<?x16x4x64xbf16>, memref<?x16x4x64xbf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) positions(%pos : memref<?xi32>) mask(%m, %mi : memref<?xi8>, memref<?xi32>) alibi(%al : memref<8xf32>) outs(%o, %l : memref<?x8x64xbf16>, memref<?x8xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 4, head_dim = 64>}
+  return
+}
+
+// -----
+
+// D = 96 with 32-key tiles: 32 x 12 chunks of 16 bytes are 1.5 rounds of 256
+// threads. The threads past the tile in the second round copy nothing (a
+// zero-fill there would land outside the tile): their copies sit under an
+// `scf.if` on `tid + 256 < 384` (checked by the third RUN line's regex).
+// CHECK-LABEL: func.func @d96(
+// CHECK: gpu.func @pa_prefill(
+func.func @d96(%q: memref<?x8x96xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x2x96xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x96xf16>, %l: memref<?x8xf32>) {
+  pa.prefill q(%q, %qi : memref<?x8x96xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x2x96xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x8x96xf16>, memref<?x8xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 2, head_dim = 96>, causal}
   return
 }
