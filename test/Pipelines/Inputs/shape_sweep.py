@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Compiles the decode kernels of every GQA group 1..32, head dim 64/128/256
-and f16/bf16/f32 (decode and decode_partial, NHD joint cache, page size 16)
-with the tuned default shape of `pa-lower-to-nvvm`, assembles the PTX with
-`ptxas -v`, and checks that no kernel spills to local memory and that the
-static shared memory of each stays within 48 KiB. Prints one summary line
-and one line per failing kernel; exits 1 on any failure.
+"""Compiles kernels over a sweep of shapes with the default kernel shape of
+`pa-lower-to-nvvm`, assembles the PTX with `ptxas -v`, and checks that no
+kernel spills to local memory (and, for decode, that the static shared
+memory of each stays within 48 KiB). Prints one summary line and one line
+per failing kernel; exits 1 on any failure.
 
-    shape_sweep.py --pa-opt PATH --ptxas PATH [--chip sm_90] [--groups 1-32]
+  --kernel decode (default): every GQA group in --groups, head dim
+    64/128/256 and f16/bf16/f32, decode and decode_partial (NHD joint cache,
+    page size 16);
+  --kernel prefill: pa.prefill, causal and unmasked, f16/bf16, head dims
+    16..224 in steps of 16, GQA groups in --groups.
+
+    shape_sweep.py --pa-opt PATH --ptxas PATH [--kernel decode|prefill]
+                   [--chip sm_90] [--groups 1-32]
                    [--options "tokens-in-flight=16"]
 """
 import argparse
@@ -22,11 +28,44 @@ DTYPES = ["f16", "bf16", "f32"]
 HEAD_DIMS = [64, 128, 256]
 
 
+PREFILL_DTYPES = ["f16", "bf16"]
+PREFILL_HEAD_DIMS = list(range(16, 225, 16))
+PREFILL_MASKS = ["causal", "none"]
+
+
 def configs(groups):
     for dtype in DTYPES:
         for d in HEAD_DIMS:
             for g in groups:
                 yield dtype, d, g
+
+
+def prefill_configs(groups):
+    for dtype in PREFILL_DTYPES:
+        for d in PREFILL_HEAD_DIMS:
+            for g in groups:
+                for mask in PREFILL_MASKS:
+                    yield dtype, d, g, mask
+
+
+def prefill_program(cfgs):
+    out = []
+    for i, (dtype, d, g, mask) in enumerate(cfgs):
+        hkv = 2
+        hq = hkv * g
+        q = f"memref<?x{hq}x{d}x{dtype}>"
+        lse = f"memref<?x{hq}xf32>"
+        kv = f"memref<?x2x16x{hkv}x{d}x{dtype}>"
+        idx = "memref<?xi32>"
+        cache = f"#pa.paged_kv<nhd, page_size = 16, kv_heads = {hkv}, head_dim = {d}>"
+        attrs = f"cache = {cache}" + (", causal" if mask == "causal" else "")
+        out.append(
+            f"func.func @k{i}(%q: {q}, %qi: {idx}, %kv: {kv}, %ip: {idx}, "
+            f"%ix: {idx}, %lp: {idx}, %o: {q}, %l: {lse}) {{\n"
+            f"  pa.prefill q(%q, %qi : {q}, {idx}) kv(%kv : {kv}) "
+            f"pages(%ip, %ix, %lp : {idx}, {idx}, {idx}) "
+            f"outs(%o, %l : {q}, {lse}) {{{attrs}}}\n  return\n}}\n")
+    return "".join(out)
 
 
 def program(cfgs):
@@ -59,15 +98,23 @@ def main():
     ap.add_argument("--ptxas", required=True)
     ap.add_argument("--chip", default="sm_90")
     ap.add_argument("--groups", default="1-32")
+    ap.add_argument("--kernel", choices=["decode", "prefill"], default="decode")
+    ap.add_argument("--max-spill-bytes", type=int, default=0,
+                    help="spill stores / loads / stack a kernel may have")
     ap.add_argument("--options", default="",
                     help="extra pa-lower-to-nvvm options (a forced shape)")
     args = ap.parse_args()
-    lo, hi = (int(x) for x in args.groups.split("-"))
-    cfgs = list(configs(range(lo, hi + 1)))
+    if "-" in args.groups:
+        lo, hi = (int(x) for x in args.groups.split("-"))
+        groups = list(range(lo, hi + 1))
+    else:
+        groups = [int(x) for x in args.groups.split(",")]
+    prefill = args.kernel == "prefill"
+    cfgs = list((prefill_configs if prefill else configs)(groups))
     with tempfile.TemporaryDirectory() as tmp:
         src = f"{tmp}/sweep.mlir"
         with open(src, "w") as f:
-            f.write(program(cfgs))
+            f.write((prefill_program if prefill else program)(cfgs))
         # Memref form: run the kernel half of the pipeline without
         # bufferization, then the upstream lowering to PTX.
         r = subprocess.run(
@@ -111,19 +158,34 @@ def main():
             s = re.search(r"(\d+) bytes smem", line)
             cur["smem"] = int(s.group(1)) if s else 0
     # Kernels are named pa_decode, pa_decode_0, ... in program order.
-    expected = 2 * len(cfgs)
+    expected = (1 if prefill else 2) * len(cfgs)
     bad = []
     for name, k in sorted(kernels.items()):
-        if k.get("stores", 1) or k.get("loads", 1) or k.get("stack", 1):
+        limit = args.max_spill_bytes
+        if (k.get("stores", limit + 1) > limit or
+                k.get("loads", limit + 1) > limit or
+                k.get("stack", limit + 1) > limit):
             bad.append(f"{name}: {k.get('stack')} bytes stack, "
                        f"{k.get('stores')} spill stores, "
                        f"{k.get('loads')} spill loads, {k.get('regs')} regs")
-        if k.get("smem", 0) > 48 * 1024:
+        if not prefill and k.get("smem", 0) > 48 * 1024:
             bad.append(f"{name}: {k['smem']} bytes of shared memory")
     regs = max(k.get("regs", 0) for k in kernels.values()) if kernels else 0
+    if prefill:
+        what = (f"groups {args.groups} x D {PREFILL_HEAD_DIMS[0]}.."
+                f"{PREFILL_HEAD_DIMS[-1]} x {PREFILL_DTYPES} x {PREFILL_MASKS}")
+    else:
+        what = f"groups {groups[0]}..{groups[-1]} x D {HEAD_DIMS} x {DTYPES}"
+    spill = max((max(k.get("stores", 0), k.get("loads", 0))
+                 for k in kernels.values()), default=0)
+    spilling = sum(1 for k in kernels.values()
+                   if k.get("stores", 0) or k.get("loads", 0))
     print(f"shape sweep: {len(kernels)} kernels of {expected} expected "
-          f"({len(cfgs)} configurations: groups {lo}..{hi} x D {HEAD_DIMS} x "
-          f"{DTYPES}), {len(bad)} failing, at most {regs} registers")
+          f"({len(cfgs)} configurations: {what}), {len(bad)} failing, "
+          f"at most {regs} registers")
+    if args.max_spill_bytes:
+        print(f"spills: {spilling} kernels spill, at most {spill} bytes "
+              f"(limit {args.max_spill_bytes})")
     for b in bad:
         print("FAIL:", b)
     return 0 if not bad and len(kernels) == expected else 1
