@@ -184,10 +184,12 @@ private:
   // Per CTA.
   Value tid, lane, warp, request, kvHead, smem;
   Value qoStart, qoLen, kvLen, q0, rows, kvLo, kvHi, pageBase, maskBase;
+  // Without q_positions: the positions of the tile's first and last query.
+  Value firstPos, lastPos;
   // Per thread: the tile rows it holds, row half h of m block mt at
   // rowInfo[2 * mt + h] (C fragment rows lane / 4 and lane / 4 + 8).
   struct Row {
-    Value valid, head, row, pos, pos32, slope, maskBit0;
+    Value valid, head, row, pos32, slope, maskBit0;
   };
   SmallVector<Row> rowInfo;
   Value laneCol; // 2 * (lane % 4)
@@ -222,7 +224,9 @@ private:
   int64_t chunkRounds() const {
     return llvm::divideCeil(c.keys * c.chunksPerRow(), c.threads());
   }
-  std::pair<Value, Value> kvChunk(int64_t i);
+  /// Chunk round `i` of this thread in a tile of rows of D elements (Q or
+  /// K/V): its row and first column.
+  std::pair<Value, Value> chunk(int64_t i);
   Value kvChunkValid(int64_t i, Value t);
   /// The pages of this thread's chunks of K/V tile `tile` (global loads of
   /// kv_indices, issued a tile ahead of their copies).
@@ -306,9 +310,7 @@ void PrefillKernel::issueQ(SmallVectorImpl<Value> &tokens) {
   int64_t chunks = c.tileRows() * c.chunksPerRow();
   int64_t live = c.queriesPerTile() * c.group;
   for (int64_t i = 0; i < chunks / c.threads(); ++i) {
-    Value id = e.add(tid, e.idx(i * c.threads()));
-    Value r = e.divui(id, e.idx(c.chunksPerRow()));
-    Value col = e.mul(e.remui(id, e.idx(c.chunksPerRow())), e.idx(kChunk));
+    auto [r, col] = chunk(i);
     Value qi = e.divui(r, e.idx(c.group));
     Value head = e.add(e.mul(kvHead, e.idx(c.group)),
                        e.remui(r, e.idx(c.group)));
@@ -319,8 +321,7 @@ void PrefillKernel::issueQ(SmallVectorImpl<Value> &tokens) {
   }
 }
 
-/// Chunk `i` of this thread in a K/V tile: its row (key) and column.
-std::pair<Value, Value> PrefillKernel::kvChunk(int64_t i) {
+std::pair<Value, Value> PrefillKernel::chunk(int64_t i) {
   int64_t cpr = c.chunksPerRow();
   Value id = e.add(tid, e.idx(i * c.threads()));
   return {e.divui(id, e.idx(cpr)), e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk))};
@@ -341,7 +342,7 @@ SmallVector<Value> PrefillKernel::lookupPages(Value tile) {
   Value start = e.add(kvLo, e.mul(tile, e.idx(c.keys)));
   SmallVector<Value> out;
   for (int64_t i = 0; i < chunkRounds(); ++i) {
-    Value t = e.add(start, kvChunk(i).first);
+    Value t = e.add(start, chunk(i).first);
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing.
     // Kept as i32 (kv_indices' type) while carried to the next step.
@@ -361,7 +362,7 @@ void PrefillKernel::issueKV(Value tile, int64_t stage, ValueRange tilePages,
   Value kRow0 = kvRow0(false, stage), vRow0 = kvRow0(true, stage);
   int64_t chunks = c.keys * c.chunksPerRow();
   for (int64_t i = 0; i < chunkRounds(); ++i) {
-    auto [r, col] = kvChunk(i);
+    auto [r, col] = chunk(i);
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
     Value slot = e.remui(t, e.idx(c.pageSize));
@@ -508,15 +509,15 @@ SmallVector<Value> PrefillKernel::step(Value tile, int64_t stage,
   if (c.customMask || (c.positions && (c.causal || c.window))) {
     needMask = arith::ConstantIntOp::create(b, loc, 1, 1);
   } else {
-    Value minPos = e.sub(e.add(kvLen, q0), qoLen);
-    Value maxPos = e.sub(e.add(minPos, rows), e.idx(1));
+    // Here causal / window imply no q_positions: firstPos / lastPos exist.
     if (c.causal)
       needMask = arith::OrIOp::create(
-          b, loc, needMask, e.cmpi(Pred::sgt, tileEnd, e.add(minPos, e.idx(1))));
+          b, loc, needMask,
+          e.cmpi(Pred::sgt, tileEnd, e.add(firstPos, e.idx(1))));
     if (c.window)
       needMask = arith::OrIOp::create(
           b, loc, needMask,
-          e.cmpi(Pred::sge, e.sub(maxPos, tileStart), e.idx(*c.window)));
+          e.cmpi(Pred::sge, e.sub(lastPos, tileStart), e.idx(*c.window)));
   }
   auto allLogits = [&](bool masked) {
     SmallVector<Value> out;
@@ -646,9 +647,9 @@ void PrefillKernel::computeRows(bool forStore) {
     row.row = e.add(e.add(qoStart, q0), qiSafe);
     if (forStore)
       continue;
-    row.pos = qPositions ? e.loadIdx(qPositions, row.row)
-                         : e.sub(e.add(kvLen, e.add(q0, qiSafe)), qoLen);
-    row.pos32 = e.toI32(row.pos);
+    row.pos32 = e.toI32(qPositions
+                            ? e.loadIdx(qPositions, row.row)
+                            : e.sub(e.add(kvLen, e.add(q0, qiSafe)), qoLen));
     if (alibi)
       row.slope = e.load(alibi, {row.head});
     if (mask.bits)
@@ -722,12 +723,12 @@ void PrefillKernel::emit() {
     kvLo = e.idx(0);
     kvHi = kvLen;
     if (!c.positions) {
-      Value minPos = e.sub(e.add(kvLen, q0), qoLen);
-      Value maxPos = e.sub(e.add(minPos, rows), e.idx(1));
+      firstPos = e.sub(e.add(kvLen, q0), qoLen);
+      lastPos = e.sub(e.add(firstPos, rows), e.idx(1));
       if (c.causal)
-        kvHi = minIdx(kvLen, e.add(maxPos, e.idx(1)));
+        kvHi = minIdx(kvLen, e.add(lastPos, e.idx(1)));
       if (c.window) {
-        Value lo = maxIdx(e.idx(0), e.add(e.sub(minPos, e.idx(*c.window)),
+        Value lo = maxIdx(e.idx(0), e.add(e.sub(firstPos, e.idx(*c.window)),
                                           e.idx(1)));
         kvLo = e.mul(e.divui(lo, e.idx(c.keys)), e.idx(c.keys));
       }
