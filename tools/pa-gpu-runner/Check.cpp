@@ -250,15 +250,7 @@ pa_decode_args makeArgs(const CaseData &cs, const DeviceCase &d,
   pa_decode_args a;
   std::memset(&a, 0, sizeof(a));
   a.q = d.q.get();
-  if (c.kv == rt::KVStorage::Joint) {
-    a.kv = d.cache[0].get();
-  } else {
-    a.k = d.cache[0].get();
-    a.v = d.cache[1].get();
-  }
-  a.kv_indptr = d.indptr.get();
-  a.kv_indices = d.indices.get();
-  a.kv_last_page_len = d.last.get();
+  bindPagedCache(a, d, c);
   a.o = d.o.get();
   a.lse = d.lse.get();
   a.batch = cs.batch;

@@ -78,6 +78,23 @@ HostCache makeHostCache(const std::vector<int64_t> &lens,
                         const rt::BundleConfig &c, test::Rng &rng,
                         bool finiteSlack);
 
+/// Binds device copies `d` of a paged cache (members cache[2], indptr,
+/// indices, last) to a launch's arguments `a` (pa_decode_args or
+/// pa_prefill_args, which spell these fields alike): `kv` for a joint
+/// cache, `k` and `v` for a split one, and the page table.
+template <typename Args, typename Device>
+void bindPagedCache(Args &a, const Device &d, const rt::BundleConfig &c) {
+  if (c.kv == rt::KVStorage::Joint) {
+    a.kv = d.cache[0].get();
+  } else {
+    a.k = d.cache[0].get();
+    a.v = d.cache[1].get();
+  }
+  a.kv_indptr = d.indptr.get();
+  a.kv_indices = d.indices.get();
+  a.kv_last_page_len = d.last.get();
+}
+
 struct CheckOptions {
   std::vector<std::string> bundles;
   /// The seed of every random case (printed; replays a run).

@@ -271,15 +271,7 @@ pa_prefill_args prefillArgs(const PrefillCase &cs, const DevicePrefill &d,
   std::memset(&a, 0, sizeof(a));
   a.q = d.q.get();
   a.qo_indptr = d.qoIndptr.get();
-  if (c.kv == rt::KVStorage::Joint) {
-    a.kv = d.cache[0].get();
-  } else {
-    a.k = d.cache[0].get();
-    a.v = d.cache[1].get();
-  }
-  a.kv_indptr = d.indptr.get();
-  a.kv_indices = d.indices.get();
-  a.kv_last_page_len = d.last.get();
+  bindPagedCache(a, d, c);
   if (k.positions)
     a.q_positions = d.positions.get();
   if (k.mask) {
