@@ -48,15 +48,16 @@ LogicalResult checkRank(Operation *op, Value v, StringRef name, int64_t rank) {
   return success();
 }
 
-/// Tile rows hold whole GQA groups: BM % group == 0.
+/// A tile holds at least one GQA group: BM >= group. (Rows past the last
+/// whole group, r >= (BM / g) g, are never valid, since rows <= BM / g.)
 LogicalResult checkGroup(Operation *op, int64_t group, Value tile,
                          StringRef name) {
   if (group < 1)
     return op->emitOpError() << "group must be >= 1, got " << group;
   int64_t rows = dimOf(tile, 0);
-  if (!ShapedType::isDynamic(rows) && rows % group != 0)
+  if (!ShapedType::isDynamic(rows) && rows < group)
     return op->emitOpError() << "the " << rows << " rows of '" << name
-                             << "' must hold whole groups of " << group
+                             << "' must hold a group of " << group
                              << " query heads";
   return success();
 }
@@ -116,6 +117,9 @@ LogicalResult TileGatherKVOp::verify() {
 }
 
 LogicalResult TileQKOp::verify() {
+  if (auto sc = getScale();
+      sc && !(sc->convertToDouble() > 0 && std::isfinite(sc->convertToDouble())))
+    return emitOpError() << "scale must be finite and > 0";
   if (failed(sameDim(*this, getQ(), "q", 1, getK(), "k", 1)) ||
       failed(sameDim(*this, getS(), "s", 0, getQ(), "q", 0)))
     return failure();
@@ -148,6 +152,12 @@ LogicalResult TileMaskOp::verify() {
                           IntegerType::get(getContext(), 8), "i8")))
     return failure();
   return checkGroup(*this, getGroup(), getS(), "scores");
+}
+
+LogicalResult TileInitStateOp::verify() {
+  if (failed(sameDim(*this, getL(), "l", 0, getM(), "m", 0)))
+    return failure();
+  return sameDim(*this, getAcc(), "acc", 0, getM(), "m", 0);
 }
 
 LogicalResult TileSoftmaxUpdateOp::verify() {

@@ -34,7 +34,11 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.prefillWarps = opts.prefillWarps;
   tile.prefillTileKV = opts.prefillTileKV;
   tile.prefillWarpRows = opts.prefillWarpRows;
+  // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
+  // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));
+  pm.addPass(pa::createPAPromoteTiles());
+  pm.addPass(pa::createPATileToMma());
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

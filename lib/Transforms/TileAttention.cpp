@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PagedAttn/Conversion/PagedAttention.h"
+#include "PagedAttn/Conversion/PrefillTiling.h"
 #include "PagedAttn/Transforms/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -67,9 +67,9 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
   auto tile1 = [&](int64_t r) {
     return memref::AllocaOp::create(entry, loc, MemRefType::get({r}, f32));
   };
-  Value qTile = tile2(tileQ, d), kTile = tile2(tileKV, d),
-        vTile = tile2(tileKV, d), sTile = tile2(tileQ, tileKV);
-  Value mTile = tile1(tileQ), lTile = tile1(tileQ), accTile = tile2(tileQ, d);
+  PrefillTiles tiles{tile2(tileQ, d),      tile2(tileKV, d), tile2(tileKV, d),
+                     tile2(tileQ, tileKV), tile1(tileQ),     tile1(tileQ),
+                     tile2(tileQ, d)};
 
   PageTable pt = pageTableOf(op);
   Value qoIndptr = op.getQoIndptr();
@@ -86,8 +86,6 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
     Value kvLen = pt.kvLen(e, req);
     if (!explicitPositions && positionsMatter)
       emitQueriesAreLastTokens(e, qoLen, kvLen);
-    // Query i of the request sits at kv_len - qo_len + i.
-    Value posBase = e.sub(kvLen, qoLen);
     Value maskByte0 = mask.bits ? mask.segmentBase(e, req, qoLen, kvLen)
                                 : Value();
     e.forEach(e.idx(0), e.idx(hkv), [&](Value hk) {
@@ -96,57 +94,10 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
           [&](OpBuilder &, Location, Value i0, ValueRange) {
             Value rows = arith::MinSIOp::create(
                 b, loc, e.idx(queriesPerTile), e.sub(qoLen, i0));
-            Value row0 = e.add(qs, i0);
-            Value pos0 = e.add(posBase, i0);
-            TileLoadQOp::create(b, loc, op.getQ(), row0, rows, hk, qTile,
-                                b.getI64IntegerAttr(group),
-                                b.getF32FloatAttr(opts.getSmScaleOr(d)));
-            e.forEach(e.idx(0), e.idx(tileQ), [&](Value r) {
-              e.store(e.negInf(), mTile, {r});
-              e.store(e.f32(0), lTile, {r});
-              e.forEach(e.idx(0), e.idx(d),
-                        [&](Value c) { e.store(e.f32(0), accTile, {r, c}); });
-            });
-            // The KV tiles the query tile can see: without explicit
-            // positions, none above the causal diagonal and none wholly left
-            // of the sliding window.
-            Value first = e.idx(0), last = kvLen;
-            if (!explicitPositions && op.getCausal())
-              last = arith::MinSIOp::create(b, loc, kvLen,
-                                            e.add(pos0, rows));
-            if (!explicitPositions && opts.window) {
-              Value w = e.idx(*opts.window);
-              Value start = e.select(e.cmpi(Pred::sge, pos0, w),
-                                     e.add(e.sub(pos0, w), e.idx(1)),
-                                     e.idx(0));
-              first = e.mul(e.divui(start, e.idx(tileKV)), e.idx(tileKV));
-            }
-            scf::ForOp::create(
-                b, loc, first, last, e.idx(tileKV), ValueRange{},
-                [&](OpBuilder &, Location, Value t0, ValueRange) {
-                  TileGatherKVOp::create(b, loc, op.getKvCache(),
-                                         pt.indptr, pt.indices, req, t0,
-                                         kvLen, hk, kTile, vTile, cache);
-                  TileQKOp::create(b, loc, qTile, kTile, sTile);
-                  TileMaskOp::create(
-                      b, loc, sTile, row0, rows, pos0, t0, kvLen, hk,
-                      op.getQPositions(), op.getAlibiSlopes(), mask.bits,
-                      maskByte0, mask.bits ? i0 : Value(),
-                      mask.bits ? kvLen : Value(),
-                      b.getI64IntegerAttr(group),
-                      op.getCausal() ? b.getUnitAttr() : UnitAttr(),
-                      opts.window ? b.getI64IntegerAttr(*opts.window)
-                                  : IntegerAttr(),
-                      opts.getSoftCapAttr(b));
-                  TileSoftmaxUpdateOp::create(b, loc, sTile, mTile, lTile,
-                                              accTile);
-                  TilePVOp::create(b, loc, sTile, vTile, accTile);
-                  scf::YieldOp::create(b, loc);
-                });
-            TileStoreOp::create(b, loc, mTile, lTile, accTile, row0, rows, hk,
-                                op.getOuts()[0], op.getOuts()[1],
-                                b.getI64IntegerAttr(group),
-                                opts.lseBase2 ? b.getUnitAttr() : UnitAttr());
+            emitPrefillQueryTile(
+                e, op, IRMapping(), pt,
+                QueryTileCoords{req, hk, qs, i0, rows, qoLen, kvLen, maskByte0},
+                tiles);
             scf::YieldOp::create(b, loc);
           });
     });

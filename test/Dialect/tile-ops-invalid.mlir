@@ -1,8 +1,8 @@
 // RUN: pa-opt %s -split-input-file -verify-diagnostics
 
-func.func @rows_not_whole_groups(%q: memref<?x32x128xf16>, %t: memref<30x128xf32>, %i: index) {
-  // expected-error @+1 {{the 30 rows of 'tile' must hold whole groups of 4 query heads}}
-  pa.tile.load_q q(%q : memref<?x32x128xf16>) rows(%i, %i) kv_head(%i) outs(%t : memref<30x128xf32>) {group = 4 : i64, scale = 1.0 : f32}
+func.func @rows_below_a_group(%q: memref<?x32x128xf16>, %t: memref<3x128xf32>, %i: index) {
+  // expected-error @+1 {{the 3 rows of 'tile' must hold a group of 4 query heads}}
+  pa.tile.load_q q(%q : memref<?x32x128xf16>) rows(%i, %i) kv_head(%i) outs(%t : memref<3x128xf32>) {group = 4 : i64, scale = 1.0 : f32}
   return
 }
 
@@ -58,7 +58,7 @@ func.func @store_state(%m: memref<32xf32>, %l: memref<64xf32>, %acc: memref<64x1
 
 func.func @mask_operands(%s: memref<64x32xf32>, %m: memref<?xi8>, %i: index) {
   // expected-error @+1 {{a custom mask needs the packed mask, its first byte, the tile's first query row and kv_len}}
-  "pa.tile.mask"(%s, %i, %i, %i, %i, %i, %i, %m, %i, %i) <{group = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0>}> : (memref<64x32xf32>, index, index, index, index, index, index, memref<?xi8>, index, index) -> ()
+  "pa.tile.mask"(%s, %i, %i, %i, %i, %i, %i, %m, %i, %i) <{group = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0>}> : (memref<64x32xf32>, index, index, index, index, index, index, memref<?xi8>, index, index) -> ()
   return
 }
 
@@ -91,5 +91,29 @@ func.func @mask_positions_type(%s: memref<64x32xf32>, %p: memref<?xf32>, %i: ind
 func.func @store_lse_heads(%m: memref<64xf32>, %acc: memref<64x128xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x16xf32>, %i: index) {
   // expected-error @+1 {{'lse' dim 1 (16) must equal 'o' dim 1 (32)}}
   pa.tile.store state(%m, %m, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>) rows(%i, %i) kv_head(%i) outs(%o, %lse : memref<?x32x128xf16>, memref<?x16xf32>) {group = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @qk_scale(%q: memref<64x128xf16, 3>, %k: memref<32x128xf16, 3>, %s: memref<64x32xf32>) {
+  // expected-error @+1 {{scale must be finite and > 0}}
+  pa.tile.qk ins(%q, %k : memref<64x128xf16, 3>, memref<32x128xf16, 3>) outs(%s : memref<64x32xf32>) {scale = -1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @qk_i8(%q: memref<64x128xi8>, %k: memref<32x128xf16>, %s: memref<64x32xf32>) {
+  // expected-error @+1 {{operand #0 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type values}}
+  pa.tile.qk ins(%q, %k : memref<64x128xi8>, memref<32x128xf16>) outs(%s : memref<64x32xf32>)
+  return
+}
+
+// -----
+
+func.func @init_state_rows(%m: memref<64xf32>, %l: memref<32xf32>, %acc: memref<64x128xf32>) {
+  // expected-error @+1 {{'l' dim 0 (32) must equal 'm' dim 0 (64)}}
+  pa.tile.init_state state(%m, %l, %acc : memref<64xf32>, memref<32xf32>, memref<64x128xf32>)
   return
 }

@@ -11,13 +11,20 @@
 // CHECK-DAG: %[[KT:.*]] = memref.alloca() : memref<16x128xf32>
 // CHECK-DAG: %[[VT:.*]] = memref.alloca() : memref<16x128xf32>
 // CHECK-DAG: %[[S:.*]] = memref.alloca() : memref<8x16xf32>
+// The mask is marked with the test of whether the KV tile needs it: it
+// reaches past kv_len or above the first query's diagonal.
 // CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %c2{{(_[0-9]+)?}} {
 // CHECK: pa.tile.load_q {{.*}} kv_head(%[[HK:[^)]*]]) outs(%[[QT]] : memref<8x128xf32>) {group = 4 : i64, scale = 0.0883883{{[0-9]*}} : f32}
+// CHECK: pa.tile.init_state
 // CHECK: %[[LAST:.*]] = arith.minsi
 // CHECK: scf.for %[[T0:.*]] = %{{.*}} to %[[LAST]] step %c16{{(_[0-9]+)?}} {
-// CHECK-NEXT: pa.tile.gather_kv {{.*}} request(%{{.*}}) tokens(%[[T0]], %{{.*}}) kv_head(%[[HK]]) outs(%[[KT]], %[[VT]]
+// CHECK-NEXT: pa.tile.gather_kv {{.*}} request(%{{.*}}) tokens(%[[T0]], %[[LAST]]) kv_head(%[[HK]]) outs(%[[KT]], %[[VT]]
 // CHECK-NEXT: pa.tile.qk ins(%[[QT]], %[[KT]] {{.*}} outs(%[[S]]
-// CHECK-NEXT: pa.tile.mask scores(%[[S]] {{.*}} {causal, group = 4 : i64}
+// CHECK: %[[END:.*]] = arith.addi %[[T0]], %c16
+// CHECK-NEXT: %[[PAST:.*]] = arith.cmpi ugt, %[[END]]
+// CHECK: %[[DIAG:.*]] = arith.cmpi sgt, %[[END]]
+// CHECK-NEXT: %[[NEED:.*]] = arith.ori %[[PAST]], %[[DIAG]]
+// CHECK-NEXT: pa.tile.mask scores(%[[S]] {{.*}} masked_if(%[[NEED]]) {causal, group = 4 : i64}
 // CHECK-NEXT: pa.tile.softmax_update scores(%[[S]]
 // CHECK-NEXT: pa.tile.pv ins(%[[S]], %[[VT]]
 // CHECK: pa.tile.store {{.*}} {group = 4 : i64}
@@ -35,7 +42,8 @@ func.func @prefill(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2
 // into the window.
 // CHECK-LABEL: func @window
 // CHECK: %[[W:.*]] = arith.constant 100 : index
-// CHECK: arith.cmpi sge, %{{.*}}, %[[W]]
+// CHECK: arith.subi %{{.*}}, %[[W]]
+// CHECK: arith.maxsi
 // CHECK: %[[FIRST:.*]] = arith.muli
 // CHECK: scf.for %{{.*}} = %[[FIRST]] to
 // CHECK: pa.tile.mask {{.*}} window = 100 : i64
@@ -52,6 +60,7 @@ func.func @window(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x1
 // from mask_indptr) at the tile's first query row.
 // CHECK-LABEL: func @custom_mask
 // CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %c8{{(_[0-9]+)?}} {
+// Every tile needs the mask: no masked_if.
 // CHECK: pa.tile.mask {{.*}} keys(%{{.*}}, %[[LEN:[^)]*]]) {{.*}} mask(%{{.*}} : memref<?xi8>, %{{.*}}, %[[I0]], %[[LEN]]) {group = 1 : i64}
 func.func @custom_mask(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %m: memref<?xi8>, %mi: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
   pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) mask(%m, %mi : memref<?xi8>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache}

@@ -118,8 +118,13 @@ struct Emitter {
   /// `for (iv = lb; iv < ub; iv += 1)` with loop-carried `init`.
   scf::ForOp forLoop(Value lb, Value ub, ValueRange init,
                      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return forLoop(lb, ub, idx(1), init, body);
+  }
+  /// `for (iv = lb; iv < ub; iv += step)` with loop-carried `init`.
+  scf::ForOp forLoop(Value lb, Value ub, Value step, ValueRange init,
+                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     return scf::ForOp::create(
-        b, loc, lb, ub, idx(1), init,
+        b, loc, lb, ub, step, init,
         [&](OpBuilder &nb, Location nloc, Value iv, ValueRange args) {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());

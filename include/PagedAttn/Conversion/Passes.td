@@ -135,6 +135,77 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::ub::UBDialect"];
 }
 
+def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
+  let summary = "Put a tiled kernel's Q / K / V tiles in shared memory behind cp.async copies";
+  let description = [{
+    The second stage of the prefill GPU pipeline (docs/GPU.md). In every
+    `gpu.func` whose body is tile IR (what `convert-pa-to-gpu` makes of a
+    `pa.prefill`: `pa.tile.load_q`, and an `scf.for %t0 = lo to hi step BN`
+    whose body starts from `pa.tile.gather_kv`), the Q, K and V tiles move to
+    dynamic shared memory in the cache's element type: `[BM + 4 BN][D + 8]`
+    (Q, then K and V of two stages; rows padded by 16 bytes so that
+    `ldmatrix` has no bank conflicts). `load_q` becomes 16-byte
+    `nvgpu.device_async_copy` (cp.async) copies, zero-filled past the
+    tile's queries, and its scale moves onto `pa.tile.qk`. The KV loop
+    becomes a two-stage pipeline over pairs of tiles (so that every stage
+    index is a constant):
+
+    ```mlir
+    // K/V tile at lo -> stage 0; pages of tile lo + BN looked up
+    scf.for %t = %lo to %hi step 2 BN iter_args(%pages...) {
+      // step(t, 0): cp.async of tile t + BN into stage 1 (through the page
+      // table, zero-filled past hi), page lookups of tile t + 2 BN,
+      // cp.async.wait_group 1, gpu.barrier, the loop body on stage 0's
+      // views, gpu.barrier
+      scf.if %t + BN < %hi { step(t + BN, 1) }
+    }
+    ```
+
+    The ABI's shared memory and the launches' dynamic shared memory are set
+    to the layout's size. Errors at the op: more than one load_q / gather per
+    kernel, a gather outside such a loop, a loop step other than the K
+    tile's rows, a tile read by other ops than qk / pv, data other than f16
+    / bf16, a query tile whose 16-byte chunks the threads do not split
+    evenly.
+  }];
+  let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
+  let summary = "Map a kernel's tile math onto ldmatrix / mma.sync register fragments";
+  let description = [{
+    The third stage of the prefill GPU pipeline (docs/GPU.md), after
+    `pa-promote-tiles`: the query tile's rows are split over the warps of
+    the CTA (16 or 32 rows a warp, read off the tile shape and the kernel's
+    block size), and the scores and the online-softmax state become
+    `mma.sync` m16n8k16 fragments in registers (f32 accumulate):
+    `pa.tile.qk` -> `nvgpu.ldmatrix` of Q and K + `nvgpu.mma.sync`;
+    `pa.tile.mask` -> score modifiers and, under `scf.if` on its
+    `masked_if`, the masks, in base 2; `pa.tile.softmax_update` -> row
+    maxima over the 4 lanes of a quad (`gpu.subgroup_reduce` with cluster
+    size 4, which `pa-warp-shuffle-reduce` turns into shuffles), `ex2`,
+    rescaling; `pa.tile.pv` -> P converted to f16 / bf16 A fragments in
+    registers, `nvgpu.ldmatrix` (transposed) of V + `nvgpu.mma.sync`;
+    `pa.tile.store` -> the quad's row sums, `o = acc / l` and `lse`. The
+    state buffers' values are carried through `scf.for` / `scf.if` as
+    iter_args / results. Errors at the op: Q / K / V not in workgroup
+    memory, f32 tiles, a tile shape that does not give 16 or 32 rows per
+    warp, load_q / gather_kv left (run pa-promote-tiles first), other
+    control flow around the state.
+  }];
+  let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::ub::UBDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def PAMmaSyncBF16ToNVVM : Pass<"pa-mma-sync-bf16-to-nvvm"> {
   let summary = "Lower bf16 nvgpu.mma.sync to nvvm.mma.sync";
   let description = [{

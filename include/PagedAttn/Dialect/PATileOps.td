@@ -2,13 +2,16 @@
 //
 // The tile-level IR between the attention ops and a target: what
 // `pa-tile-attention` produces from a memref-form `pa.prefill`. Tiles are
-// small static memrefs (f32 for scores, states and gathered rows); the ops
+// small static memrefs (f32 for scores and states; Q / K / V f32 as tiled, or
+// f16 / bf16 views of workgroup memory after pa-promote-tiles); the ops
 // are target-independent, so the tiled program lowers to loops on the CPU
 // (convert-pa-to-loops) and is checked against the reference in CI.
 //
 // A query tile packs the g query heads of one KV head into its rows, as
 // FlashInfer does: tile row r is query `row0 + r / g`, head `hk * g + r % g`,
-// so each K/V tile is read once for the whole GQA group.
+// so each K/V tile is read once for the whole GQA group. A tile of BM rows
+// holds at most BM / g queries (`rows <= BM / g`); when g does not divide BM
+// the rows past the last whole group are never valid.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,10 @@ class PA_TileOp<string mnemonic, list<Trait> traits = []>
 
 def PA_F32Tile2D : MemRefRankOf<[F32], [2]>;
 def PA_F32Tile1D : MemRefRankOf<[F32], [1]>;
+// An operand tile of a matmul (Q, K, V): f32 as the tiling emits it, or the
+// cache's f16 / bf16 once pa-promote-tiles has placed it in workgroup memory
+// (any layout: a strided view of the kernel's shared memory).
+def PA_OperandTile2D : MemRefRankOf<[F32, F16, BF16], [2]>;
 
 def PA_TileLoadQOp : PA_TileOp<"load_q"> {
   let summary = "load a GQA-packed query tile, scaled";
@@ -89,17 +96,21 @@ def PA_TileGatherKVOp : PA_TileOp<"gather_kv"> {
 def PA_TileQKOp : PA_TileOp<"qk"> {
   let summary = "scores of a tile: S = Q K^T";
   let description = [{
-    `s[BM, BN] = q[BM, D] * k[BN, D]^T`, in f32. A tensor-core target maps
-    it onto mma tiles.
+    `s[BM, BN] = scale * q[BM, D] * k[BN, D]^T`, accumulated in f32
+    (`scale` defaults to 1). Q and K are f32 tiles, or f16 / bf16 tiles in
+    workgroup memory after `pa-promote-tiles` (which moves the query scale
+    of `pa.tile.load_q` here); `pa-tile-to-mma` maps the op onto
+    `nvgpu.ldmatrix` + `nvgpu.mma.sync`.
 
     ```mlir
     pa.tile.qk ins(%qt, %kt : memref<64x128xf32>, memref<64x128xf32>)
         outs(%s : memref<64x64xf32>)
     ```
   }];
-  let arguments = (ins Arg<PA_F32Tile2D, "Q tile", [MemRead]>:$q,
-                       Arg<PA_F32Tile2D, "K tile", [MemRead]>:$k,
-                       Arg<PA_F32Tile2D, "scores", [MemWrite]>:$s);
+  let arguments = (ins Arg<PA_OperandTile2D, "Q tile", [MemRead]>:$q,
+                       Arg<PA_OperandTile2D, "K tile", [MemRead]>:$k,
+                       Arg<PA_F32Tile2D, "scores", [MemWrite]>:$s,
+                       OptionalAttr<F32Attr>:$scale);
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `:` type($q) `,` type($k) `)`
     `outs` `(` $s `:` type($s) `)` attr-dict
@@ -124,9 +135,15 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     this tile's work (a split-KV chunk may end before kv_len); `kv_len` is
     the mask's row length.
 
+    With `masked_if(%c)` and `%c` false the producer asserts that every
+    score of the tile is visible (every row and key valid, none above the
+    causal diagonal or left of the window, no custom mask), so only the
+    score modifiers apply: the tiling tests this per KV tile so that the
+    masks cost nothing on the tiles inside the visible range.
+
     ```mlir
     pa.tile.mask scores(%s : memref<64x64xf32>) rows(%r0, %n, %pos0)
-        keys(%t0, %len) kv_head(%hk) {group = 4 : i64, causal}
+        keys(%t0, %len) kv_head(%hk) masked_if(%edge) {group = 4 : i64, causal}
     ```
   }];
   let arguments = (ins Arg<PA_F32Tile2D, "scores", [MemRead, MemWrite]>:$s,
@@ -137,6 +154,7 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
                        Arg<Optional<AnyMemRef>, "packed mask", [MemRead]>:$custom_mask,
                        Optional<Index>:$mask_byte0, Optional<Index>:$mask_qrow0,
                        Optional<Index>:$mask_kv_len,
+                       Optional<I1>:$masked_if,
                        I64Attr:$group, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$logits_soft_cap);
@@ -147,6 +165,25 @@ def PA_TileMaskOp : PA_TileOp<"mask", [AttrSizedOperandSegments]> {
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     (`mask` `(` $custom_mask^ `:` type($custom_mask) `,` $mask_byte0 `,`
         $mask_qrow0 `,` $mask_kv_len `)`)?
+    (`masked_if` `(` $masked_if^ `)`)?
+    attr-dict
+  }];
+}
+
+def PA_TileInitStateOp : PA_TileOp<"init_state"> {
+  let summary = "the empty online-softmax state of a query tile";
+  let description = [{
+    `m = -inf`, `l = 0`, `acc = 0`: the state before any KV tile.
+
+    ```mlir
+    pa.tile.init_state state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>)
+    ```
+  }];
+  let arguments = (ins Arg<PA_F32Tile1D, "running max", [MemWrite]>:$m,
+                       Arg<PA_F32Tile1D, "running sum", [MemWrite]>:$l,
+                       Arg<PA_F32Tile2D, "accumulator", [MemWrite]>:$acc);
+  let assemblyFormat = [{
+    `state` `(` $m `,` $l `,` $acc `:` type($m) `,` type($l) `,` type($acc) `)`
     attr-dict
   }];
 }
@@ -179,7 +216,9 @@ def PA_TileSoftmaxUpdateOp : PA_TileOp<"softmax_update"> {
 def PA_TilePVOp : PA_TileOp<"pv"> {
   let summary = "accumulate P V into a tile state";
   let description = [{
-    `acc[BM, D] += p[BM, BN] * v[BN, D]` in f32.
+    `acc[BM, D] += p[BM, BN] * v[BN, D]` in f32 (V an f32 tile, or f16 /
+    bf16 in workgroup memory after `pa-promote-tiles`; a tensor-core target
+    converts P to V's type in registers).
 
     ```mlir
     pa.tile.pv ins(%p, %vt : memref<64x64xf32>, memref<64x128xf32>)
@@ -187,7 +226,7 @@ def PA_TilePVOp : PA_TileOp<"pv"> {
     ```
   }];
   let arguments = (ins Arg<PA_F32Tile2D, "P tile", [MemRead]>:$p,
-                       Arg<PA_F32Tile2D, "V tile", [MemRead]>:$v,
+                       Arg<PA_OperandTile2D, "V tile", [MemRead]>:$v,
                        Arg<PA_F32Tile2D, "accumulator", [MemRead, MemWrite]>:$acc);
   let assemblyFormat = [{
     `ins` `(` $p `,` $v `:` type($p) `,` type($v) `)`

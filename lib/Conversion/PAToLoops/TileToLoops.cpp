@@ -131,10 +131,17 @@ struct QKToLoops final : OpRewritePattern<TileQKOp> {
                                 PatternRewriter &rewriter) const override {
     Emitter e{rewriter, op.getLoc()};
     Value q = op.getQ(), k = op.getK();
+    // The scale multiplies Q's elements (in f32) as they are read.
+    std::optional<Value> scale;
+    if (auto sc = op.getScale())
+      scale = e.f32(sc->convertToDouble());
     emitTileMatmul(
         e, op.getS(), tileDim(e, q, 1), /*accumulate=*/false,
-        [&](Value r, Value d) { return e.load(q, {r, d}); },
-        [&](Value d, Value n) { return e.load(k, {n, d}); });
+        [&](Value r, Value d) {
+          Value x = e.toF32(e.load(q, {r, d}));
+          return scale ? e.mul(x, *scale) : x;
+        },
+        [&](Value d, Value n) { return e.toF32(e.load(k, {n, d})); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -180,6 +187,11 @@ struct MaskToLoops final : OpRewritePattern<TileMaskOp> {
               },
               [&]() -> SmallVector<Value> { return {vis}; })[0];
         }
+        // A tile the producer declared fully visible skips the masks (so a
+        // wrong declaration shows up as a wrong result in the CPU tests).
+        if (Value check = op.getMaskedIf())
+          vis = e.select(check, vis, arith::ConstantIntOp::create(
+                                         e.b, e.loc, 1, 1));
         Value x = e.load(s, {r, n});
         if (auto c = op.getLogitsSoftCap()) {
           Value cap = e.f32(c->convertToDouble());
@@ -193,6 +205,23 @@ struct MaskToLoops final : OpRewritePattern<TileMaskOp> {
         }
         e.store(e.select(vis, x, e.negInf()), s, {r, n});
       });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct InitStateToLoops final : OpRewritePattern<TileInitStateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileInitStateOp op,
+                                PatternRewriter &rewriter) const override {
+    Emitter e{rewriter, op.getLoc()};
+    Value acc = op.getAcc();
+    e.forEach(e.idx(0), tileDim(e, acc, 0), [&](Value r) {
+      e.store(e.negInf(), op.getM(), {r});
+      e.store(e.f32(0), op.getL(), {r});
+      e.forEach(e.idx(0), tileDim(e, acc, 1),
+                [&](Value d) { e.store(e.f32(0), acc, {r, d}); });
     });
     rewriter.eraseOp(op);
     return success();
@@ -249,7 +278,7 @@ struct PVToLoops final : OpRewritePattern<TilePVOp> {
     emitTileMatmul(
         e, op.getAcc(), tileDim(e, p, 1), /*accumulate=*/true,
         [&](Value r, Value n) { return e.load(p, {r, n}); },
-        [&](Value n, Value d) { return e.load(v, {n, d}); },
+        [&](Value n, Value d) { return e.toF32(e.load(v, {n, d})); },
         /*skipZeroA=*/true);
     rewriter.eraseOp(op);
     return success();
@@ -291,6 +320,6 @@ struct StoreToLoops final : OpRewritePattern<TileStoreOp> {
 
 void mlir::pa::populatePATileToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<LoadQToLoops, GatherKVToLoops, QKToLoops, MaskToLoops,
-               SoftmaxUpdateToLoops, PVToLoops, StoreToLoops>(
+               InitStateToLoops, SoftmaxUpdateToLoops, PVToLoops, StoreToLoops>(
       patterns.getContext());
 }

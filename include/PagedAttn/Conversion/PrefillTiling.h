@@ -1,0 +1,49 @@
+//===- PrefillTiling.h - one query tile of pa.prefill as tile ops -*- C++ -*-===//
+//
+// The tiling of a memref-form pa.prefill into the tile-level ops
+// (PATileOps.td), shared by the CPU tiling (pa-tile-attention, loops over the
+// query tiles) and the GPU tiling (convert-pa-to-gpu, a CTA per query tile),
+// so that what the CPU differential suite proves (the key range a tile
+// visits, which KV tiles need their masks) is what the GPU kernel runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_CONVERSION_PREFILLTILING_H
+#define PAGEDATTN_CONVERSION_PREFILLTILING_H
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::pa {
+
+/// The tile buffers of a query tile: Q [BM, D], K and V [BN, D], the scores
+/// S [BM, BN] and the state m [BM], l [BM], acc [BM, D], all f32 memrefs.
+struct PrefillTiles {
+  Value q, k, v, s, m, l, acc;
+};
+
+/// Where a query tile sits: request `request`, KV head `kvHead`, queries
+/// [i0, i0 + rows) of the request (its rows start at `qoStart` in q), the
+/// request's query and key counts, and (with a custom mask) the first byte
+/// of its mask segment.
+struct QueryTileCoords {
+  Value request, kvHead, qoStart, i0, rows, qoLen, kvLen, maskByte0;
+};
+
+/// Emits, for one query tile of `op`: pa.tile.load_q, pa.tile.init_state,
+/// the loop over the KV tiles of `tiles.k`'s rows that the tile can see
+/// (`scf.for %t0 = lo to hi step BN`: without q_positions, none above the
+/// causal diagonal and none wholly left of the sliding window) with
+/// gather_kv / qk / mask / softmax_update / pv, the mask marked
+/// `masked_if` with the test of whether the KV tile needs it, and
+/// pa.tile.store. K/V rows past `hi` are zero-filled. The op's operands
+/// are read through `map` (a kernel's arguments; identity when empty), its
+/// page table is `pages` (already mapped).
+void emitPrefillQueryTile(Emitter &e, PrefillOp op, const IRMapping &map,
+                          const PageTable &pages, const QueryTileCoords &t,
+                          const PrefillTiles &tiles);
+
+} // namespace mlir::pa
+
+#endif // PAGEDATTN_CONVERSION_PREFILLTILING_H

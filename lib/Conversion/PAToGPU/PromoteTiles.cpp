@@ -1,0 +1,436 @@
+//===- PromoteTiles.cpp - Q / K / V tiles into shared memory --------------===//
+//
+// pa-promote-tiles, the second stage of the prefill GPU pipeline
+// (docs/GPU.md): in a kernel whose body is the tile IR (convert-pa-to-gpu),
+// the operand tiles move to dynamic shared memory in the cache's element
+// type and their loads become asynchronous copies:
+//
+//   shared memory [BM + 4 BN][D + 8]: Q, then K and V of two stages; rows
+//   padded by 16 bytes so that the 8 row addresses of an ldmatrix fall into
+//   distinct banks (a padded layout rather than an XOR swizzle, which would
+//   not cover head dims such as 96 whose rows are not a multiple of 128
+//   bytes)
+//   pa.tile.load_q -> cp.async of the tile's query rows (16 bytes each,
+//   zero-filled past the tile's queries); its scale moves onto pa.tile.qk
+//   the KV loop `scf.for %t0 = lo to hi step BN { gather_kv; body }` ->
+//     K/V tile at lo -> stage 0 (cp.async through the page table, 16 bytes,
+//     zero-filled past hi, whose pages are never looked up)
+//     scf.for %t = lo to hi step 2 BN   (two tiles per iteration, so that
+//                                        the stage of every access is static)
+//       step(t, stage 0); if t + BN < hi: step(t + BN, stage 1)
+//     step(t0, s): cp.async of tile t0 + BN into stage 1 - s (its pages
+//       looked up one step earlier), page lookups of tile t0 + 2 BN (i32,
+//       carried), cp.async.wait_group 1 + barrier (tile t0 visible), the
+//       body on stage s, barrier (the stage is rewritten two steps later)
+//
+// The tile ops that remain (qk, mask, softmax_update, pv, store) read Q, K
+// and V from shared memory; pa-tile-to-mma maps them onto tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+#include "PagedAttn/Conversion/Passes.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::pa {
+#define GEN_PASS_DEF_PAPROMOTETILES
+#include "PagedAttn/Conversion/Passes.h.inc"
+} // namespace mlir::pa
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+using Pred = arith::CmpIPredicate;
+
+namespace {
+
+/// f16 / bf16 elements per 16-byte copy.
+constexpr int64_t kChunk = 8;
+
+/// The shared-memory layout and copy schedule of one kernel.
+struct Layout {
+  Type elem;
+  int64_t headDim = 0, rows = 0, keys = 0, threads = 0, group = 1;
+
+  int64_t stride() const { return headDim + kChunk; }
+  int64_t chunksPerRow() const { return headDim / kChunk; }
+  int64_t smemRows() const { return rows + 4 * keys; }
+  int64_t smemBytes() const { return smemRows() * stride() * 2; }
+  /// First shared-memory row of K (isV = false) or V of `stage`.
+  int64_t kvRow0(bool isV, int64_t stage) const {
+    return rows + ((isV ? 2 : 0) + stage) * keys;
+  }
+  /// Rounds of 16-byte chunks a thread copies per K (or V) tile.
+  int64_t chunkRounds() const {
+    return llvm::divideCeil(keys * chunksPerRow(), threads);
+  }
+};
+
+/// The pieces of one kernel that the promotion rewrites.
+struct Match {
+  gpu::GPUFuncOp func;
+  TileLoadQOp loadQ;
+  scf::ForOp loop;
+  TileGatherKVOp gather;
+  Layout layout;
+};
+
+/// Finds the tile IR of `func` and checks that this pass can promote it
+/// (an error at the offending op otherwise).
+LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
+  m.func = func;
+  SmallVector<TileLoadQOp> loads;
+  SmallVector<TileGatherKVOp> gathers;
+  func.walk([&](TileLoadQOp op) { loads.push_back(op); });
+  func.walk([&](TileGatherKVOp op) { gathers.push_back(op); });
+  if (loads.size() != 1 || gathers.size() != 1)
+    return func.emitOpError()
+           << "pa-promote-tiles expects one pa.tile.load_q and one "
+              "pa.tile.gather_kv per kernel, got "
+           << loads.size() << " and " << gathers.size();
+  m.loadQ = loads[0];
+  m.gather = gathers[0];
+  m.loop = dyn_cast<scf::ForOp>(m.gather->getParentOp());
+  if (!m.loop || m.gather.getT0() != m.loop.getInductionVar() ||
+      m.loop.getNumRegionIterArgs() != 0)
+    return m.gather.emitOpError()
+           << "pa-promote-tiles expects the gather in the body of an scf.for "
+              "without iter_args whose induction variable is its first token";
+  FailureOr<KernelABI> abi = decodeKernelABI(func);
+  if (failed(abi))
+    return func.emitOpError()
+           << "pa-promote-tiles needs the kernel's pa.kernel ABI (its block "
+              "size)";
+  Layout &l = m.layout;
+  auto q = cast<MemRefType>(m.loadQ.getQ().getType());
+  auto qt = cast<MemRefType>(m.loadQ.getTile().getType());
+  auto kt = cast<MemRefType>(m.gather.getKTile().getType());
+  l.elem = q.getElementType();
+  l.rows = qt.getDimSize(0);
+  l.headDim = qt.getDimSize(1);
+  l.keys = kt.getDimSize(0);
+  l.threads = abi->block[0];
+  l.group = m.loadQ.getGroup();
+  if (!l.elem.isF16() && !l.elem.isBF16())
+    return m.loadQ.emitOpError()
+           << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
+  if (l.headDim % kChunk != 0 || l.threads % 32 != 0 ||
+      (l.rows * l.chunksPerRow()) % l.threads != 0)
+    return m.loadQ.emitOpError()
+           << "pa-promote-tiles needs a head dim that is a multiple of "
+           << kChunk << " and a query tile whose 16-byte chunks the "
+           << l.threads << " threads split evenly";
+  std::optional<int64_t> step = getConstantIntValue(m.loop.getStep());
+  if (!step || *step != l.keys)
+    return m.loop.emitOpError()
+           << "pa-promote-tiles expects the KV loop to step by the K tile's "
+           << l.keys << " rows";
+  for (Operation *user : m.loadQ.getTile().getUsers())
+    if (user != m.loadQ && !isa<TileQKOp>(user))
+      return user->emitOpError()
+             << "pa-promote-tiles: the query tile may only be read by "
+                "pa.tile.qk";
+  for (Value t : {m.gather.getKTile(), m.gather.getVTile()})
+    for (Operation *user : t.getUsers())
+      if (user != m.gather && !isa<TileQKOp, TilePVOp>(user))
+        return user->emitOpError()
+               << "pa-promote-tiles: the K / V tiles may only be read by "
+                  "pa.tile.qk and pa.tile.pv";
+  for (Value t : {m.loadQ.getTile(), m.gather.getKTile(),
+                  m.gather.getVTile()})
+    if (!t.getDefiningOp<memref::AllocaOp>())
+      return m.gather.emitOpError()
+             << "pa-promote-tiles expects the tiles to be memref.alloca "
+                "buffers";
+  return success();
+}
+
+class Promoter {
+public:
+  Promoter(KernelEmitter &e, Match &m) : e(e), b(e.b), loc(e.loc), m(m),
+                                         l(m.layout) {}
+  void run();
+
+private:
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  Match &m;
+  const Layout &l;
+  Value smem, tid, end, pageBase, kvHead;
+  Cache cache;
+  PageTable pages;
+  Value qView, kView[2], vView[2];
+
+  /// Rows [row0, row0 + n) of shared memory as a [n][D] view.
+  Value view(int64_t row0, int64_t n) {
+    auto st = cast<MemRefType>(smem.getType());
+    auto t = MemRefType::get(
+        {n, l.headDim}, l.elem,
+        StridedLayoutAttr::get(b.getContext(), row0 * l.stride(),
+                               {l.stride(), 1}),
+        st.getMemorySpace());
+    return memref::SubViewOp::create(
+        b, loc, t, smem, ArrayRef<OpFoldResult>{b.getIndexAttr(row0),
+                                                b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(n),
+                               b.getIndexAttr(l.headDim)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+  /// One 16-byte cp.async from `src[srcIdx]` to smem[row][col], reading 16
+  /// bytes when `valid` and zero-filling otherwise.
+  Value copy16(Value src, ValueRange srcIdx, Value row, Value col,
+               Value valid) {
+    Value n = e.select(valid, e.idx(kChunk), e.idx(0));
+    return nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{row, col}, src, srcIdx, b.getIndexAttr(kChunk), n,
+        b.getUnitAttr());
+  }
+  Value commit(ArrayRef<Value> tokens) {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+  void wait(Value group, int32_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+  /// Chunk round `i` of this thread in a tile of rows of D elements: its
+  /// row and first column.
+  std::pair<Value, Value> chunk(int64_t i) {
+    int64_t cpr = l.chunksPerRow();
+    Value id = e.add(tid, e.idx(i * l.threads));
+    return {e.divui(id, e.idx(cpr)),
+            e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk))};
+  }
+  Value kvChunkValid(int64_t i, Value t);
+  SmallVector<Value> lookupPages(Value start);
+  void issueKV(Value start, int64_t stage, ValueRange tilePages,
+               SmallVectorImpl<Value> &tokens);
+  Value issueQ();
+  /// One KV tile starting at `t0` held in `stage`: returns the pages of the
+  /// tile two ahead.
+  SmallVector<Value> step(Value t0, int64_t stage, ValueRange tilePages);
+};
+
+/// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys, and
+/// inside the tile for a last partial round of chunks).
+Value Promoter::kvChunkValid(int64_t i, Value t) {
+  int64_t chunks = l.keys * l.chunksPerRow();
+  Value valid = e.cmpi(Pred::ult, t, end);
+  if ((i + 1) * l.threads > chunks)
+    valid = e.andi(valid, e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
+                                 e.idx(chunks)));
+  return valid;
+}
+
+SmallVector<Value> Promoter::lookupPages(Value start) {
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < l.chunkRounds(); ++i) {
+    Value t = e.add(start, chunk(i).first);
+    // The page of a key past the CTA's range is never looked up (the
+    // request may own no page at all); its copy reads nothing. Kept as i32
+    // (kv_indices' type) while carried to the next step.
+    out.push_back(e.ifThenElse(
+        kvChunkValid(i, t), b.getI32Type(),
+        [&]() -> SmallVector<Value> {
+          return {pages.pageEntry(e, pageBase, t)};
+        },
+        [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0]);
+  }
+  return out;
+}
+
+void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
+                       SmallVectorImpl<Value> &tokens) {
+  Value kRow0 = e.idx(l.kvRow0(false, stage)),
+        vRow0 = e.idx(l.kvRow0(true, stage));
+  int64_t chunks = l.keys * l.chunksPerRow();
+  for (int64_t i = 0; i < l.chunkRounds(); ++i) {
+    auto [r, col] = chunk(i);
+    Value t = e.add(start, r);
+    Value valid = kvChunkValid(i, t);
+    Value slot = e.remui(t, e.idx(pages.pageSize));
+    auto copyKV = [&](SmallVectorImpl<Value> &out) {
+      for (bool isV : {false, true})
+        out.push_back(copy16(
+            cache.memref(isV),
+            cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
+            e.add(isV ? vRow0 : kRow0, r), col, valid));
+    };
+    if ((i + 1) * l.threads <= chunks) {
+      copyKV(tokens);
+      continue;
+    }
+    // A last partial round (e.g. D = 96: 1.5 rounds): the threads past the
+    // tile's chunks copy nothing, not even zeros, since their row would lie
+    // outside the tile. (The commit groups a thread's copies regardless of
+    // the tokens it is given.)
+    Value inTile = e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
+                          e.idx(chunks));
+    e.ifThen(inTile, [&]() {
+      SmallVector<Value> inner;
+      copyKV(inner);
+    });
+  }
+}
+
+Value Promoter::issueQ() {
+  TileLoadQOp op = m.loadQ;
+  int64_t chunks = l.rows * l.chunksPerRow();
+  SmallVector<Value> tokens;
+  for (int64_t i = 0; i < chunks / l.threads; ++i) {
+    auto [r, col] = chunk(i);
+    Value qi = e.divui(r, e.idx(l.group));
+    Value head = e.add(e.mul(op.getKvHead(), e.idx(l.group)),
+                       e.remui(r, e.idx(l.group)));
+    Value valid = e.cmpi(Pred::ult, qi, op.getRows());
+    Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
+    tokens.push_back(copy16(op.getQ(), {qrow, head, col}, r, col, valid));
+  }
+  return commit(tokens);
+}
+
+SmallVector<Value> Promoter::step(Value t0, int64_t stage,
+                                  ValueRange tilePages) {
+  // Prefetch the next tile into the other stage (its readers passed the
+  // barrier that ended the previous step) with the pages looked up one
+  // step ago, look up the pages of the tile after it, then wait for this
+  // tile.
+  SmallVector<Value> tokens;
+  issueKV(e.add(t0, e.idx(l.keys)), 1 - stage, tilePages, tokens);
+  SmallVector<Value> ahead = lookupPages(e.add(t0, e.idx(2 * l.keys)));
+  wait(commit(tokens), 1);
+  gpu::BarrierOp::create(b, loc);
+  IRMapping map;
+  map.map(m.loop.getInductionVar(), t0);
+  map.map(m.gather.getKTile(), kView[stage]);
+  map.map(m.gather.getVTile(), vView[stage]);
+  for (Operation &op : m.loop.getBody()->without_terminator())
+    if (&op != m.gather.getOperation())
+      b.clone(op, map);
+  // The stage is rewritten by the copies of the step after next.
+  gpu::BarrierOp::create(b, loc);
+  return ahead;
+}
+
+void Promoter::run() {
+  MLIRContext *ctx = b.getContext();
+  // Shared memory and the thread id at the kernel's entry.
+  b.setInsertionPointToStart(&m.func.getBody().front());
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  smem = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({l.smemRows(), l.stride()}, l.elem,
+                      MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(0), ValueRange{});
+  qView = view(0, l.rows);
+  for (int64_t s = 0; s < 2; ++s) {
+    kView[s] = view(l.kvRow0(false, s), l.keys);
+    vView[s] = view(l.kvRow0(true, s), l.keys);
+  }
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+
+  TileGatherKVOp g = m.gather;
+  cache.attr = g.getCache();
+  for (Value v : g.getKvCache())
+    cache.tensors.push_back(v);
+  pages = PageTable{g.getKvIndptr(), g.getKvIndices(), Value(),
+                    g.getCache().getPageSize(), /*checked=*/false};
+  end = g.getEnd();
+  kvHead = g.getKvHead();
+
+  // Q: copies at the load, the scale onto the score matmuls.
+  b.setInsertionPoint(m.loadQ);
+  Value qGroup = issueQ();
+  FloatAttr scale = m.loadQ.getScaleAttr();
+  Value qTile = m.loadQ.getTile();
+  for (Operation *user : llvm::make_early_inc_range(qTile.getUsers()))
+    if (auto qk = dyn_cast<TileQKOp>(user))
+      qk.setScaleAttr(scale);
+  m.loadQ.erase();
+  qTile.replaceAllUsesWith(qView);
+
+  // The first K/V tile in flight, then the pipelined loop.
+  scf::ForOp old = m.loop;
+  b.setInsertionPoint(old);
+  pageBase = pages.pageBase(e, g.getRequest());
+  Value lo = old.getLowerBound(), hi = old.getUpperBound();
+  SmallVector<Value> tokens;
+  issueKV(lo, /*stage=*/0, lookupPages(lo), tokens);
+  commit(tokens);
+  SmallVector<Value> ahead = lookupPages(e.add(lo, e.idx(l.keys)));
+  wait(qGroup, 1);
+  gpu::BarrierOp::create(b, loc);
+  e.forLoop(lo, hi, e.idx(2 * l.keys), ahead,
+            [&](Value t, ValueRange tilePages) {
+              SmallVector<Value> mid = step(t, 0, tilePages);
+              Value t1 = e.add(t, e.idx(l.keys));
+              return e.ifThenElse(
+                  e.cmpi(Pred::slt, t1, hi), ValueRange(mid).getTypes(),
+                  [&]() { return step(t1, 1, mid); },
+                  [&]() { return mid; });
+            });
+  Value kTile = g.getKTile(), vTile = g.getVTile();
+  old.erase();
+  for (Value t : {qTile, kTile, vTile})
+    t.getDefiningOp()->erase();
+}
+
+/// Records the kernel's shared memory in its ABI and its launches.
+void setSharedMemory(ModuleOp module, gpu::GPUFuncOp func, int64_t bytes) {
+  FailureOr<KernelABI> abi = decodeKernelABI(func);
+  abi->smem = bytes;
+  func->setAttr(kKernelABIAttrName, encodeKernelABI(func.getContext(), *abi));
+  auto kmod = func->getParentOfType<gpu::GPUModuleOp>();
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    if (launch.getKernelModuleName() != kmod.getName() ||
+        launch.getKernelName() != func.getName())
+      return;
+    OpBuilder b(launch);
+    Value size = arith::ConstantOp::create(b, launch.getLoc(),
+                                           b.getI32IntegerAttr(bytes));
+    launch.getDynamicSharedMemorySizeMutable().assign(size);
+  });
+}
+
+struct PAPromoteTiles final
+    : pa::impl::PAPromoteTilesBase<PAPromoteTiles> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Match> matches;
+    WalkResult walk = module.walk([&](gpu::GPUFuncOp func) {
+      bool tiled = false;
+      func.walk([&](Operation *op) {
+        tiled |= isa<TileLoadQOp, TileGatherKVOp>(op);
+      });
+      if (!tiled)
+        return WalkResult::advance();
+      Match m;
+      if (failed(matchKernel(func, m)))
+        return WalkResult::interrupt();
+      matches.push_back(m);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    for (Match &m : matches) {
+      OpBuilder b(m.func);
+      KernelEmitter e{{b, m.func.getLoc()}};
+      Promoter(e, m).run();
+      setSharedMemory(module, m.func, m.layout.smemBytes());
+    }
+  }
+};
+
+} // namespace

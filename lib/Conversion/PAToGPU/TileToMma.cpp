@@ -1,0 +1,840 @@
+//===- TileToMma.cpp - tile math onto mma.sync register fragments ---------===//
+//
+// pa-tile-to-mma, the third stage of the prefill GPU pipeline (docs/GPU.md):
+// after pa-promote-tiles, Q / K / V tiles are f16 / bf16 views of shared
+// memory and the scores S and the state (m, l, acc) are still f32 buffers.
+// This pass splits every tile's rows over the warps of the CTA (warp w owns
+// rows [w M, (w + 1) M), M = 16 or 32: one or two m16 blocks that share
+// every K/V fragment) and keeps S and the state in registers as mma.sync
+// fragments (m16n8k16, f32 accumulate; a thread holds rows lane / 4 and
+// lane / 4 + 8 of each m block):
+//
+//   pa.tile.init_state   m = -inf, l = 0, acc = 0 fragments
+//   pa.tile.qk           nvgpu.ldmatrix.x4 of Q (held in registers when one
+//                        m block and D <= 128) and K, nvgpu.mma.sync, k steps
+//                        outer so the accumulators of a step are independent
+//   pa.tile.mask         scale, soft-cap, ALiBi; the masks (key bound,
+//                        causal, window, custom bits) in an scf.if on
+//                        `masked_if`; logits in base 2. Without soft-cap or
+//                        ALiBi the scores stay raw until the exponent
+//   pa.tile.softmax_update
+//                        row max over the 4 lanes of a quad
+//                        (gpu.subgroup_reduce, cluster 4: pa-warp-shuffle-
+//                        reduce makes it shuffles), p = 2^(x c - m) as one
+//                        FMA and one ex2, l and acc rescaled
+//   pa.tile.pv           P converted to f16 / bf16 A fragments in registers
+//                        (the C layout of two n8 tiles is the A layout of a
+//                        k16 step), ldmatrix.x4.trans of V, mma.sync
+//   pa.tile.store        row sums reduced over the quad, o = acc / l,
+//                        lse = m + log2 l (times ln 2 unless base 2); rows
+//                        without a visible key give 0 and -inf
+//
+// The buffers' values become SSA values: scf.for and scf.if that the state
+// lives across get it as extra iter_args / results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+#include "PagedAttn/Conversion/Passes.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+
+namespace mlir::pa {
+#define GEN_PASS_DEF_PATILETOMMA
+#include "PagedAttn/Conversion/Passes.h.inc"
+} // namespace mlir::pa
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+using Pred = arith::CmpIPredicate;
+using FPred = arith::CmpFPredicate;
+
+namespace {
+
+/// What the fragments specialize on, read off the kernel's tile IR.
+struct MmaConfig {
+  Type elem;
+  int64_t headDim = 0, group = 1, warps = 0, mTiles = 1, keys = 0;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  bool alibi = false, causal = false, customMask = false, lseBase2 = false;
+  std::optional<int64_t> window;
+
+  int64_t rowHalves() const { return 2 * mTiles; }
+  int64_t dTiles() const { return headDim / 8; }
+  int64_t nTiles() const { return keys / 8; }
+  int64_t kSteps() const { return headDim / 16; }
+};
+
+/// A tile operand in shared memory: `base[row0 + r][col0 + c]` (the source
+/// of a subview with static offsets, or the memref itself), so that
+/// ldmatrix addresses the kernel's shared memory directly.
+struct SharedTile {
+  Value base;
+  int64_t row0 = 0, col0 = 0;
+};
+
+FailureOr<SharedTile> sharedTile(Operation *op, Value v) {
+  auto t = cast<MemRefType>(v.getType());
+  if (!isa_and_present<gpu::AddressSpaceAttr>(t.getMemorySpace()) ||
+      cast<gpu::AddressSpaceAttr>(t.getMemorySpace()).getValue() !=
+          gpu::AddressSpace::Workgroup)
+    return op->emitOpError()
+           << "pa-tile-to-mma reads Q, K and V from workgroup memory (run "
+              "pa-promote-tiles first), got "
+           << t;
+  if (auto sv = v.getDefiningOp<memref::SubViewOp>()) {
+    ArrayRef<int64_t> off = sv.getStaticOffsets();
+    if (off.size() != 2 || ShapedType::isDynamic(off[0]) ||
+        ShapedType::isDynamic(off[1]) ||
+        !llvm::all_of(sv.getStaticStrides(),
+                      [](int64_t s) { return s == 1; }) ||
+        !cast<MemRefType>(sv.getSource().getType()).getLayout().isIdentity())
+      return op->emitOpError() << "pa-tile-to-mma expects a unit-stride "
+                                  "subview with static offsets of an "
+                                  "identity-layout shared buffer";
+    return SharedTile{sv.getSource(), off[0], off[1]};
+  }
+  if (!t.getLayout().isIdentity())
+    return op->emitOpError()
+           << "pa-tile-to-mma expects an identity-layout shared buffer";
+  return SharedTile{v, 0, 0};
+}
+
+/// The state of the online softmax in registers, and the score fragments of
+/// the current KV tile.
+struct Env {
+  /// m[rowHalves], l[rowHalves], acc[mTiles * dTiles] (empty: no state).
+  SmallVector<Value> state;
+  /// s[mt * nTiles + n]: the S (then P) fragments.
+  SmallVector<Value> s;
+};
+
+class MmaLowering {
+public:
+  MmaLowering(KernelEmitter &e, const MmaConfig &c, Value stateM,
+              Value stateL, Value stateAcc, Value scores)
+      : e(e), b(e.b), loc(e.loc), c(c), stateM(stateM), stateL(stateL),
+        stateAcc(stateAcc), scores(scores) {}
+
+  LogicalResult run(gpu::GPUFuncOp func);
+
+private:
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  const MmaConfig &c;
+  Value stateM, stateL, stateAcc, scores;
+  Value tid, lane, warp, laneCol;
+  bool prelude = false;
+  /// Per thread: the tile rows it holds, row half h of m block mt at
+  /// rowInfo[2 * mt + h] (C fragment rows lane / 4 and lane / 4 + 8).
+  struct Row {
+    Value valid, head, row, pos32, slope, maskBit0;
+  };
+  SmallVector<Row> rowInfo;
+  /// Q fragments held in registers (qFrag[mt * kSteps + kk]), or empty.
+  SmallVector<Value> qFrag;
+  /// What the masks read, from the kernel's (first) pa.tile.mask.
+  Value kvLen, maskBase;
+  TileMaskOp maskOp;
+  PackedMask mask;
+
+  Type f32() { return b.getF32Type(); }
+  VectorType fragC() { return VectorType::get({2, 2}, f32()); }
+  VectorType fragA() { return VectorType::get({4, 2}, c.elem); }
+  VectorType fragB() { return VectorType::get({2, 2}, c.elem); }
+  Value zeroC() {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
+  }
+  Value ldmatrix(const SharedTile &t, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(
+        b, loc, fragA(), t.base,
+        ValueRange{e.add(e.idx(t.row0), row), e.add(e.idx(t.col0), col)},
+        transpose, 4);
+  }
+  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
+  Value half(Value frag, int64_t r) {
+    Value v = ub::PoisonOp::create(b, loc, fragB());
+    for (int64_t i = 0; i < 2; ++i)
+      v = vector::InsertOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, frag, r + i), v, i);
+    return v;
+  }
+  Value mma(Value a, Value bf, Value acc) {
+    return nvgpu::MmaSyncOp::create(b, loc, a, bf, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  /// A 2-D fragment from its elements in row-major order, built row by row
+  /// (the LLVM lowering of vectors handles 1-D rows inserted into n-D
+  /// arrays, not n-D vector.from_elements).
+  Value fragment(VectorType t, ArrayRef<Value> elems) {
+    int64_t cols = t.getDimSize(1);
+    VectorType rowT = VectorType::get({cols}, t.getElementType());
+    Value v = ub::PoisonOp::create(b, loc, t);
+    for (int64_t r = 0; r < t.getDimSize(0); ++r) {
+      Value row = vector::FromElementsOp::create(
+          b, loc, rowT, elems.slice(r * cols, cols));
+      v = vector::InsertOp::create(b, loc, row, v, r);
+    }
+    return v;
+  }
+  Value elem(Value v, int64_t h, int64_t i) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{h, i});
+  }
+  /// Max or sum over the 4 lanes of a quad (the threads of a C row).
+  Value quadReduce(Value x, bool isMax) {
+    return gpu::SubgroupReduceOp::create(
+        b, loc, x,
+        isMax ? gpu::AllReduceOperation::MAXIMUMF
+              : gpu::AllReduceOperation::ADD,
+        /*uniform=*/false, /*cluster_size=*/4u);
+  }
+  /// The factor from what logits() returns to base-2 logits: sm_scale *
+  /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise.
+  double postScale() const {
+    return (c.softCap || c.alibi) ? 1.0 : c.smScale * kLog2e;
+  }
+  /// Index of the state's acc fragment (m block mt, n8 column tile dn).
+  int64_t accIndex(int64_t mt, int64_t dn) const {
+    return 2 * c.rowHalves() + mt * c.dTiles() + dn;
+  }
+
+  LogicalResult lowerBlock(Block &block, Env &env);
+  LogicalResult lowerFor(scf::ForOp op, Env &env);
+  LogicalResult lowerIf(scf::IfOp op, Env &env);
+  /// Computes what every KV tile reuses (the rows a thread holds for the
+  /// masks, Q fragments) once, before `before`.
+  LogicalResult emitPrelude(Operation *before);
+  void computeRows(bool forStore, Value row0, Value rows, Value kvHead,
+                   Value pos0, Value qrow0);
+  Value qFragment(const SharedTile &q, int64_t mt, int64_t kk);
+  void qk(TileQKOp op, Env &env);
+  void applyMask(TileMaskOp op, Env &env);
+  SmallVector<Value> logits(ArrayRef<Value> s, int64_t mt, Value tileStart,
+                            bool masked);
+  void softmaxUpdate(Env &env);
+  void pv(TilePVOp op, Env &env);
+  void store(TileStoreOp op, Env &env);
+};
+
+/// True when `op` holds a tile op in one of its regions.
+bool holdsTileOps(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (inner != op &&
+        isa<TileQKOp, TileMaskOp, TileSoftmaxUpdateOp, TilePVOp, TileStoreOp,
+            TileInitStateOp, TileLoadQOp, TileGatherKVOp>(inner))
+      found = true;
+  });
+  return found;
+}
+
+LogicalResult MmaLowering::emitPrelude(Operation *before) {
+  if (prelude)
+    return success();
+  prelude = true;
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(before);
+  auto defined = [&](Value v) {
+    return !v || v.getParentRegion()->isProperAncestor(
+                     before->getParentRegion()) ||
+           v.getParentRegion() == before->getParentRegion();
+  };
+  if (maskOp) {
+    for (Value v : {maskOp.getRow0(), maskOp.getRows(), maskOp.getPos0(),
+                    maskOp.getKvHead(), maskOp.getEnd(),
+                    maskOp.getMaskByte0(), maskOp.getMaskQrow0(),
+                    maskOp.getMaskKvLen()})
+      if (!defined(v) || (v.getDefiningOp() &&
+                          before->isBeforeInBlock(v.getDefiningOp()) &&
+                          v.getDefiningOp()->getBlock() ==
+                              before->getBlock()))
+        return maskOp.emitOpError()
+               << "pa-tile-to-mma needs the mask's rows, positions and key "
+                  "bound defined before the KV loop";
+    kvLen = maskOp.getEnd();
+    if (mask.bits)
+      maskBase = maskOp.getMaskByte0();
+    computeRows(/*forStore=*/false, maskOp.getRow0(), maskOp.getRows(),
+                maskOp.getKvHead(), maskOp.getPos0(), maskOp.getMaskQrow0());
+  }
+  // Q fragments stay in registers when they fit beside the accumulators
+  // (one m block up to D = 128); otherwise each step reloads them.
+  TileQKOp first;
+  before->getParentOfType<gpu::GPUFuncOp>().walk([&](TileQKOp op) {
+    if (!first)
+      first = op;
+  });
+  if (first && c.mTiles * c.headDim <= 128) {
+    SharedTile q = *sharedTile(first, first.getQ());
+    for (int64_t mt = 0; mt < c.mTiles; ++mt)
+      for (int64_t kk = 0; kk < c.kSteps(); ++kk)
+        qFrag.push_back(qFragment(q, mt, kk));
+  }
+  return success();
+}
+
+void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
+                              Value kvHead, Value pos0, Value qrow0) {
+  rowInfo.assign(c.rowHalves(), Row());
+  for (int64_t h = 0; h < c.rowHalves(); ++h) {
+    Row &row = rowInfo[h];
+    Value r;
+    if (forStore) {
+      // In i32 from the thread id, unlike the loop's copy, so that the rows
+      // are recomputed here rather than kept live across the KV loop.
+      Value t32 = e.toI32(tid);
+      Value r32 = e.add(
+          e.mul(arith::DivUIOp::create(b, loc, t32, e.i32(32)),
+                e.i32(16 * c.mTiles)),
+          e.add(arith::DivUIOp::create(
+                    b, loc, arith::RemUIOp::create(b, loc, t32, e.i32(32)),
+                    e.i32(4)),
+                e.i32(8 * h)));
+      r = e.toIndex(r32);
+    } else {
+      r = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+                e.add(e.divui(lane, e.idx(4)), e.idx(8 * h)));
+    }
+    Value qi = e.divui(r, e.idx(c.group));
+    row.head = e.add(e.mul(kvHead, e.idx(c.group)),
+                     e.remui(r, e.idx(c.group)));
+    row.valid = e.cmpi(Pred::ult, qi, rows);
+    Value qiSafe = e.select(row.valid, qi, e.idx(0));
+    row.row = e.add(row0, qiSafe);
+    if (forStore)
+      continue;
+    row.pos32 = e.toI32(maskOp.getQPositions()
+                            ? e.loadIdx(maskOp.getQPositions(), row.row)
+                            : e.add(pos0, qiSafe));
+    if (Value slopes = maskOp.getAlibiSlopes())
+      row.slope = e.load(slopes, {row.head});
+    if (mask.bits)
+      row.maskBit0 = e.mul(e.add(qrow0, qiSafe), maskOp.getMaskKvLen());
+  }
+}
+
+Value MmaLowering::qFragment(const SharedTile &q, int64_t mt, int64_t kk) {
+  Value row = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+                    e.add(e.idx(16 * mt), e.remui(lane, e.idx(16))));
+  Value col = e.add(e.idx(kk * 16), e.mul(e.divui(lane, e.idx(16)), e.idx(8)));
+  return ldmatrix(q, row, col, /*transpose=*/false);
+}
+
+void MmaLowering::qk(TileQKOp op, Env &env) {
+  int64_t mT = c.mTiles, nTiles = c.nTiles();
+  SharedTile q = *sharedTile(op, op.getQ()), k = *sharedTile(op, op.getK());
+  // S = Q K^T: s[mt * nTiles + n]. k steps outer: the accumulators of a
+  // step are independent, so their mma.sync pipeline; each K fragment
+  // serves the mT row blocks of the warp.
+  Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
+  Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
+  Value zero = zeroC();
+  SmallVector<Value> s(mT * nTiles, zero);
+  for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
+    Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
+    SmallVector<Value> a;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      a.push_back(qFrag.empty() ? qFragment(q, mt, kk)
+                                : qFrag[mt * c.kSteps() + kk]);
+    for (int64_t np = 0; np < nTiles / 2; ++np) {
+      Value krow = e.add(e.idx(np * 16), e.add(e.mul(l16, e.idx(8)), l8));
+      Value kf = ldmatrix(k, krow, kcol, /*transpose=*/false);
+      Value b0 = half(kf, 0), b1 = half(kf, 2);
+      for (int64_t mt = 0; mt < mT; ++mt) {
+        Value &s0 = s[mt * nTiles + 2 * np];
+        Value &s1 = s[mt * nTiles + 2 * np + 1];
+        s0 = mma(a[mt], b0, s0);
+        s1 = mma(a[mt], b1, s1);
+      }
+    }
+  }
+  env.s = s;
+}
+
+SmallVector<Value> MmaLowering::logits(ArrayRef<Value> s, int64_t mt,
+                                       Value tileStart, bool masked) {
+  // Without score modifiers the scores stay raw here: the softmax scales
+  // them inside the exponent's FMA (postScale()).
+  bool mods = c.softCap || c.alibi;
+  double scale = c.smScale;
+  if (c.softCap)
+    scale /= *c.softCap;
+  Value scaleV = e.f32(scale), log2e = e.f32(kLog2e);
+  Value start32 = e.toI32(e.add(tileStart, laneCol));
+  Value kvLen32 = e.toI32(kvLen);
+  SmallVector<Value> out;
+  for (auto [n, frag] : llvm::enumerate(s)) {
+    SmallVector<Value> xs;
+    for (int64_t h = 0; h < 2; ++h) {
+      const Row &row = rowInfo[2 * mt + h];
+      for (int64_t i = 0; i < 2; ++i) {
+        Value x = elem(frag, h, i);
+        if (mods)
+          x = e.mul(x, scaleV);
+        Value t32 = e.add(start32, e.i32(int64_t(n) * 8 + i));
+        if (c.softCap)
+          x = e.mul(e.tanh(x), e.f32(*c.softCap));
+        if (c.alibi) {
+          Value dist = arith::SIToFPOp::create(b, loc, f32(),
+                                               e.sub(t32, row.pos32));
+          x = LLVM::FMAOp::create(b, loc, row.slope, dist, x);
+        }
+        if (mods)
+          x = e.mul(x, log2e);
+        if (masked) {
+          Value vis = e.cmpi(Pred::slt, t32, kvLen32);
+          if (c.causal)
+            vis = e.andi(vis, e.cmpi(Pred::sle, t32, row.pos32));
+          if (c.window && *c.window < (int64_t(1) << 31))
+            vis = e.andi(vis, e.cmpi(Pred::slt, e.sub(row.pos32, t32),
+                                     e.i32(*c.window)));
+          if (c.customMask) {
+            Value bit = e.add(row.maskBit0, arith::IndexCastOp::create(
+                                                b, loc, b.getIndexType(),
+                                                t32));
+            // Rows past the tile's queries read no mask byte.
+            vis = e.ifThenElse(
+                e.andi(row.valid, vis), b.getI1Type(),
+                [&]() -> SmallVector<Value> {
+                  return {mask.emitBit(e, maskBase, bit)};
+                },
+                [&]() -> SmallVector<Value> {
+                  return {arith::ConstantIntOp::create(b, loc, 0, 1)};
+                })[0];
+          }
+          x = e.select(vis, x, e.negInf());
+        }
+        xs.push_back(x);
+      }
+    }
+    out.push_back(fragment(fragC(), xs));
+  }
+  return out;
+}
+
+void MmaLowering::applyMask(TileMaskOp op, Env &env) {
+  int64_t mT = c.mTiles, nTiles = c.nTiles();
+  auto allLogits = [&](bool masked) {
+    SmallVector<Value> out;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      out.append(logits(ArrayRef<Value>(env.s).slice(mt * nTiles, nTiles),
+                        mt, op.getT0(), masked));
+    return out;
+  };
+  if (!op.getMaskedIf()) {
+    env.s = allLogits(true);
+    return;
+  }
+  SmallVector<Type> types(mT * nTiles, fragC());
+  env.s = e.ifThenElse(
+      op.getMaskedIf(), types, [&]() { return allLogits(true); },
+      [&]() { return allLogits(false); });
+}
+
+void MmaLowering::softmaxUpdate(Env &env) {
+  int64_t mT = c.mTiles, nTiles = c.nTiles(), halves = c.rowHalves();
+  ArrayRef<Value> state = env.state;
+  SmallVector<Value> next(state);
+  const SmallVector<Value> &x = env.s;
+  // Online softmax per row half (base 2).
+  Value post = e.f32(postScale());
+  SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t r = 2 * mt + h;
+      Value mx = e.negInf();
+      for (int64_t n = 0; n < nTiles; ++n)
+        for (int64_t i = 0; i < 2; ++i)
+          mx = e.maxf(mx, elem(x[mt * nTiles + n], h, i));
+      mx = quadReduce(mx, /*isMax=*/true);
+      // Logits are x * post; post > 0 keeps the maximum's place.
+      Value mNew = e.maxf(state[r], e.mul(mx, post));
+      mUse[r] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
+      alpha[r] = e.ex2(e.sub(state[r], mUse[r]));
+      next[r] = mNew;
+    }
+  SmallVector<Value> negM;
+  for (Value m : mUse)
+    negM.push_back(arith::NegFOp::create(b, loc, m));
+  // p[mt * nTiles + n][h * 2 + i] = 2^(x * post - m), one FMA per score.
+  SmallVector<Value> p;
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t n = 0; n < nTiles; ++n) {
+      SmallVector<Value> v;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i) {
+          int64_t r = 2 * mt + h;
+          Value pi = e.ex2(LLVM::FMAOp::create(
+              b, loc, elem(x[mt * nTiles + n], h, i), post, negM[r]));
+          rowSum[r] = e.add(rowSum[r], pi);
+          v.push_back(pi);
+        }
+      p.push_back(fragment(fragC(), v));
+    }
+  for (int64_t r = 0; r < halves; ++r)
+    next[halves + r] =
+        LLVM::FMAOp::create(b, loc, state[halves + r], alpha[r], rowSum[r]);
+  // acc *= alpha (row-wise).
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+      Value acc = state[accIndex(mt, dn)];
+      SmallVector<Value> v;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i)
+          v.push_back(e.mul(elem(acc, h, i), alpha[2 * mt + h]));
+      next[accIndex(mt, dn)] = fragment(fragC(), v);
+    }
+  env.state = next;
+  env.s = p;
+}
+
+void MmaLowering::pv(TilePVOp op, Env &env) {
+  int64_t mT = c.mTiles, nTiles = c.nTiles();
+  SharedTile v = *sharedTile(op, op.getV());
+  // P as A fragments: k step kk covers n tiles 2kk and 2kk + 1; fragment
+  // order (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi).
+  SmallVector<Value> pa; // pa[mt * (nTiles / 2) + kk]
+  for (int64_t mt = 0; mt < mT; ++mt)
+    for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+      SmallVector<Value> vals;
+      for (int64_t part = 0; part < 2; ++part)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t i = 0; i < 2; ++i)
+            vals.push_back(
+                e.fromF32(elem(env.s[mt * nTiles + 2 * kk + part], h, i),
+                          c.elem));
+      pa.push_back(fragment(fragA(), vals));
+    }
+  // O += P V, k steps outer (independent accumulators within a step); each
+  // V fragment serves the mT row blocks.
+  Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
+  Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
+  SmallVector<Value> &next = env.state;
+  for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+    Value vrow = e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)), l8));
+    for (int64_t dp = 0; dp < c.dTiles() / 2; ++dp) {
+      Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
+      Value vf = ldmatrix(v, vrow, vcol, /*transpose=*/true);
+      Value b0 = half(vf, 0), b1 = half(vf, 2);
+      for (int64_t mt = 0; mt < mT; ++mt) {
+        Value a = pa[mt * (nTiles / 2) + kk];
+        Value &o0 = next[accIndex(mt, 2 * dp)];
+        Value &o1 = next[accIndex(mt, 2 * dp + 1)];
+        o0 = mma(a, b0, o0);
+        o1 = mma(a, b1, o1);
+      }
+    }
+  }
+}
+
+void MmaLowering::store(TileStoreOp op, Env &env) {
+  computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
+              Value(), Value());
+  ArrayRef<Value> state = env.state;
+  Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+  Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
+  int64_t halves = c.rowHalves();
+  for (int64_t mt = 0; mt < c.mTiles; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t r = 2 * mt + h;
+      const Row &row = rowInfo[r];
+      Value l = quadReduce(state[halves + r], /*isMax=*/false);
+      Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+      Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+      Value lseV = e.select(some, e.mul(e.add(state[r], e.lg2(l)), toBase),
+                            e.negInf());
+      e.ifThen(row.valid, [&]() {
+        VectorType out = VectorType::get({2}, c.elem);
+        for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+          Value acc = state[accIndex(mt, dn)];
+          Value v = vector::FromElementsOp::create(
+              b, loc, out,
+              ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
+                         e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
+          // Two elements at an even column: 4-byte aligned.
+          vector::StoreOp::create(
+              b, loc, v, op.getO(),
+              ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
+              /*nontemporal=*/false, llvm::MaybeAlign(4));
+        }
+        e.ifThen(quad0,
+                 [&]() { e.store(lseV, op.getLse(), {row.row, row.head}); });
+      });
+    }
+}
+
+LogicalResult MmaLowering::lowerFor(scf::ForOp op, Env &env) {
+  if (!prelude && failed(emitPrelude(op)))
+    return failure();
+  b.setInsertionPoint(op);
+  SmallVector<Value> init(op.getInitArgs());
+  size_t carried = env.state.size();
+  init.append(env.state);
+  auto loop = scf::ForOp::create(b, op.getLoc(), op.getLowerBound(),
+                                 op.getUpperBound(), op.getStep(), init);
+  Block *body = loop.getBody();
+  if (!body->empty())
+    body->getTerminator()->erase();
+  Block *oldBody = op.getBody();
+  size_t own = op.getNumRegionIterArgs();
+  for (auto [i, arg] : llvm::enumerate(oldBody->getArguments()))
+    arg.replaceAllUsesWith(body->getArgument(i));
+  body->getOperations().splice(body->end(), oldBody->getOperations());
+  Env inner = env;
+  inner.state.assign(body->getArguments().begin() + 1 + own,
+                     body->getArguments().end());
+  if (failed(lowerBlock(*body, inner)))
+    return failure();
+  if (inner.state.size() != carried)
+    return op.emitOpError()
+           << "pa-tile-to-mma: the tile state must be initialized outside "
+              "the loops it lives across";
+  body->getTerminator()->insertOperands(
+      body->getTerminator()->getNumOperands(), inner.state);
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    r.replaceAllUsesWith(loop.getResult(i));
+  env.state.assign(loop.getResults().begin() + own, loop.getResults().end());
+  op.erase();
+  return success();
+}
+
+LogicalResult MmaLowering::lowerIf(scf::IfOp op, Env &env) {
+  b.setInsertionPoint(op);
+  SmallVector<Type> types(op.getResultTypes());
+  size_t own = types.size(), carried = env.state.size();
+  for (Value v : env.state)
+    types.push_back(v.getType());
+  auto ifOp = scf::IfOp::create(b, op.getLoc(), types, op.getCondition(),
+                                /*withElse=*/true);
+  for (auto [from, to] : {std::pair{&op.getThenRegion(), &ifOp.getThenRegion()},
+                          std::pair{&op.getElseRegion(), &ifOp.getElseRegion()}}) {
+    Block *dst = &to->front();
+    if (!dst->empty())
+      dst->getTerminator()->erase();
+    Env inner = env;
+    if (from->empty()) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(dst);
+      scf::YieldOp::create(b, op.getLoc(), env.state);
+      continue;
+    }
+    dst->getOperations().splice(dst->end(), from->front().getOperations());
+    if (failed(lowerBlock(*dst, inner)))
+      return failure();
+    if (inner.state.size() != carried)
+      return op.emitOpError()
+             << "pa-tile-to-mma: the tile state must be initialized outside "
+                "the branches it lives across";
+    dst->getTerminator()->insertOperands(dst->getTerminator()->getNumOperands(),
+                                         inner.state);
+  }
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    r.replaceAllUsesWith(ifOp.getResult(i));
+  env.state.assign(ifOp.getResults().begin() + own, ifOp.getResults().end());
+  op.erase();
+  return success();
+}
+
+LogicalResult MmaLowering::lowerBlock(Block &block, Env &env) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    b.setInsertionPoint(&op);
+    if (isa<TileInitStateOp>(op)) {
+      env.state.assign(c.rowHalves(), e.negInf());
+      env.state.append(c.rowHalves(), e.f32(0));
+      env.state.append(c.mTiles * c.dTiles(), zeroC());
+    } else if (isa<TileQKOp, TileMaskOp>(op)) {
+      if (!prelude && failed(emitPrelude(&op)))
+        return failure();
+      b.setInsertionPoint(&op);
+      if (auto q = dyn_cast<TileQKOp>(op))
+        qk(q, env);
+      else
+        applyMask(cast<TileMaskOp>(op), env);
+    } else if (isa<TileSoftmaxUpdateOp, TilePVOp, TileStoreOp>(op)) {
+      if (env.state.empty())
+        return op.emitOpError()
+               << "pa-tile-to-mma: the tile state is used before "
+                  "pa.tile.init_state";
+      if (auto p = dyn_cast<TilePVOp>(op))
+        pv(p, env);
+      else if (auto st = dyn_cast<TileStoreOp>(op))
+        store(st, env);
+      else
+        softmaxUpdate(env);
+    } else if (holdsTileOps(&op)) {
+      // Control flow around tile ops: the state lives across it.
+      LogicalResult done = failure();
+      if (auto f = dyn_cast<scf::ForOp>(op)) {
+        done = lowerFor(f, env);
+      } else if (auto i = dyn_cast<scf::IfOp>(op); i && env.state.empty()) {
+        // No state yet (it is created inside): lower each branch in place.
+        done = success();
+        for (Region *r : {&i.getThenRegion(), &i.getElseRegion()})
+          if (!r->empty()) {
+            Env inner = env;
+            if (failed(lowerBlock(r->front(), inner)))
+              return failure();
+          }
+      } else if (auto i = dyn_cast<scf::IfOp>(op)) {
+        done = lowerIf(i, env);
+      } else {
+        return op.emitOpError()
+               << "pa-tile-to-mma cannot carry the tile state through this "
+                  "op";
+      }
+      if (failed(done))
+        return failure();
+      continue;
+    } else {
+      continue;
+    }
+    op.erase();
+  }
+  return success();
+}
+
+LogicalResult MmaLowering::run(gpu::GPUFuncOp func) {
+  b.setInsertionPointToStart(&func.getBody().front());
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = e.remui(tid, e.idx(32));
+  warp = e.divui(tid, e.idx(32));
+  laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
+  func.walk([&](TileMaskOp op) {
+    if (!maskOp)
+      maskOp = op;
+  });
+  if (maskOp)
+    mask = PackedMask{maskOp.getCustomMask(), Value()};
+  Env env;
+  if (failed(lowerBlock(func.getBody().front(), env)))
+    return failure();
+  // The buffers now unused: the state, the scores and the shared views.
+  for (Value v : {stateM, stateL, stateAcc, scores})
+    if (Operation *def = v.getDefiningOp(); def && def->use_empty())
+      def->erase();
+  SmallVector<memref::SubViewOp> views;
+  func.walk([&](memref::SubViewOp sv) { views.push_back(sv); });
+  for (memref::SubViewOp sv : views)
+    if (sv->use_empty())
+      sv.erase();
+  return success();
+}
+
+/// Reads the fragment configuration off `func`'s tile ops (an error at the
+/// op that does not fit).
+LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
+                         Value &l, Value &acc, Value &scores) {
+  SmallVector<TileInitStateOp> inits;
+  SmallVector<TileQKOp> qks;
+  SmallVector<TileMaskOp> masks;
+  SmallVector<TileStoreOp> stores;
+  bool unpromoted = false;
+  func.walk([&](Operation *op) {
+    if (auto i = dyn_cast<TileInitStateOp>(op))
+      inits.push_back(i);
+    else if (auto q = dyn_cast<TileQKOp>(op))
+      qks.push_back(q);
+    else if (auto mk = dyn_cast<TileMaskOp>(op))
+      masks.push_back(mk);
+    else if (auto st = dyn_cast<TileStoreOp>(op))
+      stores.push_back(st);
+    else if (isa<TileLoadQOp, TileGatherKVOp>(op)) {
+      op->emitOpError() << "pa-tile-to-mma runs after pa-promote-tiles, "
+                           "which replaces this op";
+      unpromoted = true;
+    }
+  });
+  if (unpromoted)
+    return failure();
+  if (inits.size() != 1 || qks.empty() || stores.size() != 1)
+    return func.emitOpError()
+           << "pa-tile-to-mma expects one pa.tile.init_state, one "
+              "pa.tile.store and at least one pa.tile.qk per kernel";
+  m = inits[0].getM();
+  l = inits[0].getL();
+  acc = inits[0].getAcc();
+  TileQKOp qk = qks[0];
+  scores = qk.getS();
+  FailureOr<SharedTile> q = sharedTile(qk, qk.getQ());
+  if (failed(q) || failed(sharedTile(qk, qk.getK())))
+    return failure();
+  auto qt = cast<MemRefType>(qk.getQ().getType());
+  auto kt = cast<MemRefType>(qk.getK().getType());
+  c.elem = qt.getElementType();
+  c.headDim = qt.getDimSize(1);
+  c.keys = kt.getDimSize(0);
+  int64_t rows = qt.getDimSize(0);
+  FailureOr<KernelABI> abi = decodeKernelABI(func);
+  if (failed(abi))
+    return func.emitOpError()
+           << "pa-tile-to-mma needs the kernel's pa.kernel ABI (its block "
+              "size)";
+  c.warps = abi->block[0] / 32;
+  c.mTiles = c.warps > 0 ? rows / (16 * c.warps) : 0;
+  if (c.elem.isF32() || c.headDim % 16 != 0 || c.keys % 16 != 0 ||
+      (c.mTiles != 1 && c.mTiles != 2) || rows != 16 * c.warps * c.mTiles)
+    return qk.emitOpError()
+           << "pa-tile-to-mma needs f16 / bf16 tiles, a head dim and K tile "
+              "that are multiples of 16, and 16 or 32 query-tile rows per "
+              "warp of the "
+           << abi->block[0] << " threads; got Q " << qt << ", K " << kt;
+  for (TileQKOp other : qks)
+    if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
+        cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
+        failed(sharedTile(other, other.getK())) ||
+        other.getScaleAttr() != qk.getScaleAttr() ||
+        other.getS() != scores)
+      return other.emitOpError()
+             << "pa-tile-to-mma expects every pa.tile.qk of a kernel to "
+                "share its shapes, scale and score buffer";
+  if (auto sc = qk.getScale())
+    c.smScale = sc->convertToDouble();
+  TileStoreOp st = stores[0];
+  c.group = st.getGroup();
+  c.lseBase2 = st.getLseBase2();
+  for (TileMaskOp mk : masks) {
+    if (mk.getGroup() != c.group || mk.getS() != scores)
+      return mk.emitOpError() << "pa-tile-to-mma: the mask's group and "
+                                 "scores must be the store's and the qk's";
+    if (auto sc = mk.getLogitsSoftCap())
+      c.softCap = sc->convertToDouble();
+    c.alibi = bool(mk.getAlibiSlopes());
+    c.causal = mk.getCausal();
+    c.customMask = bool(mk.getCustomMask());
+    if (auto w = mk.getWindow())
+      c.window = static_cast<int64_t>(*w);
+  }
+  return success();
+}
+
+struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<gpu::GPUFuncOp> funcs;
+    getOperation().walk([&](gpu::GPUFuncOp func) {
+      if (holdsTileOps(func))
+        funcs.push_back(func);
+    });
+    for (gpu::GPUFuncOp func : funcs) {
+      MmaConfig c;
+      Value m, l, acc, scores;
+      if (failed(makeConfig(func, c, m, l, acc, scores)))
+        return signalPassFailure();
+      OpBuilder b(func);
+      KernelEmitter e{{b, func.getLoc()}};
+      if (failed(MmaLowering(e, c, m, l, acc, scores).run(func)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
