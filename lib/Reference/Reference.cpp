@@ -349,7 +349,8 @@ void pa::ref::validate(const PagedKV &kv) {
   const FP8Scales &q = *kv.fp8;
   for (const auto &[scales, name] :
        {std::pair{&q.kScale, "k_scale"}, std::pair{&q.vScale, "v_scale"}}) {
-    if (scales->size() != 1 && static_cast<int64_t>(scales->size()) != kv.numHeads)
+    if (scales->size() != 1 &&
+        static_cast<int64_t>(scales->size()) != kv.numHeads)
       fail(name, " has ", scales->size(), " entries, expected 1 (per tensor) "
            "or H = ", kv.numHeads, " (per KV head)");
     for (size_t i = 0; i < scales->size(); ++i)

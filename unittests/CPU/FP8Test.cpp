@@ -143,8 +143,8 @@ std::vector<float> truncInputs(ref::FP8Format f, Rng &rng) {
                   -std::numeric_limits<float>::min()})
     in.push_back(x);
   for (int i = 0; i < 20000; ++i) {
-    double mag = std::ldexp(rng.uniform(1, 2), static_cast<int>(
-                                                   rng.uniformInt(-30, 17)));
+    double mag = std::ldexp(rng.uniform(1, 2),
+                            static_cast<int>(rng.uniformInt(-30, 17)));
     in.push_back(static_cast<float>(rng.chance(0.5) ? mag : -mag));
   }
   return in;
@@ -180,8 +180,8 @@ void checkConversions(ref::FP8Format f) {
       for (double &v : vals)
         v = roundTo(Elem::F16, v);
     int64_t n = static_cast<int64_t>(vals.size());
-    HostArray src = HostArray::fromDoubles(half ? Elem::F16 : Elem::F32, vals,
-                                           {n});
+    HostArray src =
+        HostArray::fromDoubles(half ? Elem::F16 : Elem::F32, vals, {n});
     HostArray dst(Elem::I8, {n});
     ASSERT_EQ(m->call(half ? "trunc16" : "trunc32", {&src, &dst}), "");
     std::vector<uint8_t> got = dst.toBytes();
@@ -189,9 +189,8 @@ void checkConversions(ref::FP8Format f) {
     for (int64_t i = 0; i < n && failures < 10; ++i) {
       double x = src.get(i);
       uint8_t want = encodeFP8(x, f);
-      bool ok = got[i] == want ||
-                (std::isnan(decodeFP8(want, f)) &&
-                 std::isnan(decodeFP8(got[i], f)));
+      bool ok = got[i] == want || (std::isnan(decodeFP8(want, f)) &&
+                                   std::isnan(decodeFP8(got[i], f)));
       if (!ok) {
         ++failures;
         ADD_FAILURE() << "truncf " << (half ? "f16" : "f32") << " -> " << name
@@ -298,8 +297,8 @@ FP8Config randomFP8Config(Rng &rng, int idx) {
   c.format = idx % 2 == 0 ? ref::FP8Format::E4M3FN : ref::FP8Format::E5M2;
   c.kPerHead = (idx / 2) % 2 == 1;
   c.vPerHead = (idx / 4) % 2 == 1;
-  c.cache.elem = std::vector<Elem>{Elem::F32, Elem::F16,
-                                   Elem::BF16}[(idx / 8 + idx) % 3];
+  c.cache.elem =
+      std::vector<Elem>{Elem::F32, Elem::F16, Elem::BF16}[(idx / 8 + idx) % 3];
   c.cache.layout = (idx / 3) % 2 == 0 ? ref::KVLayout::NHD : ref::KVLayout::HND;
   if (c.cache.kvHeads == 1 && (c.kPerHead || c.vPerHead))
     c.cache.kvHeads = 2; // make per-head scales differ from per-tensor ones
@@ -325,8 +324,8 @@ ref::PagedKV randomFP8Cache(Rng &rng, const FP8Config &c, int64_t numPages) {
   for (std::vector<double> *vals : {&kv.k, &kv.v})
     for (double &x : *vals) {
       if (rng.chance(0.1)) {
-        double v = decodeFP8(static_cast<uint8_t>(rng.uniformInt(0, 255)),
-                             c.format);
+        double v =
+            decodeFP8(static_cast<uint8_t>(rng.uniformInt(0, 255)), c.format);
         x = std::isfinite(v) ? v : 0.0;
       } else {
         x = ref::quantizeFP8(rng.uniform(-1, 1) * max, c.format);
@@ -359,8 +358,7 @@ std::vector<HostArray> fp8CacheArrays(const FP8Config &c,
 }
 
 HostArray scaleArray(const std::vector<double> &s) {
-  return HostArray::fromDoubles(Elem::F32, s,
-                                {static_cast<int64_t>(s.size())});
+  return HostArray::fromDoubles(Elem::F32, s, {static_cast<int64_t>(s.size())});
 }
 
 //===----------------------------------------------------------------------===//
@@ -379,11 +377,12 @@ std::string attentionModule(const FP8Config &c, bool prefill) {
   if (prefill)
     os << ", %qo: " << it;
   os << ", " << c.cacheArgs() << c.scaleArgs() << ", %ip: " << it
-     << ", %ix: " << it << ", %lp: " << it << ", %o0: " << q
-     << ", %l0: " << lse << ") -> (" << q << ", " << lse
+     << ", %ix: " << it << ", %lp: " << it << ", %o0: " << q << ", %l0: " << lse
+     << ") -> (" << q << ", " << lse
      << ") attributes {llvm.emit_c_interface} {\n";
-  os << "  %r:2 = " << (prefill ? "pa.prefill q(%q, %qo : " + q + ", " + it
-                                : "pa.decode q(%q : " + q)
+  os << "  %r:2 = "
+     << (prefill ? "pa.prefill q(%q, %qo : " + q + ", " + it
+                 : "pa.decode q(%q : " + q)
      << ") kv(" << c.cacheOperands() << ")" << c.scales()
      << " pages(%ip, %ix, %lp : " << it << ", " << it << ", " << it
      << ") outs(%o0, %l0 : " << q << ", " << lse << ") " << c.attrDict()
@@ -411,20 +410,18 @@ std::string runAttentionCase(JitModule &m, const FP8Config &c, bool prefill,
   std::vector<int32_t> qoIndptr = indptrOf(qoLens);
   int64_t rows = prefill ? qoIndptr.back() : B;
   int64_t hq = c.cache.kvHeads * rng.uniformInt(1, 4);
-  std::vector<double> q =
-      randomValues(rng, rows * hq * D, c.cache.elem, -2, 2);
+  std::vector<double> q = randomValues(rng, rows * hq * D, c.cache.elem, -2, 2);
   HostArray qArr = HostArray::fromDoubles(c.cache.elem, q, {rows, hq, D});
   HostArray qoArr = HostArray::fromI32(qoIndptr);
   HostArray o(c.cache.elem, {rows, hq, D}), lse(Elem::F32, {rows, hq});
   o.fillBytes(0xFF);
   lse.fillBytes(0xFF);
 
-  std::string desc = "B=" + std::to_string(B) + " Hq=" + std::to_string(hq) +
-                     " num_pages=" + std::to_string(numPages) +
-                     " k_scale=" + join(kv.fp8->kScale) +
-                     " v_scale=" + join(kv.fp8->vScale) + " " +
-                     describeTable(pt) +
-                     (prefill ? " qo_indptr=" + join(qoIndptr) : "");
+  std::string desc =
+      "B=" + std::to_string(B) + " Hq=" + std::to_string(hq) +
+      " num_pages=" + std::to_string(numPages) +
+      " k_scale=" + join(kv.fp8->kScale) + " v_scale=" + join(kv.fp8->vScale) +
+      " " + describeTable(pt) + (prefill ? " qo_indptr=" + join(qoIndptr) : "");
   std::vector<HostArray *> args{&qArr};
   if (prefill)
     args.push_back(&qoArr);
@@ -478,8 +475,8 @@ std::string writeModule(WriteOp op, const FP8Config &c) {
   std::string results = c.cache.joint ? ct : ct + ", " + ct;
   std::string res = c.cache.joint ? "%r" : "%r:2";
   std::string ret = c.cache.joint ? "%r" : "%r#0, %r#1";
-  std::string pages = " pages(%ip, %ix, %lp : " + it + ", " + it + ", " + it +
-                      ")";
+  std::string pages =
+      " pages(%ip, %ix, %lp : " + it + ", " + it + ", " + it + ")";
   std::ostringstream os;
   os << "func.func @kv_write(%kn: " << rt << ", %vn: " << rt;
   switch (op) {
@@ -507,21 +504,20 @@ std::string writeModule(WriteOp op, const FP8Config &c) {
        << ") slots(%s : " << it << ")";
     break;
   case WriteOp::Scatter:
-    os << "pa.scatter_kv new(%kn, %vn, %ri : " << rt << ", " << rt << ", "
-       << it << ") positions(%pos : " << it << ")" << pages;
+    os << "pa.scatter_kv new(%kn, %vn, %ri : " << rt << ", " << rt << ", " << it
+       << ") positions(%pos : " << it << ")" << pages;
     break;
   }
-  os << c.scales() << " outs(" << c.cacheOperands() << ") {cache = "
-     << c.cache.attr() << "}\n  return " << ret << " : " << results
-     << "\n}\n";
+  os << c.scales() << " outs(" << c.cacheOperands()
+     << ") {cache = " << c.cache.attr() << "}\n  return " << ret << " : "
+     << results << "\n}\n";
   return os.str();
 }
 
 /// Rows of `elem` values: mostly in [-1.2, 1.2] (with scales of 0.5 .. 2 /
 /// max, some saturate), some small ones (subnormal codes); with `specials`
 /// also values far out of range, +-inf and NaN.
-std::vector<double> randomRows(Rng &rng, int64_t n, Elem elem,
-                               bool specials) {
+std::vector<double> randomRows(Rng &rng, int64_t n, Elem elem, bool specials) {
   std::vector<double> v(n);
   for (double &x : v) {
     double r = rng.uniform(0, 1);
@@ -590,9 +586,8 @@ std::string compareFP8Cache(const FP8Config &c, const ref::PagedKV &before,
   return std::to_string(diffs) + " cache elements differ; first: " + first;
 }
 
-std::string runWriteCase(WriteOp op, JitModule &m, const FP8Config &c,
-                         Rng &rng, int caseIdx, OpStats &stats,
-                         int64_t &doubleRounded) {
+std::string runWriteCase(WriteOp op, JitModule &m, const FP8Config &c, Rng &rng,
+                         int caseIdx, OpStats &stats, int64_t &doubleRounded) {
   const int64_t P = c.cache.pageSize, H = c.cache.kvHeads, D = c.cache.headDim;
   bool specials = caseIdx % 2 == 1;
   std::ostringstream desc;
@@ -705,25 +700,24 @@ std::string runWriteCase(WriteOp op, JitModule &m, const FP8Config &c,
   if (std::string err = m.call("kv_write", args); !err.empty())
     return err + " (" + desc.str() + ")";
   stats.addExact();
-  std::string diff = compareFP8Cache(c, kv, expected, cache, kn, vn, rowOf,
-                                     doubleRounded);
+  std::string diff =
+      compareFP8Cache(c, kv, expected, cache, kn, vn, rowOf, doubleRounded);
   return diff.empty() ? "" : diff + " (" + desc.str() + ")";
 }
 
-void runWriteTest(WriteOp op, const std::string &testName,
-                  uint64_t defaultSeed, const std::string &statName) {
+void runWriteTest(WriteOp op, const std::string &testName, uint64_t defaultSeed,
+                  const std::string &statName) {
   OpStats stats(statName, false);
   int64_t doubleRounded = 0;
   runDifferentialTest(
       testName, defaultSeed, kConfigSalt, 16, 10, {&stats},
       [&](Rng &crng, int ci) {
         FP8Config c = randomFP8Config(crng, ci);
-        return DiffConfig{c.str(), writeModule(op, c), PipelineConfig{},
-                          [op, c, &stats, &doubleRounded](JitModule &m,
-                                                          Rng &rng, int k) {
-                            return runWriteCase(op, m, c, rng, k, stats,
-                                                doubleRounded);
-                          }};
+        return DiffConfig{
+            c.str(), writeModule(op, c), PipelineConfig{},
+            [op, c, &stats, &doubleRounded](JitModule &m, Rng &rng, int k) {
+              return runWriteCase(op, m, c, rng, k, stats, doubleRounded);
+            }};
       });
   std::cout << "[pa-cpu-diff] " << statName << ": " << doubleRounded
             << " elements took the f32 quotient's rounding (double rounding "

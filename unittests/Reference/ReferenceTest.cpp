@@ -1264,15 +1264,18 @@ TEST(FP8Test, ValidationNamesTheInvariant) {
   expectError([&] { validate(bad); }, "v_scale[1] = 0 must be finite and > 0");
   bad = kv;
   bad.fp8->kScale[0] = kInf;
-  expectError([&] { validate(bad); }, "k_scale[0] = inf must be finite and > 0");
+  expectError([&] { validate(bad); },
+              "k_scale[0] = inf must be finite and > 0");
   bad = kv;
   bad.k[3] = 1.1;
-  expectError([&] { validate(bad); }, "paged K[3] = 1.1 is not an e4m3fn value");
+  expectError([&] { validate(bad); },
+              "paged K[3] = 1.1 is not an e4m3fn value");
   PagedKV e5(KVLayout::NHD, 1, 1, 1, 2);
   e5.fp8 = FP8Scales{FP8Format::E5M2, {1.0}, {1.0}};
   e5.k = {-kInf, 57344.0};
   e5.v = {0.0, 1.125};
-  expectError([&] { validate(e5); }, "paged V[1] = 1.125 is not an e5m2 value");
+  expectError([&] { validate(e5); },
+              "paged V[1] = 1.125 is not an e5m2 value");
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,9 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
+#include <optional>
+
 namespace mlir::pa {
 #define GEN_PASS_DEF_PAEXPANDFP8
 #include "PagedAttn/Conversion/Passes.h.inc"
@@ -27,7 +30,7 @@ namespace {
 /// `bias`, `manBits` mantissa bits; which codes are NaN or infinite.
 struct FP8Format {
   int expBits, manBits, bias;
-  bool hasInf;          // f8E5M2: exponent all ones, mantissa 0 is +-inf
+  bool hasInf;           // f8E5M2: exponent all ones, mantissa 0 is +-inf
   int64_t maxFiniteCode; // largest finite magnitude (without the sign)
   int64_t overflowCode;  // what a too-large magnitude becomes (inf or NaN)
   int64_t nanCode;       // the quiet NaN truncf produces
@@ -52,9 +55,15 @@ struct Builder32 {
   Value f(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
-  Value andi(Value x, int64_t m) { return arith::AndIOp::create(b, loc, x, c(m)); }
-  Value shl(Value x, int64_t s) { return arith::ShLIOp::create(b, loc, x, c(s)); }
-  Value shr(Value x, int64_t s) { return arith::ShRUIOp::create(b, loc, x, c(s)); }
+  Value andi(Value x, int64_t m) {
+    return arith::AndIOp::create(b, loc, x, c(m));
+  }
+  Value shl(Value x, int64_t s) {
+    return arith::ShLIOp::create(b, loc, x, c(s));
+  }
+  Value shr(Value x, int64_t s) {
+    return arith::ShRUIOp::create(b, loc, x, c(s));
+  }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value ori(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
@@ -100,16 +109,17 @@ struct ExpandFP8ExtF final : OpRewritePattern<arith::ExtFOp> {
       return rewriter.notifyMatchFailure(op, "not a scalar fp8 extension");
     Builder32 b{rewriter, op.getLoc()};
     const int M = fmt->manBits, E = fmt->expBits;
-    Value byte = arith::BitcastOp::create(rewriter, b.loc,
-                                          rewriter.getI8Type(), op.getIn());
-    Value w = arith::ExtUIOp::create(rewriter, b.loc, rewriter.getI32Type(),
-                                     byte);
+    Value byte = arith::BitcastOp::create(rewriter, b.loc, rewriter.getI8Type(),
+                                          op.getIn());
+    Value w =
+        arith::ExtUIOp::create(rewriter, b.loc, rewriter.getI32Type(), byte);
     Value sign = b.shl(b.andi(w, 0x80), 24);
     Value e = b.andi(b.shr(w, M), (1 << E) - 1);
     Value m = b.andi(w, (1 << M) - 1);
-    Value normal = b.ori(b.shl(b.add(e, b.c(127 - fmt->bias)), 23),
-                         b.shl(m, 23 - M));
-    Value mf = arith::UIToFPOp::create(rewriter, b.loc, rewriter.getF32Type(), m);
+    Value normal =
+        b.ori(b.shl(b.add(e, b.c(127 - fmt->bias)), 23), b.shl(m, 23 - M));
+    Value mf =
+        arith::UIToFPOp::create(rewriter, b.loc, rewriter.getF32Type(), m);
     Value sub = b.toI32(arith::MulFOp::create(
         rewriter, b.loc, mf, b.f(std::ldexp(1.0, 1 - fmt->bias - M))));
     Value mag = b.sel(b.cmp(arith::CmpIPredicate::eq, e, 0), sub, normal);
