@@ -11,11 +11,13 @@
 //     truncf of f32 / f16 values around every rounding boundary, overflow,
 //     subnormals and NaN;
 //   * pa.decode (also split by pa-split-kv into pa.decode_partial +
-//     pa.merge_segments) and pa.prefill against the float64 oracle over the
-//     same fp8 values: the oracle dequantizes exactly those values, so the
-//     attention math is held to the tolerance of q's element type (relative
-//     L2 of o: f32 1e-5, f16 2e-3, bf16 8e-3, i.e. about the rounding of o
-//     to that type; lse is f32);
+//     pa.merge_segments), pa.prefill and pa.cascade (a shared prefix and
+//     per-request suffixes, directly and through pa-cascade-decompose)
+//     against the float64 oracle over the same fp8 values: the oracle
+//     dequantizes exactly those values, so the attention math is held to
+//     the tolerance of q's element type (relative L2 of o: f32 1e-5, f16
+//     2e-3, bf16 8e-3, i.e. about the rounding of o to that type; lse is
+//     f32);
 //   * pa.append_kv, pa.append_kv_slots and pa.scatter_kv: quantize on
 //     write, including saturation, +-inf and NaN rows; the whole cache is
 //     compared byte for byte with the oracle's.
@@ -462,6 +464,99 @@ void runAttentionTest(const std::string &testName, bool prefill,
 }
 
 //===----------------------------------------------------------------------===//
+// Cascade: a shared prefix level and a per-request level
+//===----------------------------------------------------------------------===//
+
+std::string cascadeModule(const FP8Config &c) {
+  std::string q = qType(c), it = "tensor<?xi32>", lse = "tensor<?x?xf32>";
+  std::string two = it + ", " + it;
+  std::ostringstream os;
+  os << "func.func @fp8_cascade(%q: " << q << ", " << c.cacheArgs()
+     << c.scaleArgs();
+  for (const char *p : {"qo", "ip", "ix", "lp"})
+    for (int l = 0; l < 2; ++l)
+      os << ", %" << p << l << ": " << it;
+  os << ", %o0: " << q << ", %l0: " << lse << ") -> (" << q << ", " << lse
+     << ") attributes {llvm.emit_c_interface} {\n"
+     << "  %r:2 = pa.cascade q(%q : " << q << ") kv(" << c.cacheOperands()
+     << ")" << c.scales() << " qo_indptrs(%qo0, %qo1 : " << two
+     << ") kv_indptrs(%ip0, %ip1 : " << two
+     << ") kv_indices(%ix0, %ix1 : " << two
+     << ") kv_last_page_lens(%lp0, %lp1 : " << two << ") outs(%o0, %l0 : " << q
+     << ", " << lse << ") " << c.attrDict() << "\n  return %r#0, %r#1 : " << q
+     << ", " << lse << "\n}\n";
+  return os.str();
+}
+
+std::string runCascadeCase(JitModule &m, const FP8Config &c, Rng &rng,
+                           int caseIdx, OpStats &stats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim;
+  int64_t B = caseIdx == 0 ? 0 : rng.uniformInt(1, 4);
+  std::vector<int64_t> qoLens(B), suffix(B);
+  for (int64_t b = 0; b < B; ++b) {
+    qoLens[b] = rng.uniformInt(0, 3);
+    // Causal positions are those of the last level: qo_len <= kv_len.
+    suffix[b] = std::max(sampleLen(rng, P, 30), c.causal ? qoLens[b] : 0);
+  }
+  std::vector<int32_t> qo1 = indptrOf(qoLens);
+  int64_t Nq = qo1.back();
+  std::vector<int32_t> qo0 = {0, static_cast<int32_t>(Nq)};
+  std::vector<int64_t> prefix = {caseIdx == 1 ? 0 : sampleLen(rng, P, 40)};
+  int64_t numPages =
+      totalPages(prefix, P) + totalPages(suffix, P) + rng.uniformInt(0, 2);
+  ref::PagedKV kv = randomFP8Cache(rng, c, numPages);
+  std::vector<HostArray> cache = fp8CacheArrays(c, kv);
+  HostArray ks = scaleArray(kv.fp8->kScale), vs = scaleArray(kv.fp8->vScale);
+  PagePool pool(rng, numPages);
+  std::vector<ref::PageTable> levels = {makePageTable(rng, P, prefix, pool),
+                                        makePageTable(rng, P, suffix, pool)};
+  PageTableArrays t0 = pageTableArrays(levels[0]),
+                  t1 = pageTableArrays(levels[1]);
+  HostArray qo0Arr = HostArray::fromI32(qo0), qo1Arr = HostArray::fromI32(qo1);
+  int64_t hq = c.cache.kvHeads * rng.uniformInt(1, 3);
+  std::vector<double> q = randomValues(rng, Nq * hq * D, c.cache.elem, -2, 2);
+  HostArray qArr = HostArray::fromDoubles(c.cache.elem, q, {Nq, hq, D});
+  HostArray o(c.cache.elem, {Nq, hq, D}), lse(Elem::F32, {Nq, hq});
+  o.fillBytes(0xFF);
+  lse.fillBytes(0xFF);
+  std::string desc = "Nq=" + std::to_string(Nq) + " Hq=" + std::to_string(hq) +
+                     " qo_indptr=" + join(qo1) +
+                     " prefix: " + describeTable(levels[0]) +
+                     " suffixes: " + describeTable(levels[1]);
+  std::vector<HostArray *> args{&qArr};
+  for (HostArray &a : cache)
+    args.push_back(&a);
+  args.insert(args.end(),
+              {&ks, &vs, &qo0Arr, &qo1Arr, &t0.indptr, &t1.indptr, &t0.indices,
+               &t1.indices, &t0.lastPageLen, &t1.lastPageLen, &o, &lse});
+  if (std::string err = m.call("fp8_cascade", args); !err.empty())
+    return err + " (" + desc + ")";
+  return checkAgainstOracle(
+      [&] {
+        return ref::cascade(q, hq, {qo0, qo1}, levels, kv, c.refOptions());
+      },
+      o, lse, Nq, c.cache.elem, stats, desc);
+}
+
+void runCascadeTest(const std::string &testName, uint64_t defaultSeed) {
+  OpStats stats("pa.cascade (fp8 cache)");
+  runDifferentialTest(
+      testName, defaultSeed, kConfigSalt, 16, 8, {&stats},
+      [&](Rng &crng, int ci) {
+        FP8Config c = randomFP8Config(crng, ci);
+        c.causal = ci % 2 == 0;
+        PipelineConfig pc;
+        pc.cascadeDecompose = ci % 4 >= 2; // prefill per level + pa.merge
+        std::string desc =
+            c.str() + (pc.cascadeDecompose ? " cascade-decompose" : "");
+        return DiffConfig{desc, cascadeModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runCascadeCase(m, c, rng, k, stats);
+                          }};
+      });
+}
+
+//===----------------------------------------------------------------------===//
 // Cache writes: quantize on write
 //===----------------------------------------------------------------------===//
 
@@ -742,6 +837,8 @@ TEST(PACPUDifferential, FP8Decode) {
 TEST(PACPUDifferential, FP8Prefill) {
   runAttentionTest("FP8Prefill", /*prefill=*/true, 42);
 }
+
+TEST(PACPUDifferential, FP8Cascade) { runCascadeTest("FP8Cascade", 46); }
 
 TEST(PACPUDifferential, FP8AppendKV) {
   runWriteTest(WriteOp::Append, "FP8AppendKV", 43, "pa.append_kv (fp8 cache)");
