@@ -174,9 +174,45 @@ public:
       return error() << "k cache and v cache must have the same type, got "
                      << kv[0].getType() << " and " << kv[1].getType();
     elemTy = shaped(kv[0]).getElementType();
-    if (!elemTy.isF16() && !elemTy.isBF16() && !elemTy.isF32())
-      return error() << "cache element type must be f16, bf16 or f32, got "
+    if (!elemTy.isF16() && !elemTy.isBF16() && !elemTy.isF32() &&
+        !isFP8CacheType(elemTy))
+      return error() << "cache element type must be f16, bf16, f32, "
+                        "f8E4M3FN or f8E5M2, got "
                      << elemTy;
+    return success();
+  }
+
+  /// The scale operands `scales(%k_scale, %v_scale)`: present iff the cache
+  /// is fp8, each a 1-D f32 array of static shape [1] (per tensor) or [Hkv]
+  /// (per KV head).
+  LogicalResult kvScales(PagedKVAttr cache, Type cacheElem, Value kScale,
+                         Value vScale) {
+    if (!kScale != !vScale)
+      return error() << "scales need both k_scale and v_scale";
+    bool fp8 = isFP8CacheType(cacheElem);
+    if (fp8 && !kScale)
+      return error() << "an fp8 cache (" << cacheElem
+                     << ") needs scales(%k_scale, %v_scale): 1-D f32 arrays "
+                        "of shape [1] (per tensor) or [kv_heads] (per KV "
+                        "head)";
+    if (!fp8 && kScale)
+      return error() << "scales(%k_scale, %v_scale) apply only to fp8 caches "
+                        "(f8E4M3FN or f8E5M2), but the cache element type is "
+                     << cacheElem;
+    if (!fp8)
+      return success();
+    int64_t hkv = cache.getNumKVHeads();
+    for (auto [v, name] :
+         {std::pair{kScale, "k_scale"}, std::pair{vScale, "v_scale"}}) {
+      ShapedType t = shaped(v);
+      if (t.getRank() != 1 || !t.getElementType().isF32() ||
+          t.isDynamicDim(0) || (t.getDimSize(0) != 1 && t.getDimSize(0) != hkv))
+        return error() << "'" << name
+                       << "' must be a 1-D f32 array of static shape [1] "
+                          "(per tensor) or ["
+                       << hkv << "] (per KV head, kv_heads = " << hkv
+                       << "), got " << v.getType();
+    }
     return success();
   }
 
@@ -195,10 +231,16 @@ public:
         return error() << "'" << name << "' head dim " << t.getDimSize(2)
                        << " does not match the cache's head_dim = "
                        << cache.getHeadDim();
-      if (t.getElementType() != cacheElem)
-        return error() << "'" << name << "' element type "
-                       << t.getElementType()
+      Type elem = t.getElementType();
+      if (isFP8CacheType(cacheElem)) {
+        if (!elem.isF16() && !elem.isBF16() && !elem.isF32())
+          return error() << "'" << name << "' element type must be f16, bf16 "
+                         << "or f32 (rows are quantized into the "
+                         << cacheElem << " cache), got " << elem;
+      } else if (elem != cacheElem) {
+        return error() << "'" << name << "' element type " << elem
                        << " does not match the cache's " << cacheElem;
+      }
       if (failed(bind(tokensKey, val, name, 0)))
         return failure();
     }
@@ -242,7 +284,9 @@ static LogicalResult verifyQuery(Checker &c, PagedKVAttr cache, Value q,
   if (!qElem.isF16() && !qElem.isBF16() && !qElem.isF32())
     return c.error() << "q element type must be f16, bf16 or f32, got "
                      << qElem;
-  if (qElem != cacheElem)
+  // Over an fp8 cache q may be any of the three (K and V are dequantized to
+  // f32); otherwise q and the cache share one element type.
+  if (qElem != cacheElem && !isFP8CacheType(cacheElem))
     return c.error() << "q element type " << qElem
                      << " does not match the cache's " << cacheElem;
   if (!qt.isDynamicDim(2) && qt.getDimSize(2) != cache.getHeadDim())
@@ -289,7 +333,9 @@ static LogicalResult verifyAttentionInputs(Checker &c,
                                            AttentionOpInterface op) {
   Type cacheElem;
   if (failed(c.sameForm()) ||
-      failed(c.kvCache(op.getCache(), op.getKvCache(), cacheElem)))
+      failed(c.kvCache(op.getCache(), op.getKvCache(), cacheElem)) ||
+      failed(c.kvScales(op.getCache(), cacheElem, op.getKScale(),
+                        op.getVScale())))
     return failure();
   return verifyQuery(c, op.getCache(), op.getQ(), cacheElem);
 }
@@ -301,6 +347,10 @@ static LogicalResult verifyAttention(Checker &c, AttentionOpInterface op) {
       failed(c.stateOuts(op.getOuts(), op.getQ())))
     return failure();
   return verifyOptions(c, op);
+}
+
+bool mlir::pa::isFP8CacheType(Type t) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -652,6 +702,7 @@ LogicalResult AppendKVOp::verify() {
   Checker c(*this);
   Type elem;
   if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvScales(getCache(), elem, getKScale(), getVScale())) ||
       failed(c.kvRows(getCache(), getKNew(), getVNew(), elem, "rows", "k_new",
                       "v_new")) ||
       failed(c.indexArray(getAppendIndptr(), "append_indptr")) ||
@@ -665,6 +716,7 @@ LogicalResult AppendKVSlotsOp::verify() {
   Checker c(*this);
   Type elem;
   if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvScales(getCache(), elem, getKScale(), getVScale())) ||
       failed(c.kvRows(getCache(), getKNew(), getVNew(), elem, "rows", "k_new",
                       "v_new")) ||
       failed(c.indexArray(getSlotMapping(), "slot_mapping")) ||
@@ -677,6 +729,7 @@ LogicalResult ScatterKVOp::verify() {
   Checker c(*this);
   Type elem;
   if (failed(c.sameForm()) || failed(c.kvCache(getCache(), getOuts(), elem)) ||
+      failed(c.kvScales(getCache(), elem, getKScale(), getVScale())) ||
       failed(c.kvRows(getCache(), getKRows(), getVRows(), elem, "rows",
                       "k_rows", "v_rows")) ||
       failed(c.indexArray(getRowsIndptr(), "rows_indptr")) ||

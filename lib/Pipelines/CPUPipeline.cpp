@@ -27,6 +27,9 @@ void mlir::pa::buildLowerToCPUPipeline(OpPassManager &pm,
   }
   pm.addPass(createConvertPAToLoops());
   pm.addPass(createCanonicalizerPass());
+  // fp8 caches: LLVM has no f8 types, so their conversions become integer
+  // arithmetic (loads and stores lower to i8 as they are).
+  pm.addPass(createPAExpandFP8());
   // Loops -> LLVM.
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createPAAssertToStderr());

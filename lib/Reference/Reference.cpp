@@ -136,6 +136,9 @@ void attendRow(const double *qRow, int64_t qHead, int64_t pos,
   const double scale =
       opts.smScale ? *opts.smScale : 1.0 / std::sqrt(static_cast<double>(d));
   const int64_t kvLen = pt.kvLen(b);
+  // An fp8 cache's elements are dequantized: value = scale * element.
+  const double kScale = kv.fp8 ? kv.fp8->scaleOf(false, kvHead) : 1.0;
+  const double vScale = kv.fp8 ? kv.fp8->scaleOf(true, kvHead) : 1.0;
   scores.clear();
   keys.clear();
   double maxScore = kNegInf;
@@ -146,7 +149,7 @@ void attendRow(const double *qRow, int64_t qHead, int64_t pos,
     const double *kRow = &kv.k[kv.offset(page, slot, kvHead, 0)];
     double s = 0;
     for (int64_t i = 0; i < d; ++i)
-      s += qRow[i] * kRow[i];
+      s += qRow[i] * (kScale * kRow[i]);
     s *= scale;
     if (opts.logitsSoftCap)
       s = *opts.logitsSoftCap * std::tanh(s / *opts.logitsSoftCap);
@@ -168,7 +171,7 @@ void attendRow(const double *qRow, int64_t qHead, int64_t pos,
     auto [page, slot] = pt.locate(b, keys[j]);
     const double *vRow = &kv.v[kv.offset(page, slot, kvHead, 0)];
     for (int64_t i = 0; i < d; ++i)
-      oOut[i] += w * vRow[i];
+      oOut[i] += w * (vScale * vRow[i]);
   }
   for (int64_t i = 0; i < d; ++i)
     oOut[i] /= sum;
@@ -255,15 +258,24 @@ void checkRows(const PagedKV &kv, const char *kName, const char *vName,
   checkSize("", vName, vRows, rows * kv.numHeads * kv.headDim, shape.c_str());
 }
 
-/// Copies row `row` of kRows/vRows into (page, slot).
+/// Copies row `row` of kRows/vRows into (page, slot), quantized with the
+/// head's scales into an fp8 cache.
 void writeRow(PagedKV &kv, int64_t page, int64_t slot,
               const std::vector<double> &kRows,
               const std::vector<double> &vRows, int64_t row) {
   for (int64_t h = 0; h < kv.numHeads; ++h) {
     const int64_t src = (row * kv.numHeads + h) * kv.headDim;
     const int64_t dst = kv.offset(page, slot, h, 0);
-    std::copy_n(&kRows[src], kv.headDim, &kv.k[dst]);
-    std::copy_n(&vRows[src], kv.headDim, &kv.v[dst]);
+    if (!kv.fp8) {
+      std::copy_n(&kRows[src], kv.headDim, &kv.k[dst]);
+      std::copy_n(&vRows[src], kv.headDim, &kv.v[dst]);
+      continue;
+    }
+    const double ks = kv.fp8->scaleOf(false, h), vs = kv.fp8->scaleOf(true, h);
+    for (int64_t i = 0; i < kv.headDim; ++i) {
+      kv.k[dst + i] = quantizeFP8(kRows[src + i] / ks, kv.fp8->format);
+      kv.v[dst + i] = quantizeFP8(vRows[src + i] / vs, kv.fp8->format);
+    }
   }
 }
 
@@ -332,6 +344,71 @@ void pa::ref::validate(const PagedKV &kv) {
          ", H = ", kv.numHeads, ", D = ", kv.headDim, "]");
   checkSize("", "paged K", kv.k, kv.numElements(), "num_pages*P*H*D");
   checkSize("", "paged V", kv.v, kv.numElements(), "num_pages*P*H*D");
+  if (!kv.fp8)
+    return;
+  const FP8Scales &q = *kv.fp8;
+  for (const auto &[scales, name] :
+       {std::pair{&q.kScale, "k_scale"}, std::pair{&q.vScale, "v_scale"}}) {
+    if (scales->size() != 1 &&
+        static_cast<int64_t>(scales->size()) != kv.numHeads)
+      fail(name, " has ", scales->size(), " entries, expected 1 (per tensor) "
+           "or H = ", kv.numHeads, " (per KV head)");
+    for (size_t i = 0; i < scales->size(); ++i)
+      if (!((*scales)[i] > 0 && std::isfinite((*scales)[i])))
+        fail(name, "[", i, "] = ", (*scales)[i], " must be finite and > 0");
+  }
+  const char *fmt = q.format == FP8Format::E4M3FN ? "e4m3fn" : "e5m2";
+  for (const auto &[vals, name] :
+       {std::pair{&kv.k, "paged K"}, std::pair{&kv.v, "paged V"}})
+    for (size_t i = 0; i < vals->size(); ++i)
+      if (!isFP8Value((*vals)[i], q.format))
+        fail(name, "[", i, "] = ", (*vals)[i], " is not an ", fmt, " value");
+}
+
+//===----------------------------------------------------------------------===//
+// FP8
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Mantissa bits and the smallest normal exponent of a format.
+struct FP8Layout {
+  int manBits, minExp;
+};
+FP8Layout layoutOf(FP8Format f) {
+  return f == FP8Format::E4M3FN ? FP8Layout{3, -6} : FP8Layout{2, -14};
+}
+} // namespace
+
+double pa::ref::fp8Max(FP8Format f) {
+  return f == FP8Format::E4M3FN ? 448.0 : 57344.0;
+}
+
+double pa::ref::quantizeFP8(double x, FP8Format f) {
+  if (std::isnan(x))
+    return x;
+  const double max = fp8Max(f);
+  x = std::clamp(x, -max, max);
+  if (x == 0)
+    return x;
+  FP8Layout l = layoutOf(f);
+  // The spacing of the format's values around |x|: 2^(e - M) for
+  // |x| in [2^e, 2^(e+1)), the subnormal spacing below the smallest normal.
+  int e;
+  std::frexp(x, &e); // |x| in [2^(e-1), 2^e)
+  const int exp = std::max(e - 1, l.minExp);
+  const double ulp = std::ldexp(1.0, exp - l.manBits);
+  // x / ulp is exact (a power of two); nearbyint rounds ties to even in the
+  // default rounding mode. Clamping first keeps the result <= max.
+  const double r = std::nearbyint(x / ulp) * ulp;
+  return r == 0 ? std::copysign(0.0, x) : r;
+}
+
+bool pa::ref::isFP8Value(double x, FP8Format f) {
+  if (std::isnan(x))
+    return true;
+  if (std::isinf(x))
+    return f == FP8Format::E5M2;
+  return std::fabs(x) <= fp8Max(f) && quantizeFP8(x, f) == x;
 }
 
 void pa::ref::validate(const PageTable &pt, int64_t numPages) {

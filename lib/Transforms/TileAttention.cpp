@@ -34,6 +34,13 @@ LogicalResult checkTileable(PrefillOp op, int64_t tileQ, int64_t tileKV) {
   if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
     return op.emitOpError()
            << "pa-tile-attention needs static query heads and head dim";
+  if (Type elem = cast<ShapedType>(op.getKvCache()[0].getType())
+                      .getElementType();
+      isFP8CacheType(elem))
+    return op.emitOpError()
+           << "pa-tile-attention: FP8 KV caches (" << elem
+           << ") are not supported by the tile ops yet (their K/V scales "
+              "have no operand there)";
   int64_t group = qt.getDimSize(1) / op.getCache().getNumKVHeads();
   if (tileQ < 1 || tileKV < 1 || tileQ % group != 0)
     return op.emitOpError() << "tile-q (" << tileQ

@@ -42,3 +42,14 @@ func.func @append_then_read_old(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf1
   %r = pa.append_kv_slots new(%kn, %vn : tensor<?x8x128xf16>, tensor<?x8x128xf16>) slots(%s : tensor<?xi32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return %r, %kv : tensor<?x2x16x8x128xf16>, tensor<?x2x16x8x128xf16>
 }
+
+// -----
+
+// The scales of an fp8 cache are inputs: they bufferize like any other.
+// CHECK-LABEL: func @append_kv_fp8
+// CHECK-SAME: %[[KS:[^:]*]]: memref<1xf32>, %[[VS:[^:]*]]: memref<8xf32>, %[[KV:[^:]*]]: memref<?x2x16x8x128xf8E4M3FN>
+// CHECK: pa.append_kv new({{.*}}) pages({{.*}}) scales(%[[KS]], %[[VS]] : memref<1xf32>, memref<8xf32>) outs(%[[KV]] : memref<?x2x16x8x128xf8E4M3FN>)
+func.func @append_kv_fp8(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %ks: tensor<1xf32>, %vs: tensor<8xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>) -> tensor<?x2x16x8x128xf8E4M3FN> {
+  %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<8xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return %r : tensor<?x2x16x8x128xf8E4M3FN>
+}

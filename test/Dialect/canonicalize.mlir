@@ -117,3 +117,14 @@ func.func @live_memref_decode(%q: memref<2x8x128xf32>, %kv: memref<?x2x16x8x128x
   pa.decode q(%q : memref<2x8x128xf32>) kv(%kv : memref<?x2x16x8x128xf32>) pages(%ip, %ix, %lp : memref<3xi32>, memref<?xi32>, memref<2xi32>) outs(%o, %l : memref<2x8x128xf32>, memref<2x8xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }
+
+// -----
+
+// The prefill of a one-level cascade over an fp8 cache keeps the scales.
+// CHECK-LABEL: func @cascade_one_level_fp8
+// CHECK-SAME: %[[KS:[^:]*]]: tensor<1xf32>, %[[VS:[^:]*]]: tensor<8xf32>
+// CHECK: pa.prefill q({{.*}}) kv(%{{.*}} : tensor<?x2x16x8x128xf8E5M2>) scales(%[[KS]], %[[VS]] : tensor<1xf32>, tensor<8xf32>) pages(
+func.func @cascade_one_level_fp8(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E5M2>, %ks: tensor<1xf32>, %vs: tensor<8xf32>, %qo: tensor<9xi32>, %ip: tensor<9xi32>, %ix: tensor<?xi32>, %lp: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) -> tensor<8x32x128xf16> {
+  %r:2 = pa.cascade q(%q : tensor<8x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E5M2>) scales(%ks, %vs : tensor<1xf32>, tensor<8xf32>) qo_indptrs(%qo : tensor<9xi32>) kv_indptrs(%ip : tensor<9xi32>) kv_indices(%ix : tensor<?xi32>) kv_last_page_lens(%lp : tensor<8xi32>) outs(%o, %l : tensor<8x32x128xf16>, tensor<8x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
+  return %r#0 : tensor<8x32x128xf16>
+}

@@ -108,7 +108,7 @@ func.func @case12(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: 
 // -----
 
 func.func @case13(%q: tensor<4x32x128xi32>, %kv0: tensor<?x2x16x8x128xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xi32>, %l: tensor<4x32xf32>) {
-  // expected-error @+1 {{cache element type must be f16, bf16 or f32, got 'i32'}}
+  // expected-error @+1 {{cache element type must be f16, bf16, f32, f8E4M3FN or f8E5M2, got 'i32'}}
   %r:2 = pa.decode q(%q : tensor<4x32x128xi32>) kv(%kv0 : tensor<?x2x16x8x128xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xi32>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }
@@ -373,7 +373,7 @@ func.func @case45(%q: tensor<7x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x
 
 func.func @case46(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %m: tensor<?xi8>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) {
   // expected-error @+1 {{a custom mask needs both the packed mask and mask_indptr}}
-  %r:2 = "pa.prefill"(%q, %qo, %kv, %ip, %ix, %lp, %m, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 2>}> : (tensor<?x32x128xf16>, tensor<3xi32>, tensor<?x2x16x8x128xf16>, tensor<3xi32>, tensor<?xi32>, tensor<2xi32>, tensor<?xi8>, tensor<?x32x128xf16>, tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
+  %r:2 = "pa.prefill"(%q, %qo, %kv, %ip, %ix, %lp, %m, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 0, 0, 2>}> : (tensor<?x32x128xf16>, tensor<3xi32>, tensor<?x2x16x8x128xf16>, tensor<3xi32>, tensor<?xi32>, tensor<2xi32>, tensor<?xi8>, tensor<?x32x128xf16>, tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
   return
 }
 
@@ -381,7 +381,7 @@ func.func @case46(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x
 
 func.func @case47(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
   // expected-error @+1 {{cascade needs at least one level}}
-  %r:2 = "pa.cascade"(%q, %kv, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  %r:2 = "pa.cascade"(%q, %kv, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
   return
 }
 
@@ -389,7 +389,7 @@ func.func @case47(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %o: t
 
 func.func @case48(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<9xi32>, %p0: tensor<2xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %lp0: tensor<1xi32>, %lp1: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
   // expected-error @+1 {{every level needs a qo_indptr and a page table: got 2 qo_indptrs, 1 kv_indptrs, 2 kv_indices, 2 kv_last_page_lens}}
-  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 2, 1, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<9xi32>, tensor<2xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 2, 1, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<9xi32>, tensor<2xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
   return
 }
 
@@ -397,7 +397,7 @@ func.func @case48(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0:
 
 func.func @case49(%q: tensor<8x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<8xi32>, %p0: tensor<2xi32>, %p1: tensor<9xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %lp0: tensor<1xi32>, %lp1: tensor<8xi32>, %o: tensor<8x32x128xf16>, %l: tensor<8x32xf32>) {
   // expected-error @+1 {{batch of level 1 mismatch: 'kv_indptr[1]' dim 0 gives 8 but qo_indptrs[1] dim 0 gives 7}}
-  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %p1, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 2, 2, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<8xi32>, tensor<2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
+  %r:2 = "pa.cascade"(%q, %kv, %qo0, %qo1, %p0, %p1, %i0, %i1, %lp0, %lp1, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 2, 2, 2, 2, 0, 2>}> : (tensor<8x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<2xi32>, tensor<8xi32>, tensor<2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>, tensor<1xi32>, tensor<8xi32>, tensor<8x32x128xf16>, tensor<8x32xf32>) -> (tensor<8x32x128xf16>, tensor<8x32xf32>)
   return
 }
 
@@ -894,5 +894,112 @@ func.func @zero_head_dim_merge(%s0: tensor<4x32x0xf16>, %s1: tensor<4x32xf32>, %
 func.func @zero_heads_kv_deviation(%n: tensor<?x0x128xf16>, %c: tensor<?x0x128xf16>, %d: tensor<?xf32>) {
   // expected-error @+1 {{the number of heads (H) must be > 0, but 'new_rows' dim 1 is 0}}
   %r = pa.kv_deviation ins(%n, %c : tensor<?x0x128xf16>, tensor<?x0x128xf16>) outs(%d : tensor<?xf32>)
+  return
+}
+
+// -----
+
+// FP8 KV caches: element types, the scales(%k_scale, %v_scale) operands and
+// the rows written into the cache.
+
+func.func @fp8_cache_type(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FNUZ>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{cache element type must be f16, bf16, f32, f8E4M3FN or f8E5M2, got 'f8E4M3FNUZ'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FNUZ>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @fp8_needs_scales(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{an fp8 cache ('f8E4M3FN') needs scales(%k_scale, %v_scale): 1-D f32 arrays of shape [1] (per tensor) or [kv_heads] (per KV head)}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @scales_not_fp8(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{scales(%k_scale, %v_scale) apply only to fp8 caches (f8E4M3FN or f8E5M2), but the cache element type is 'f16'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf16>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @k_scale_size(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<4xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'k_scale' must be a 1-D f32 array of static shape [1] (per tensor) or [8] (per KV head, kv_heads = 8), got 'tensor<4xf32>'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<4xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @v_scale_dynamic(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1xf32>, %vs: tensor<?xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'v_scale' must be a 1-D f32 array of static shape [1] (per tensor) or [8] (per KV head, kv_heads = 8), got 'tensor<?xf32>'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<1xf32>, tensor<?xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @k_scale_f16(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<8xf16>, %vs: tensor<8xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'k_scale' must be a 1-D f32 array of static shape [1] (per tensor) or [8] (per KV head, kv_heads = 8), got 'tensor<8xf16>'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<8xf16>, tensor<8xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @k_scale_rank(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1x1xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{'k_scale' must be a 1-D f32 array of static shape [1] (per tensor) or [8] (per KV head, kv_heads = 8), got 'tensor<1x1xf32>'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<1x1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @fp8_q(%q: tensor<4x32x128xf8E4M3FN>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf8E4M3FN>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{q element type must be f16, bf16 or f32, got 'f8E4M3FN'}}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf8E4M3FN>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf8E4M3FN>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @one_scale(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+  // expected-error @+1 {{scales need both k_scale and v_scale}}
+  %r:2 = "pa.decode"(%q, %kv, %ks, %ip, %ix, %lp, %o, %l) <{cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 0, 2>}> : (tensor<4x32x128xf16>, tensor<?x2x16x8x128xf8E4M3FN>, tensor<1xf32>, tensor<5xi32>, tensor<?xi32>, tensor<4xi32>, tensor<4x32x128xf16>, tensor<4x32xf32>) -> (tensor<4x32x128xf16>, tensor<4x32xf32>)
+  return
+}
+
+// -----
+
+func.func @append_fp8_rows(%kn: tensor<?x8x128xf8E4M3FN>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>) {
+  // expected-error @+1 {{'k_new' element type must be f16, bf16 or f32 (rows are quantized into the 'f8E4M3FN' cache), got 'f8E4M3FN'}}
+  %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf8E4M3FN>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @append_fp8_no_scales(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %kv: tensor<?x2x16x8x128xf8E5M2>) {
+  // expected-error @+1 {{an fp8 cache ('f8E5M2') needs scales(%k_scale, %v_scale)}}
+  %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%kv : tensor<?x2x16x8x128xf8E5M2>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @slots_scale_size(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %sm: tensor<?xi32>, %ks: tensor<1xf32>, %vs: tensor<2xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>) {
+  // expected-error @+1 {{'v_scale' must be a 1-D f32 array of static shape [1] (per tensor) or [8] (per KV head, kv_heads = 8), got 'tensor<2xf32>'}}
+  %r = pa.append_kv_slots new(%kn, %vn : tensor<?x8x128xf16>, tensor<?x8x128xf16>) slots(%sm : tensor<?xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<2xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+func.func @scatter_scales_not_fp8(%kr: tensor<?x8x128xf16>, %vr: tensor<?x8x128xf16>, %ri: tensor<5xi32>, %pos: tensor<?xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %kv: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{scales(%k_scale, %v_scale) apply only to fp8 caches (f8E4M3FN or f8E5M2), but the cache element type is 'f16'}}
+  %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }

@@ -122,3 +122,57 @@ func.func @empty_batch(%q: tensor<0x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, 
   %p:2 = pa.prefill q(%q, %qo : tensor<0x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip2, %ix, %lp2 : tensor<3xi32>, tensor<0xi32>, tensor<2xi32>) outs(%r#0, %r#1 : tensor<0x32x128xf16>, tensor<0x32xf32>) {cache = #nhd, causal}
   return %p#0, %p#1 : tensor<0x32x128xf16>, tensor<0x32xf32>
 }
+
+// FP8 KV caches: `scales(%k_scale, %v_scale)` after the cache operands,
+// per tensor ([1]) or per KV head ([Hkv]); q and the rows written may be of
+// any of f16, bf16, f32.
+
+// CHECK-LABEL: func @decode_fp8
+// CHECK: pa.decode q(%{{.*}} : tensor<4x32x128xf16>) kv(%{{.*}} : tensor<?x2x16x8x128xf8E4M3FN>) scales(%[[KS:.*]], %[[VS:.*]] : tensor<1xf32>, tensor<8xf32>) pages(
+func.func @decode_fp8(%q: tensor<4x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1xf32>, %vs: tensor<8xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) -> (tensor<4x32x128xf16>, tensor<4x32xf32>) {
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<1xf32>, tensor<8xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #nhd}
+  return %r#0, %r#1 : tensor<4x32x128xf16>, tensor<4x32xf32>
+}
+
+// CHECK-LABEL: func @prefill_fp8_e5m2
+// CHECK: pa.prefill q(%{{.*}}, %{{.*}} : memref<?x4x64xbf16>, memref<?xi32>) kv(%{{.*}}, %{{.*}} : memref<?x2x5x64xf8E5M2>, memref<?x2x5x64xf8E5M2>) scales(%{{.*}}, %{{.*}} : memref<2xf32>, memref<2xf32>) pages(
+// CHECK-SAME: causal
+func.func @prefill_fp8_e5m2(%q: memref<?x4x64xbf16>, %qo: memref<?xi32>, %k: memref<?x2x5x64xf8E5M2>, %v: memref<?x2x5x64xf8E5M2>, %ks: memref<2xf32>, %vs: memref<2xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x4x64xbf16>, %l: memref<?x4xf32>) {
+  pa.prefill q(%q, %qo : memref<?x4x64xbf16>, memref<?xi32>) kv(%k, %v : memref<?x2x5x64xf8E5M2>, memref<?x2x5x64xf8E5M2>) scales(%ks, %vs : memref<2xf32>, memref<2xf32>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x4x64xbf16>, memref<?x4xf32>) {cache = #hnd, causal}
+  return
+}
+
+// CHECK-LABEL: func @cascade_fp8
+// CHECK: pa.cascade q(%{{.*}} : tensor<8x32x128xf32>) kv(%{{.*}} : tensor<?x2x16x8x128xf8E4M3FN>) scales(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<1xf32>) qo_indptrs(
+func.func @cascade_fp8(%q: tensor<8x32x128xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<8xf32>, %vs: tensor<1xf32>, %qo0: tensor<2xi32>, %qo1: tensor<9xi32>, %p0: tensor<2xi32>, %p1: tensor<9xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %l0: tensor<1xi32>, %l1: tensor<8xi32>, %o: tensor<8x32x128xf32>, %l: tensor<8x32xf32>) -> (tensor<8x32x128xf32>, tensor<8x32xf32>) {
+  %r:2 = pa.cascade q(%q : tensor<8x32x128xf32>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<8xf32>, tensor<1xf32>) qo_indptrs(%qo0, %qo1 : tensor<2xi32>, tensor<9xi32>) kv_indptrs(%p0, %p1 : tensor<2xi32>, tensor<9xi32>) kv_indices(%i0, %i1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_lens(%l0, %l1 : tensor<1xi32>, tensor<8xi32>) outs(%o, %l : tensor<8x32x128xf32>, tensor<8x32xf32>) {cache = #nhd}
+  return %r#0, %r#1 : tensor<8x32x128xf32>, tensor<8x32xf32>
+}
+
+// CHECK-LABEL: func @decode_partial_fp8
+// CHECK: pa.decode_partial q(%{{.*}} : tensor<4x32x128xbf16>) kv(%{{.*}} : tensor<?x2x16x8x128xf8E5M2>) scales(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>) pages(
+func.func @decode_partial_fp8(%q: tensor<4x32x128xbf16>, %kv: tensor<?x2x16x8x128xf8E5M2>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %wi: tensor<5xi32>, %wr: tensor<?xi32>, %ws: tensor<?xi32>, %we: tensor<?xi32>, %o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf32>, tensor<?x32xf32>) {
+  %r:2 = pa.decode_partial q(%q : tensor<4x32x128xbf16>) kv(%kv : tensor<?x2x16x8x128xf8E5M2>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) work(%wi, %wr, %ws, %we : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #nhd}
+  return %r#0, %r#1 : tensor<?x32x128xf32>, tensor<?x32xf32>
+}
+
+// CHECK-LABEL: func @append_kv_fp8
+// CHECK: pa.append_kv new(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x128xf16>, tensor<?x8x128xf32>, tensor<5xi32>) pages({{.*}}) scales(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>) outs(%{{.*}} : tensor<?x2x16x8x128xf8E4M3FN>)
+func.func @append_kv_fp8(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf32>, %ai: tensor<5xi32>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %ks: tensor<8xf32>, %vs: tensor<8xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>) -> tensor<?x2x16x8x128xf8E4M3FN> {
+  %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf32>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<8xf32>, tensor<8xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #nhd}
+  return %r : tensor<?x2x16x8x128xf8E4M3FN>
+}
+
+// CHECK-LABEL: func @append_kv_slots_fp8
+// CHECK: pa.append_kv_slots new(%{{.*}}, %{{.*}} : memref<?x2x64xf16>, memref<?x2x64xf16>) slots(%{{.*}} : memref<?xi32>) scales(%{{.*}}, %{{.*}} : memref<1xf32>, memref<2xf32>) outs(%{{.*}}, %{{.*}} : memref<?x2x5x64xf8E5M2>, memref<?x2x5x64xf8E5M2>)
+func.func @append_kv_slots_fp8(%kn: memref<?x2x64xf16>, %vn: memref<?x2x64xf16>, %sm: memref<?xi32>, %ks: memref<1xf32>, %vs: memref<2xf32>, %k: memref<?x2x5x64xf8E5M2>, %v: memref<?x2x5x64xf8E5M2>) {
+  pa.append_kv_slots new(%kn, %vn : memref<?x2x64xf16>, memref<?x2x64xf16>) slots(%sm : memref<?xi32>) scales(%ks, %vs : memref<1xf32>, memref<2xf32>) outs(%k, %v : memref<?x2x5x64xf8E5M2>, memref<?x2x5x64xf8E5M2>) {cache = #hnd}
+  return
+}
+
+// CHECK-LABEL: func @scatter_kv_fp8
+// CHECK: pa.scatter_kv new({{.*}}) positions({{.*}}) pages({{.*}}) scales(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<?x2x16x8x128xf8E4M3FN>)
+func.func @scatter_kv_fp8(%kr: tensor<?x8x128xbf16>, %vr: tensor<?x8x128xbf16>, %ri: tensor<3xi32>, %pos: tensor<?xi32>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %kv: tensor<?x2x16x8x128xf8E4M3FN>) -> tensor<?x2x16x8x128xf8E4M3FN> {
+  %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<3xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #nhd}
+  return %r : tensor<?x2x16x8x128xf8E4M3FN>
+}

@@ -35,3 +35,14 @@ func.func @all_options(%q: tensor<?x4x64xbf16>, %k: tensor<?x5x2x64xbf16>, %v: t
   %r:2 = pa.cascade q(%q : tensor<?x4x64xbf16>) kv(%k, %v : tensor<?x5x2x64xbf16>, tensor<?x5x2x64xbf16>) qo_indptrs(%qo0, %qo1 : tensor<?xi32>, tensor<?xi32>) kv_indptrs(%p0, %p1 : tensor<?xi32>, tensor<?xi32>) kv_indices(%i0, %i1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_lens(%l0, %l1 : tensor<?xi32>, tensor<?xi32>) alibi(%al : tensor<4xf32>) outs(%o, %l : tensor<?x4x64xbf16>, tensor<?x4xf32>) {cache = #pa.paged_kv<nhd, page_size = 5, kv_heads = 2, head_dim = 64>, sm_scale = 0.125 : f32, logits_soft_cap = 30.0 : f32, window = 64, lse_base2}
   return %r#0, %r#1 : tensor<?x4x64xbf16>, tensor<?x4xf32>
 }
+
+// Every level's prefill over an fp8 cache takes the cascade's scales.
+// CHECK-LABEL: func @fp8
+// CHECK-SAME: %[[KS:[^:]*]]: tensor<2xf32>, %[[VS:[^:]*]]: tensor<2xf32>
+// CHECK: pa.prefill q({{.*}}) kv({{.*}}) scales(%[[KS]], %[[VS]] : tensor<2xf32>, tensor<2xf32>) pages(
+// CHECK: pa.prefill q({{.*}}) kv({{.*}}) scales(%[[KS]], %[[VS]] : tensor<2xf32>, tensor<2xf32>) pages(
+// CHECK: pa.merge
+func.func @fp8(%q: tensor<?x4x64xf32>, %k: tensor<?x5x2x64xf8E5M2>, %v: tensor<?x5x2x64xf8E5M2>, %ks: tensor<2xf32>, %vs: tensor<2xf32>, %qo0: tensor<?xi32>, %qo1: tensor<?xi32>, %p0: tensor<?xi32>, %p1: tensor<?xi32>, %i0: tensor<?xi32>, %i1: tensor<?xi32>, %l0: tensor<?xi32>, %l1: tensor<?xi32>, %o: tensor<?x4x64xf32>, %l: tensor<?x4xf32>) -> (tensor<?x4x64xf32>, tensor<?x4xf32>) {
+  %r:2 = pa.cascade q(%q : tensor<?x4x64xf32>) kv(%k, %v : tensor<?x5x2x64xf8E5M2>, tensor<?x5x2x64xf8E5M2>) scales(%ks, %vs : tensor<2xf32>, tensor<2xf32>) qo_indptrs(%qo0, %qo1 : tensor<?xi32>, tensor<?xi32>) kv_indptrs(%p0, %p1 : tensor<?xi32>, tensor<?xi32>) kv_indices(%i0, %i1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_lens(%l0, %l1 : tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x4x64xf32>, tensor<?x4xf32>) {cache = #pa.paged_kv<nhd, page_size = 5, kv_heads = 2, head_dim = 64>, causal}
+  return %r#0, %r#1 : tensor<?x4x64xf32>, tensor<?x4xf32>
+}

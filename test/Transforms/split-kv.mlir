@@ -56,3 +56,12 @@ func.func @entry_calls_helper(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x5x64xbf16>
   %h = func.call @helper(%r#1) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return %r#0, %h : tensor<?x4x64xbf16>, tensor<?x4xf32>
 }
+
+// The partial decode over an fp8 cache keeps its scales.
+// PLAN-LABEL: func @decode_fp8
+// PLAN-SAME: %[[KS:[^:]*]]: tensor<1xf32>, %[[VS:[^:]*]]: tensor<2xf32>
+// PLAN: pa.decode_partial q({{.*}}) kv(%{{.*}} : tensor<?x2x2x5x64xf8E4M3FN>) scales(%[[KS]], %[[VS]] : tensor<1xf32>, tensor<2xf32>) pages(
+func.func @decode_fp8(%q: tensor<?x4x64xf16>, %kv: tensor<?x2x2x5x64xf8E4M3FN>, %ks: tensor<1xf32>, %vs: tensor<2xf32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x4x64xf16>, %l: tensor<?x4xf32>) -> (tensor<?x4x64xf16>, tensor<?x4xf32>) {
+  %r:2 = pa.decode q(%q : tensor<?x4x64xf16>) kv(%kv : tensor<?x2x2x5x64xf8E4M3FN>) scales(%ks, %vs : tensor<1xf32>, tensor<2xf32>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x4x64xf16>, tensor<?x4xf32>) {cache = #pa.paged_kv<hnd, page_size = 5, kv_heads = 2, head_dim = 64>}
+  return %r#0, %r#1 : tensor<?x4x64xf16>, tensor<?x4xf32>
+}

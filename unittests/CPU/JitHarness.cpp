@@ -658,7 +658,11 @@ std::string describeTable(const ref::PageTable &pt) {
 // Comparison
 //===----------------------------------------------------------------------===//
 
-double oTolerance(Elem e) { return e == Elem::F32 ? 1e-5 : 2e-3; }
+/// o is rounded to its element type at the end: f16's unit roundoff is
+/// 2^-11 (2e-3 is four of them), bf16's 2^-8 (8e-3 is two).
+double oTolerance(Elem e) {
+  return e == Elem::F32 ? 1e-5 : (e == Elem::BF16 ? 8e-3 : 2e-3);
+}
 double lseTolerance(Elem e) { return e == Elem::F32 ? 1e-4 : 2e-3; }
 
 double relL2(const HostArray &x, const std::vector<double> &expected,

@@ -233,7 +233,7 @@ std::string describeTable(const ref::PageTable &pt);
 //===----------------------------------------------------------------------===//
 
 /// Tolerances of the project (by the data's element type).
-double oTolerance(Elem e);   // relative L2: 1e-5 f32, 2e-3 f16/bf16
+double oTolerance(Elem e);   // relative L2: 1e-5 f32, 2e-3 f16, 8e-3 bf16
 double lseTolerance(Elem e); // absolute: 1e-4 f32, 2e-3 f16/bf16
 
 /// ||x - ref|| / max(||ref||, tiny) over the first `n` elements; NaN/inf in x

@@ -1113,6 +1113,172 @@ TEST(AppendTest, AppendThenDecodeSeesNewToken) {
 }
 
 //===----------------------------------------------------------------------===//
+// FP8 KV caches
+//===----------------------------------------------------------------------===//
+
+TEST(FP8Test, QuantizeRoundsToNearestEvenAndSaturates) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // E4M3FN: 3 mantissa bits, 1.0 .. 2.0 in steps of 0.125.
+  FP8Format e4 = FP8Format::E4M3FN, e5 = FP8Format::E5M2;
+  EXPECT_EQ(fp8Max(e4), 448.0);
+  EXPECT_EQ(fp8Max(e5), 57344.0);
+  EXPECT_EQ(quantizeFP8(1.0, e4), 1.0);
+  EXPECT_EQ(quantizeFP8(1.06, e4), 1.0);
+  EXPECT_EQ(quantizeFP8(1.07, e4), 1.125);
+  EXPECT_EQ(quantizeFP8(1.0625, e4), 1.0);  // tie -> even mantissa 000
+  EXPECT_EQ(quantizeFP8(1.1875, e4), 1.25); // tie 001|010 -> 010
+  EXPECT_EQ(quantizeFP8(-3.3, e4), -3.25);
+  EXPECT_EQ(quantizeFP8(1.9999, e4), 2.0);  // rounds into the next binade
+  // Saturation: the largest finite value, also for +-inf; NaN stays NaN.
+  EXPECT_EQ(quantizeFP8(448.0, e4), 448.0);
+  EXPECT_EQ(quantizeFP8(464.0, e4), 448.0);
+  EXPECT_EQ(quantizeFP8(1e6, e4), 448.0);
+  EXPECT_EQ(quantizeFP8(-kInf, e4), -448.0);
+  EXPECT_EQ(quantizeFP8(kInf, e5), 57344.0);
+  EXPECT_EQ(quantizeFP8(-60000.0, e5), -57344.0);
+  EXPECT_TRUE(std::isnan(quantizeFP8(nan, e4)));
+  EXPECT_TRUE(std::isnan(quantizeFP8(nan, e5)));
+  // Subnormals: E4M3FN spacing 2^-9 below 2^-6, E5M2 2^-16 below 2^-14.
+  EXPECT_EQ(quantizeFP8(std::ldexp(1.0, -9), e4), std::ldexp(1.0, -9));
+  EXPECT_EQ(quantizeFP8(std::ldexp(1.0, -10), e4), 0.0); // tie -> 0
+  EXPECT_EQ(quantizeFP8(std::ldexp(3.0, -10), e4), std::ldexp(1.0, -8));
+  EXPECT_EQ(quantizeFP8(std::ldexp(5.0, -11), e4), std::ldexp(1.0, -9));
+  EXPECT_EQ(quantizeFP8(std::ldexp(1.0, -17), e5), 0.0);
+  EXPECT_EQ(quantizeFP8(std::ldexp(3.0, -17), e5), std::ldexp(1.0, -15));
+  EXPECT_TRUE(std::signbit(quantizeFP8(-1e-9, e4)));
+  EXPECT_EQ(quantizeFP8(1.125, e5), 1.0); // E5M2: steps of 0.25, tie -> even
+  EXPECT_EQ(quantizeFP8(1.375, e5), 1.5);
+  // Every quantized value is a value of the format.
+  Rng rng(1700);
+  for (double x : randVec(rng, 2000, -600.0, 600.0)) {
+    EXPECT_TRUE(isFP8Value(quantizeFP8(x, e4), e4)) << x;
+    EXPECT_TRUE(isFP8Value(quantizeFP8(x * 100, e5), e5)) << x;
+    EXPECT_LE(std::fabs(quantizeFP8(x, e4) - std::clamp(x, -448.0, 448.0)),
+              std::max(std::fabs(x) / 16, std::ldexp(1.0, -10)))
+        << x;
+  }
+  EXPECT_FALSE(isFP8Value(1.1, e4));
+  EXPECT_FALSE(isFP8Value(480.0, e4));
+  EXPECT_FALSE(isFP8Value(kInf, e4));
+  EXPECT_TRUE(isFP8Value(-kInf, e5));
+  EXPECT_TRUE(isFP8Value(nan, e4));
+}
+
+/// A random fp8 cache (elements quantized from [-range, range)) with scales
+/// of `kScales` / `vScales` entries, and its dequantized float64 copy.
+std::pair<PagedKV, PagedKV> randomFP8Cache(Rng &rng, FP8Format f,
+                                           int64_t numPages, int64_t pageSize,
+                                           int64_t heads, int64_t dim,
+                                           int64_t kScales, int64_t vScales) {
+  PagedKV q = randomPagedKV(rng, KVLayout::HND, numPages, pageSize, heads, dim);
+  double range = f == FP8Format::E4M3FN ? 400.0 : 50000.0;
+  for (double &x : q.k)
+    x = quantizeFP8(x * range, f);
+  for (double &x : q.v)
+    x = quantizeFP8(x * range, f);
+  q.fp8 = FP8Scales{f, randVec(rng, kScales, 0.001, 0.01),
+                    randVec(rng, vScales, 0.001, 0.01)};
+  PagedKV deq = q;
+  deq.fp8.reset();
+  for (int64_t p = 0; p < numPages; ++p)
+    for (int64_t s = 0; s < pageSize; ++s)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < dim; ++d) {
+          deq.kAt(p, s, h, d) *= q.fp8->scaleOf(false, h);
+          deq.vAt(p, s, h, d) *= q.fp8->scaleOf(true, h);
+        }
+  return {q, deq};
+}
+
+TEST(FP8Test, AttentionDequantizesWithTheHeadsScales) {
+  Rng rng(1701);
+  for (FP8Format f : {FP8Format::E4M3FN, FP8Format::E5M2})
+    for (auto [ks, vs] : {std::pair{1, 1}, std::pair{3, 3}, std::pair{1, 3}}) {
+      SCOPED_TRACE(std::to_string(ks) + "/" + std::to_string(vs));
+      auto [kv, deq] = randomFP8Cache(rng, f, 6, 4, 3, 8, ks, vs);
+      PageTable pt = randomTable(rng, {7, 0, 13}, 4, 6);
+      std::vector<double> q = randVec(rng, 3 * 6 * 8);
+      AttnOptions opts;
+      opts.smScale = 0.3;
+      States a = decode(q, 6, kv, pt, opts), b = decode(q, 6, deq, pt, opts);
+      for (size_t i = 0; i < a.o.size(); ++i)
+        EXPECT_NEAR(a.o[i], b.o[i], 1e-12 * (1 + std::fabs(b.o[i])));
+      for (size_t i = 0; i < a.lse.size(); ++i)
+        EXPECT_TRUE(a.lse[i] == b.lse[i] ||
+                    std::fabs(a.lse[i] - b.lse[i]) < 1e-12);
+      std::vector<int32_t> qo = {0, 2, 2, 5};
+      opts.mask = MaskMode::Causal;
+      std::vector<double> qp = randVec(rng, 5 * 6 * 8);
+      a = prefill(qp, 6, qo, kv, pt, opts);
+      b = prefill(qp, 6, qo, deq, pt, opts);
+      for (size_t i = 0; i < a.o.size(); ++i)
+        EXPECT_NEAR(a.o[i], b.o[i], 1e-12 * (1 + std::fabs(b.o[i])));
+    }
+}
+
+TEST(FP8Test, WritesQuantizeWithTheHeadsScales) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PagedKV kv(KVLayout::NHD, 2, 2, 2, 2);
+  kv.fp8 = FP8Scales{FP8Format::E4M3FN, {0.5}, {0.25, 2.0}};
+  // Row 0 to slot 1, row 1 to slot 2: K = x / 0.5, V = x / 0.25 (head 0),
+  // x / 2 (head 1); saturating at 448, NaN stays NaN.
+  std::vector<double> k = {1.0, 0.3, 1e9, -kInf, //
+                           nan, -0.01, 224.0, 232.0};
+  std::vector<double> v = {1.0, -1.0, 3.0, 1000.0, //
+                           0.0, 200.0, -kInf, 0.1};
+  appendKVSlots(kv, {1, 2}, k, v);
+  EXPECT_EQ(kv.kAt(0, 1, 0, 0), 2.0);
+  EXPECT_EQ(kv.kAt(0, 1, 0, 1), 0.625); // 0.6 -> 0.625
+  EXPECT_EQ(kv.kAt(0, 1, 1, 0), 448.0);
+  EXPECT_EQ(kv.kAt(0, 1, 1, 1), -448.0);
+  EXPECT_TRUE(std::isnan(kv.kAt(1, 0, 0, 0)));
+  EXPECT_EQ(kv.kAt(1, 0, 0, 1), -0.01953125); // -0.02 -> -5 * 2^-8
+  EXPECT_EQ(kv.kAt(1, 0, 1, 0), 448.0);
+  EXPECT_EQ(kv.kAt(1, 0, 1, 1), 448.0);       // 464 saturates
+  EXPECT_EQ(kv.vAt(0, 1, 0, 0), 4.0);
+  EXPECT_EQ(kv.vAt(0, 1, 0, 1), -4.0);
+  EXPECT_EQ(kv.vAt(0, 1, 1, 0), 1.5);
+  EXPECT_EQ(kv.vAt(0, 1, 1, 1), 448.0); // 500 saturates
+  EXPECT_EQ(kv.vAt(1, 0, 0, 1), 448.0); // 800 saturates
+  EXPECT_EQ(kv.vAt(1, 0, 1, 0), -448.0);
+  EXPECT_EQ(kv.vAt(1, 0, 1, 1), 0.05078125); // 0.05 -> 13 * 2^-8
+  // A NaN in a slot attention never reads does not matter; one it reads does.
+  PageTable pt{{0, 1}, {0}, {2}, 2};
+  States s = decode({1, 1, 1, 1}, 2, kv, pt, {});
+  EXPECT_TRUE(std::isfinite(s.oAt(0, 0, 0)));
+  PageTable pt2{{0, 2}, {0, 1}, {1}, 2};
+  s = decode({1, 1, 1, 1}, 2, kv, pt2, {});
+  EXPECT_TRUE(std::isnan(s.oAt(0, 0, 0)));
+}
+
+TEST(FP8Test, ValidationNamesTheInvariant) {
+  Rng rng(1702);
+  auto [kv, deq] = randomFP8Cache(rng, FP8Format::E4M3FN, 2, 2, 2, 4, 1, 2);
+  EXPECT_NO_THROW(validate(kv));
+  PagedKV bad = kv;
+  bad.fp8->kScale = {1.0, 2.0, 3.0};
+  expectError([&] { validate(bad); },
+              "k_scale has 3 entries, expected 1 (per tensor) or H = 2");
+  bad = kv;
+  bad.fp8->vScale[1] = 0.0;
+  expectError([&] { validate(bad); }, "v_scale[1] = 0 must be finite and > 0");
+  bad = kv;
+  bad.fp8->kScale[0] = kInf;
+  expectError([&] { validate(bad); },
+              "k_scale[0] = inf must be finite and > 0");
+  bad = kv;
+  bad.k[3] = 1.1;
+  expectError([&] { validate(bad); },
+              "paged K[3] = 1.1 is not an e4m3fn value");
+  PagedKV e5(KVLayout::NHD, 1, 1, 1, 2);
+  e5.fp8 = FP8Scales{FP8Format::E5M2, {1.0}, {1.0}};
+  e5.k = {-kInf, 57344.0};
+  e5.v = {0.0, 1.125};
+  expectError([&] { validate(e5); },
+              "paged V[1] = 1.125 is not an e5m2 value");
+}
+
+//===----------------------------------------------------------------------===//
 // Validation
 //===----------------------------------------------------------------------===//
 

@@ -80,10 +80,30 @@ inline PageTable pageTableOf(PagedOpInterface op, bool checked = true) {
                    checked};
 }
 
-/// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout.
+/// A paged KV cache (joint `[N, 2, ...]` or split K and V) of a layout, and
+/// the K/V scales of an fp8 cache (docs/Semantics.md, "FP8 KV caches").
 struct Cache {
   PagedKVAttr attr;
   SmallVector<Value, 2> tensors;
+  /// `[1]` or `[Hkv]` f32 scales; null unless the cache is fp8.
+  KVScales scales = {};
+
+  /// True for an f8E4M3FN / f8E5M2 cache (whose values are scale * element).
+  bool fp8() const { return isFP8CacheType(elementType()); }
+  /// The f32 scale of K (or V) of KV head `head` (1 for a non-fp8 cache):
+  /// `scale[0]` per tensor, `scale[head]` per head.
+  Value scale(Emitter &e, bool isV, Value head) const;
+  /// Element (page, k or v, slot, head, d) as an f32 value: dequantized with
+  /// `scale` (from scale()) for an fp8 cache, extended otherwise.
+  Value loadF32(Emitter &e, bool isV, Value page, Value slot, Value head,
+                Value d, Value scale) const;
+  /// Writes the row value `x` (of the rows' element type) to (page, k or v,
+  /// slot, head, d): quantized with `scale` for an fp8 cache (emitQuantize),
+  /// stored as is otherwise (x then has the cache's element type).
+  void storeRow(Emitter &e, bool isV, Value x, Value page, Value slot,
+                Value head, Value d, Value scale) const;
+  /// Asserts (cf.assert) that every scale is finite and > 0.
+  void emitScaleChecks(Emitter &e) const;
 
   bool joint() const { return tensors.size() == 1; }
   Value numPages(Emitter &e) const { return e.dim(tensors[0], 0); }
@@ -106,6 +126,12 @@ struct Cache {
     e.store(v, memref(isV), indices(e, isV, page, slot, head, d));
   }
 };
+
+/// The fp8 value of element type `fp8` (f8E4M3FN or f8E5M2) that stores `x`
+/// (any float) under `scale` (f32): x / scale in f32, clamped to the format's
+/// largest finite magnitude (NaN stays NaN), rounded to nearest even by
+/// arith.truncf.
+Value emitQuantize(Emitter &e, Value x, Value scale, Type fp8);
 
 /// Asserts qo_len <= kv_len: without explicit positions a request's queries
 /// are its last qo_len tokens (positions kv_len - qo_len + i).

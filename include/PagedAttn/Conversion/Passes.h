@@ -20,6 +20,9 @@ void populatePACacheToLoopsPatterns(RewritePatternSet &patterns);
 void populatePACacheBlendToLoopsPatterns(RewritePatternSet &patterns);
 /// The tile-level ops of pa-tile-attention (pa.tile.*) to loops.
 void populatePATileToLoopsPatterns(RewritePatternSet &patterns);
+/// Scalar arith.extf / arith.truncf between f8E4M3FN or f8E5M2 and f16, bf16
+/// or f32 to integer arithmetic (the patterns of pa-expand-fp8).
+void populatePAExpandFP8Patterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"

@@ -235,6 +235,43 @@ def PAMmaSyncBF16ToNVVM : Pass<"pa-mma-sync-bf16-to-nvvm"> {
                            "::mlir::ub::UBDialect"];
 }
 
+def PAExpandFP8 : Pass<"pa-expand-fp8"> {
+  let summary = "Expand f8E4M3FN / f8E5M2 arith.extf and arith.truncf into "
+                "integer arithmetic";
+  let description = [{
+    LLVM has no fp8 types: the LLVM lowering stores `f8E4M3FN` and `f8E5M2`
+    as `i8` but leaves `arith.extf` / `arith.truncf` to or from them
+    unconverted (upstream's `arith-expand` only expands bf16, f4E2M1 and
+    f8E8M0). This pass rewrites every scalar conversion between those two fp8
+    types and `f16`, `bf16` or `f32` into bit manipulation on `i32`, with the
+    semantics of `APFloat` (what the constant folder does):
+
+    * `extf` is exact: normal and subnormal values, `+-0`, NaN (and `+-inf`
+      for f8E5M2) map to the same value in f32 (then to the target type,
+      exactly);
+    * `truncf` (from f32; f16 and bf16 are first extended to f32, exactly)
+      rounds to nearest, ties to even, and gives subnormals, zero and the
+      sign like IEEE 754; NaN gives NaN; a value that rounds past the
+      largest finite magnitude gives `+-inf` for f8E5M2 and NaN for
+      f8E4M3FN (which has no infinity). Callers that want saturation clamp
+      before `truncf` (the CPU lowering's quantization does).
+
+    A `truncf` with a rounding mode other than to-nearest-even, a conversion
+    from f64 (which would round twice) or of a vector is an error.
+    `pa-lower-to-cpu` runs this pass after `convert-pa-to-loops`.
+
+    ```mlir
+    %k = arith.extf %x : f8E4M3FN to f32
+    // becomes
+    %b = arith.bitcast %x : f8E4M3FN to i8
+    %w = arith.extui %b : i8 to i32
+    ... exponent / mantissa fields, subnormal and NaN selects ...
+    %k = arith.bitcast %bits : i32 to f32
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def PAAssertToStderr : Pass<"pa-assert-to-stderr", "::mlir::ModuleOp"> {
   let summary = "Lower cf.assert to a message on stderr and abort()";
   let description = [{

@@ -79,6 +79,18 @@ struct WorkListOperands {
   static WorkListOperands get(ValueRange values);
 };
 
+/// The scale operands `scales(%k_scale, %v_scale)` of an op over an fp8 KV
+/// cache: 1-D f32 arrays of shape [1] (per tensor) or [Hkv] (per KV head).
+/// Both are null for caches of other element types.
+struct KVScales {
+  Value k, v;
+
+  explicit operator bool() const { return k && v; }
+};
+
+/// True for the element types of an fp8 KV cache: f8E4M3FN and f8E5M2.
+bool isFP8CacheType(Type t);
+
 /// How the queries of a pa.prefill are placed and masked: `causal`, the
 /// explicit positions `positions(%q_positions)` and the packed custom mask
 /// `mask(%custom_mask, %mask_indptr)` (null operands are absent).

@@ -33,6 +33,12 @@ def PA_AttentionOpInterface : OpInterface<"AttentionOpInterface"> {
       "::mlir::pa::PagedKVAttr", "getCache">,
     InterfaceMethod<"The static layout of the cache (`#pa.paged_kv`).",
       "::mlir::pa::PagedKVAttr", "getCacheAttr">,
+    InterfaceMethod<"The K scales of an fp8 cache (`[1]` or `[Hkv]` f32), "
+                    "or null.",
+      "::mlir::TypedValue<::mlir::Type>", "getKScale">,
+    InterfaceMethod<"The V scales of an fp8 cache (`[1]` or `[Hkv]` f32), "
+                    "or null.",
+      "::mlir::TypedValue<::mlir::Type>", "getVScale">,
     InterfaceMethod<"The ALiBi slopes `[Hq]` f32, or null.",
       "::mlir::TypedValue<::mlir::Type>", "getAlibiSlopes">,
     InterfaceMethod<"The outs: the state `(o, lse)` (partial states for "
@@ -60,6 +66,10 @@ def PA_AttentionOpInterface : OpInterface<"AttentionOpInterface"> {
     ::mlir::Value getO() { return $_op.getOuts()[0]; }
     /// The `lse` out (`outs[1]`).
     ::mlir::Value getLse() { return $_op.getOuts()[1]; }
+    /// The scale operands `scales(%k_scale, %v_scale)` (null without).
+    ::mlir::pa::KVScales getKVScales() {
+      return {$_op.getKScale(), $_op.getVScale()};
+    }
     /// The options `sm_scale`, `logits_soft_cap`, `window` and `lse_base2`.
     ::mlir::pa::AttentionOptions getAttentionOptions() {
       return ::mlir::pa::AttentionOptions::get(

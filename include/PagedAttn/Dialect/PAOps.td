@@ -56,7 +56,18 @@ class PA_Op<string mnemonic, list<Trait> traits = [], bit readsInits = 0>
 defvar PA_AttnBuilderTail = (ins
   "::mlir::pa::PagedKVAttr":$cache,
   CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
-  CArg<"::mlir::Value", "{}">:$alibiSlopes);
+  CArg<"::mlir::Value", "{}">:$alibiSlopes,
+  CArg<"const ::mlir::pa::KVScales &", "{}">:$scales);
+
+defvar PA_KVScalesDoc = [{
+    FP8 caches: with a cache of element type `f8E4M3FN` or `f8E5M2`, the op
+    takes `scales(%k_scale, %v_scale)`, two 1-D `f32` arrays of shape `[1]`
+    (per tensor) or `[Hkv]` (per KV head, static); the value of a K element is
+    `k_scale[h] * k` (`k_scale[0]` per tensor), likewise V. Ops that read the
+    cache dequantize (accumulation stays f32); ops that write it store
+    `saturate(round_to_nearest_even(x / scale))`. Other caches take no
+    scales.
+}];
 
 /// Options shared by every attention op (decode, prefill, cascade).
 defvar PA_AttnOptions = (ins
@@ -92,7 +103,7 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
     Query head `h` reads KV head `h / (Hq / Hkv)`. The query's position is
     `kv_len - 1`. Writes `o[B, Hq, D]` (q's element type) and `lse[B, Hq]`
     (f32).
-  }], PA_AttnOptionsDoc, [{
+  }], PA_AttnOptionsDoc, PA_KVScalesDoc, [{
 
     ```mlir
     %o, %lse = pa.decode q(%q : tensor<4x32x128xf16>)
@@ -101,10 +112,23 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
         outs(%o0, %lse0 : tensor<4x32x128xf16>, tensor<4x32xf32>)
         {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
     ```
+
+    Over an fp8 cache with a per-tensor K scale and per-head V scales:
+
+    ```mlir
+    %o, %lse = pa.decode q(%q : tensor<4x32x128xf16>)
+        kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>)
+        scales(%ks, %vs : tensor<1xf32>, tensor<8xf32>)
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        outs(%o0, %lse0 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+    ```
   }]);
   let arguments = !con((ins
     PA_TensorOrMemRef:$q,
     Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Optional<PA_TensorOrMemRef>:$k_scale,
+    Optional<PA_TensorOrMemRef>:$v_scale,
     PA_TensorOrMemRef:$kv_indptr,
     PA_TensorOrMemRef:$kv_indices,
     PA_TensorOrMemRef:$kv_last_page_len,
@@ -114,6 +138,8 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
@@ -127,8 +153,9 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
         "::mlir::ValueRange":$outs), PA_AttnBuilderTail), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
-      build($_builder, $_state, types, q, kvCache, pages.indptr,
-            pages.indices, pages.lastPageLen, alibiSlopes, outs, cache,
+      build($_builder, $_state, types, q, kvCache, scales.k, scales.v,
+            pages.indptr, pages.indices, pages.lastPageLen, alibiSlopes, outs,
+            cache,
             options.getSmScaleAttr($_builder),
             options.getSoftCapAttr($_builder),
             options.getWindowAttr($_builder),
@@ -154,7 +181,7 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
       starting at byte `mask_indptr[b]` (see `pa.pack_mask`). Excludes
       `causal` and `window`.
     Writes `o[qo_indptr[B], Hq, D]` and `lse[qo_indptr[B], Hq]`.
-  }], PA_AttnOptionsDoc, [{
+  }], PA_AttnOptionsDoc, PA_KVScalesDoc, [{
 
     ```mlir
     %o, %lse = pa.prefill q(%q, %qo_indptr : tensor<?x32x128xf16>, tensor<3xi32>)
@@ -169,6 +196,8 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
     PA_TensorOrMemRef:$q,
     PA_TensorOrMemRef:$qo_indptr,
     Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Optional<PA_TensorOrMemRef>:$k_scale,
+    Optional<PA_TensorOrMemRef>:$v_scale,
     PA_TensorOrMemRef:$kv_indptr,
     PA_TensorOrMemRef:$kv_indices,
     PA_TensorOrMemRef:$kv_last_page_len,
@@ -182,6 +211,8 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `q` `(` $q `,` $qo_indptr `:` type($q) `,` type($qo_indptr) `)`
     `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
@@ -199,10 +230,12 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
         "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
         CArg<"const ::mlir::pa::PrefillMasking &", "{}">:$masking,
         CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
-        CArg<"::mlir::Value", "{}">:$alibiSlopes), [{
+        CArg<"::mlir::Value", "{}">:$alibiSlopes,
+        CArg<"const ::mlir::pa::KVScales &", "{}">:$scales), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
-      build($_builder, $_state, types, q, qoIndptr, kvCache, pages.indptr,
+      build($_builder, $_state, types, q, qoIndptr, kvCache, scales.k,
+            scales.v, pages.indptr,
             pages.indices, pages.lastPageLen, masking.qPositions,
             masking.customMask, masking.maskIndptr, alibiSlopes, outs, cache,
             masking.causal ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
@@ -221,7 +254,8 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
         CArg<"const ::mlir::pa::PrefillMasking &", "{}">:$masking), [{
       build($_builder, $_state, like.getQ(), qoIndptr, like.getKvCache(),
             pages, outs, like.getCache(), masking,
-            like.getAttentionOptions(), like.getAlibiSlopes());
+            like.getAttentionOptions(), like.getAlibiSlopes(),
+            like.getKVScales());
     }]>
   ];
 }
@@ -239,7 +273,7 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
     prefixes that lie wholly before the queries and are fully visible;
     `causal` applies to the last level only, with positions
     `kv_len - qo_len + i` within that level.
-  }], PA_AttnOptionsDoc, [{
+  }], PA_AttnOptionsDoc, PA_KVScalesDoc, [{
 
     ```mlir
     %o, %lse = pa.cascade q(%q : tensor<8x32x128xf16>)
@@ -255,6 +289,8 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
   let arguments = !con((ins
     PA_TensorOrMemRef:$q,
     Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Optional<PA_TensorOrMemRef>:$k_scale,
+    Optional<PA_TensorOrMemRef>:$v_scale,
     Variadic<PA_TensorOrMemRef>:$qo_indptrs,
     Variadic<PA_TensorOrMemRef>:$kv_indptrs,
     Variadic<PA_TensorOrMemRef>:$kv_indices,
@@ -266,6 +302,8 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `qo_indptrs` `(` $qo_indptrs `:` type($qo_indptrs) `)`
     `kv_indptrs` `(` $kv_indptrs `:` type($kv_indptrs) `)`
     `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
@@ -283,7 +321,8 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
         "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
         CArg<"bool", "false">:$causal,
         CArg<"const ::mlir::pa::AttentionOptions &", "{}">:$options,
-        CArg<"::mlir::Value", "{}">:$alibiSlopes), [{
+        CArg<"::mlir::Value", "{}">:$alibiSlopes,
+        CArg<"const ::mlir::pa::KVScales &", "{}">:$scales), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
       ::llvm::SmallVector<::mlir::Value> indptrs, indices, lastPageLens;
@@ -292,7 +331,8 @@ def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
         indices.push_back(level.indices);
         lastPageLens.push_back(level.lastPageLen);
       }
-      build($_builder, $_state, types, q, kvCache, qoIndptrs, indptrs,
+      build($_builder, $_state, types, q, kvCache, scales.k, scales.v,
+            qoIndptrs, indptrs,
             indices, lastPageLens, alibiSlopes, outs, cache,
             causal ? $_builder.getUnitAttr() : ::mlir::UnitAttr(),
             options.getSmScaleAttr($_builder),
@@ -361,7 +401,7 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
     ALiBi). Rows `>= work_indptr[B]` are unspecified. `pa.merge_segments`
     over `work_indptr` then gives `pa.decode`'s result: attention over a union
     of disjoint key sets is the merge of the parts.
-  }], PA_AttnOptionsDoc, [{
+  }], PA_AttnOptionsDoc, PA_KVScalesDoc, [{
 
     ```mlir
     %op, %lp = pa.decode_partial q(%q : tensor<4x32x128xf16>)
@@ -375,6 +415,8 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
   let arguments = !con((ins
     PA_TensorOrMemRef:$q,
     Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Optional<PA_TensorOrMemRef>:$k_scale,
+    Optional<PA_TensorOrMemRef>:$v_scale,
     PA_TensorOrMemRef:$kv_indptr,
     PA_TensorOrMemRef:$kv_indices,
     PA_TensorOrMemRef:$kv_last_page_len,
@@ -388,6 +430,8 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     `work` `(` $work_indptr `,` $work_request `,` $work_start `,` $work_end `:`
@@ -405,8 +449,9 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
         "::mlir::ValueRange":$outs), PA_AttnBuilderTail), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
-      build($_builder, $_state, types, q, kvCache, pages.indptr,
-            pages.indices, pages.lastPageLen, work.indptr, work.request,
+      build($_builder, $_state, types, q, kvCache, scales.k, scales.v,
+            pages.indptr, pages.indices, pages.lastPageLen, work.indptr,
+            work.request,
             work.start, work.end, alibiSlopes, outs, cache,
             options.getSmScaleAttr($_builder),
             options.getSoftCapAttr($_builder),
@@ -421,7 +466,7 @@ def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
         "::mlir::ValueRange":$outs), [{
       build($_builder, $_state, like.getQ(), like.getKvCache(), pages, work,
             outs, like.getCache(), like.getAttentionOptions(),
-            like.getAlibiSlopes());
+            like.getAlibiSlopes(), like.getKVScales());
     }]>
   ];
 }
@@ -521,10 +566,11 @@ def PA_MergeStatesOp : PA_Op<"merge_states"> {
 // KV cache writes
 //===----------------------------------------------------------------------===//
 
-def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
+def PA_AppendKVOp : PA_Op<"append_kv",
+                          [AttrSizedOperandSegments, PA_PagedOpInterface],
                           /*readsInits=*/1> {
   let summary = "append ragged K/V rows through a CSR page table";
-  let description = [{
+  let description = !strconcat([{
     New rows `k_new[N, Hkv, D]`, `v_new[N, Hkv, D]`, ragged by
     `append_indptr[B+1]`, are written into the paged cache (the `outs`). As in
     FlashInfer's `append_paged_kv_cache`, the page table describes the cache
@@ -540,13 +586,15 @@ def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
         outs(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
         {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
     ```
-  }];
+  }], PA_KVScalesDoc);
   let arguments = (ins PA_TensorOrMemRef:$k_new,
                        PA_TensorOrMemRef:$v_new,
                        PA_TensorOrMemRef:$append_indptr,
                        PA_TensorOrMemRef:$kv_indptr,
                        PA_TensorOrMemRef:$kv_indices,
                        PA_TensorOrMemRef:$kv_last_page_len,
+                       Optional<PA_TensorOrMemRef>:$k_scale,
+                       Optional<PA_TensorOrMemRef>:$v_scale,
                        Variadic<PA_TensorOrMemRef>:$outs,
                        PA_PagedKVAttr:$cache);
   let assemblyFormat = [{
@@ -554,6 +602,8 @@ def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
         type($v_new) `,` type($append_indptr) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
@@ -562,18 +612,21 @@ def PA_AppendKVOp : PA_Op<"append_kv", [PA_PagedOpInterface],
     OpBuilder<(ins "::mlir::Value":$kNew, "::mlir::Value":$vNew,
         "::mlir::Value":$appendIndptr,
         "const ::mlir::pa::PageTableOperands &":$pages,
-        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache), [{
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
+        CArg<"const ::mlir::pa::KVScales &", "{}">:$scales), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
       build($_builder, $_state, types, kNew, vNew, appendIndptr, pages.indptr,
-            pages.indices, pages.lastPageLen, outs, cache);
+            pages.indices, pages.lastPageLen, scales.k, scales.v, outs,
+            cache);
     }]>
   ];
 }
 
-def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots", [], /*readsInits=*/1> {
+def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots", [AttrSizedOperandSegments],
+                               /*readsInits=*/1> {
   let summary = "write K/V rows to the cache slots of a slot mapping (vLLM form)";
-  let description = [{
+  let description = !strconcat([{
     Row `r` of `k_new[N, Hkv, D]` / `v_new[N, Hkv, D]` goes to page
     `slot_mapping[r] / P`, slot `slot_mapping[r] % P`; rows whose slot is
     negative are skipped (vLLM's `reshape_and_cache` padding convention).
@@ -584,24 +637,29 @@ def PA_AppendKVSlotsOp : PA_Op<"append_kv_slots", [], /*readsInits=*/1> {
         outs(%kv : tensor<?x2x16x8x128xf16>)
         {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
     ```
-  }];
+  }], PA_KVScalesDoc);
   let arguments = (ins PA_TensorOrMemRef:$k_new,
                        PA_TensorOrMemRef:$v_new,
                        PA_TensorOrMemRef:$slot_mapping,
+                       Optional<PA_TensorOrMemRef>:$k_scale,
+                       Optional<PA_TensorOrMemRef>:$v_scale,
                        Variadic<PA_TensorOrMemRef>:$outs,
                        PA_PagedKVAttr:$cache);
   let assemblyFormat = [{
     `new` `(` $k_new `,` $v_new `:` type($k_new) `,` type($v_new) `)`
     `slots` `(` $slot_mapping `:` type($slot_mapping) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
 }
 
-def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
+def PA_ScatterKVOp : PA_Op<"scatter_kv",
+                           [AttrSizedOperandSegments, PA_PagedOpInterface],
                            /*readsInits=*/1> {
   let summary = "scatter recomputed K/V rows into the paged cache (CacheBlend)";
-  let description = [{
+  let description = !strconcat([{
     Rows `k_rows[M, Hkv, D]`, `v_rows[M, Hkv, D]`, ragged by
     `rows_indptr[B+1]`, are written to request-local token positions
     `positions[M]` (each `< kv_len[b]`) through the page table. This is how
@@ -616,7 +674,7 @@ def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
         outs(%kv : tensor<?x2x16x8x128xf16>)
         {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
     ```
-  }];
+  }], PA_KVScalesDoc);
   let arguments = (ins PA_TensorOrMemRef:$k_rows,
                        PA_TensorOrMemRef:$v_rows,
                        PA_TensorOrMemRef:$rows_indptr,
@@ -624,6 +682,8 @@ def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
                        PA_TensorOrMemRef:$kv_indptr,
                        PA_TensorOrMemRef:$kv_indices,
                        PA_TensorOrMemRef:$kv_last_page_len,
+                       Optional<PA_TensorOrMemRef>:$k_scale,
+                       Optional<PA_TensorOrMemRef>:$v_scale,
                        Variadic<PA_TensorOrMemRef>:$outs,
                        PA_PagedKVAttr:$cache);
   let assemblyFormat = [{
@@ -632,6 +692,8 @@ def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
     `positions` `(` $positions `:` type($positions) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];
@@ -640,11 +702,13 @@ def PA_ScatterKVOp : PA_Op<"scatter_kv", [PA_PagedOpInterface],
     OpBuilder<(ins "::mlir::Value":$kRows, "::mlir::Value":$vRows,
         "::mlir::Value":$rowsIndptr, "::mlir::Value":$positions,
         "const ::mlir::pa::PageTableOperands &":$pages,
-        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache), [{
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedKVAttr":$cache,
+        CArg<"const ::mlir::pa::KVScales &", "{}">:$scales), [{
       ::llvm::SmallVector<::mlir::Type> types;
       (void)::mlir::pa::detail::inferFromOuts(outs, types);
       build($_builder, $_state, types, kRows, vRows, rowsIndptr, positions,
-            pages.indptr, pages.indices, pages.lastPageLen, outs, cache);
+            pages.indptr, pages.indices, pages.lastPageLen, scales.k,
+            scales.v, outs, cache);
     }]>
   ];
 }

@@ -41,13 +41,45 @@ public:
 
 enum class KVLayout { NHD, HND };
 
+/// The fp8 formats of an fp8 KV cache: E4M3FN (4 exponent bits, bias 7, 3
+/// mantissa bits, no infinity, largest finite 448) and E5M2 (5, 15, 2, IEEE
+/// infinities, largest finite 57344).
+enum class FP8Format { E4M3FN, E5M2 };
+
+/// The largest finite magnitude of `f` (448 or 57344).
+double fp8Max(FP8Format f);
+/// The fp8 value that stores `x`: NaN stays NaN; otherwise x is clamped to
+/// [-fp8Max, fp8Max] (so +-inf saturate) and rounded to the nearest value
+/// of the format, ties to even (subnormals included; -0 stays -0).
+double quantizeFP8(double x, FP8Format f);
+/// True if `x` is a value of format `f` (NaN included; +-inf only for E5M2).
+bool isFP8Value(double x, FP8Format f);
+
+/// The quantization of an fp8 KV cache: the format of its elements and the
+/// scales of K and V, each of 1 (per tensor) or numHeads (per KV head)
+/// entries. The value of a K element of head h is kScale[h] * element (or
+/// kScale[0] * element), likewise V.
+struct FP8Scales {
+  FP8Format format = FP8Format::E4M3FN;
+  std::vector<double> kScale, vScale;
+
+  /// The K (isV = false) or V scale of KV head `head`.
+  double scaleOf(bool isV, int64_t head) const {
+    const std::vector<double> &s = isV ? vScale : kScale;
+    return s.size() == 1 ? s[0] : s[head];
+  }
+};
+
 /// A paged KV cache held in float64. K and V are each [numPages, P, H, D]
 /// (NHD) or [numPages, H, P, D] (HND). Joint vs split storage is a lowering
-/// concern; the reference keeps K and V apart.
+/// concern; the reference keeps K and V apart. With `fp8`, k and v hold the
+/// stored fp8 values (each a value of the format) and the cache's values are
+/// those times the scales: attention dequantizes, writes quantize.
 struct PagedKV {
   KVLayout layout = KVLayout::NHD;
   int64_t numPages = 0, pageSize = 0, numHeads = 0, headDim = 0;
   std::vector<double> k, v;
+  std::optional<FP8Scales> fp8;
 
   PagedKV() = default;
   /// Zero-filled cache of the given shape.
@@ -90,7 +122,9 @@ struct PageTable {
 };
 
 /// Checks the shape invariants of a cache: positive P, H, D, non-negative
-/// page count, and k/v sizes equal to numPages*P*H*D.
+/// page count, and k/v sizes equal to numPages*P*H*D; for an fp8 cache also
+/// scales of 1 or H entries, each finite and > 0, and elements that are
+/// values of the format.
 void validate(const PagedKV &kv);
 
 /// Checks a page table against a cache of `numPages` pages: pageSize >= 1,
@@ -185,6 +219,9 @@ States mergeN(const std::vector<double> &o, const std::vector<double> &lse,
 //===----------------------------------------------------------------------===//
 // KV writes
 //===----------------------------------------------------------------------===//
+
+/// The cache writes store a row value x as is, or into an fp8 cache as
+/// quantizeFP8(x / scale) with the K (V) scale of the element's KV head.
 
 /// Appends ragged rows kNew/vNew [N, Hkv, D] (appendIndptr [B+1]) through a
 /// page table that describes the cache AFTER the append: row j of request b

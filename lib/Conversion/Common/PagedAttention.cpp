@@ -108,6 +108,52 @@ SmallVector<Value> Cache::indices(Emitter &e, bool isV, Value page, Value slot,
   return idx;
 }
 
+Value Cache::scale(Emitter &e, bool isV, Value head) const {
+  if (!fp8())
+    return e.f32(1.0);
+  Value s = isV ? scales.v : scales.k;
+  bool perTensor = cast<ShapedType>(s.getType()).getDimSize(0) == 1;
+  return e.load(s, {perTensor ? e.idx(0) : head});
+}
+
+Value Cache::loadF32(Emitter &e, bool isV, Value page, Value slot, Value head,
+                     Value d, Value scale) const {
+  Value x = e.toF32(load(e, isV, page, slot, head, d));
+  return fp8() ? e.mul(x, scale) : x;
+}
+
+void Cache::storeRow(Emitter &e, bool isV, Value x, Value page, Value slot,
+                     Value head, Value d, Value scale) const {
+  if (fp8())
+    x = emitQuantize(e, x, scale, elementType());
+  store(e, isV, x, page, slot, head, d);
+}
+
+void Cache::emitScaleChecks(Emitter &e) const {
+  if (!fp8())
+    return;
+  for (Value s : {scales.k, scales.v})
+    e.forEach(e.idx(0), e.dim(s, 0), [&](Value i) {
+      Value x = e.load(s, {i});
+      // x > 0 and x < inf (false for NaN).
+      Value ok = e.andi(e.cmpf(arith::CmpFPredicate::OGT, x, e.f32(0)),
+                        e.cmpf(arith::CmpFPredicate::OLT, x,
+                               e.f32(std::numeric_limits<double>::infinity())));
+      e.assertTrue(ok, "fp8 KV cache scales must be finite and > 0");
+    });
+}
+
+Value mlir::pa::emitQuantize(Emitter &e, Value x, Value scale, Type fp8) {
+  double largest =
+      APFloat::getLargest(cast<FloatType>(fp8).getFloatSemantics())
+          .convertToDouble();
+  Value y = e.divf(e.toF32(x), scale);
+  // minimumf / maximumf propagate NaN; +-inf saturate like any overflow.
+  y = arith::MaximumFOp::create(e.b, e.loc, y, e.f32(-largest));
+  y = arith::MinimumFOp::create(e.b, e.loc, y, e.f32(largest));
+  return arith::TruncFOp::create(e.b, e.loc, fp8, y);
+}
+
 void mlir::pa::emitQueriesAreLastTokens(Emitter &e, Value qoLen,
                                         Value kvLen) {
   e.assertTrue(e.cmpi(Pred::sle, qoLen, kvLen),

@@ -571,6 +571,14 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "one-shot-bufferize first";
         return WalkResult::interrupt();
       }
+      if (auto a = dyn_cast<AttentionOpInterface>(op);
+          a && isFP8CacheType(
+                   cast<ShapedType>(a.getKvCache()[0].getType())
+                       .getElementType())) {
+        op->emitOpError() << "FP8 KV caches are not supported on the GPU yet "
+                             "(use pa-lower-to-cpu)";
+        return WalkResult::interrupt();
+      }
       if (auto p = dyn_cast<PrefillOp>(op);
           p && failed(checkPrefill(p, prefillShape())))
         return WalkResult::interrupt();
@@ -660,6 +668,8 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"kv"});
     else
       add({"k", "v"});
+    if (a.getKScale())
+      add({"k_scale", "v_scale"});
     add({"kv_indptr", "kv_indices", "kv_last_page_len"});
     if (partial)
       add({"work_indptr", "work_request", "work_start", "work_end"});
@@ -675,6 +685,8 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"kv"});
     else
       add({"k", "v"});
+    if (p.getKScale())
+      add({"k_scale", "v_scale"});
     add({"kv_indptr", "kv_indices", "kv_last_page_len"});
     if (p.getQPositions())
       add({"q_positions"});

@@ -5,7 +5,7 @@
 // at a time (online softmax):
 //
 //   for each (query row, head):              // per op: requests, levels, items
-//     for t in keys: if visible(t):
+//     for t in keys: if visible(t):         // fp8: k[t], v[t] = scale * elem
 //       s = scale * <q, k[t]>; s = cap * tanh(s / cap); s += slope * (t - pos)
 //       m' = max(m, s); a = exp(m - m'); p = exp(s - m')
 //       acc = acc * a + p * v[t]; l = l * a + p; m = m'
@@ -43,7 +43,8 @@ struct AttnSpec {
 
 AttnSpec makeSpec(Emitter &e, AttentionOpInterface op) {
   AttnSpec s;
-  s.cache = Cache{op.getCache(), SmallVector<Value, 2>(op.getKvCache())};
+  s.cache = Cache{op.getCache(), SmallVector<Value, 2>(op.getKvCache()),
+                  op.getKVScales()};
   s.q = op.getQ();
   s.alibi = op.getAlibiSlopes();
   AttentionOptions opts = op.getAttentionOptions();
@@ -117,6 +118,9 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
   Value d = e.idx(headDim);
   Value m0 = e.load(s.m, {kr.stateRow, h});
   Value l0 = e.load(s.l, {kr.stateRow, h});
+  // An fp8 cache's K/V scales of this KV head (1 otherwise).
+  Value kScale = s.cache.scale(e, false, hk);
+  Value vScale = s.cache.scale(e, true, hk);
   Type f32 = e.b.getF32Type();
   auto loop = e.forLoop(kr.begin, kr.end, {m0, l0}, [&](Value t,
                                                          ValueRange ml) {
@@ -136,8 +140,8 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
           Value dot = e.forLoop(e.idx(0), d, {e.f32(0)},
                                 [&](Value k, ValueRange acc) {
                                   Value qv = e.toF32(e.load(s.q, {kr.qRow, h, k}));
-                                  Value kv = e.toF32(
-                                      s.cache.load(e, false, page, slot, hk, k));
+                                  Value kv = s.cache.loadF32(
+                                      e, false, page, slot, hk, k, kScale);
                                   return SmallVector<Value>{
                                       e.add(acc[0], e.mul(qv, kv))};
                                 })
@@ -156,7 +160,7 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
           Value p = e.exp(e.sub(sc, mNew));
           e.forEach(e.idx(0), d, [&](Value k) {
             Value a = e.load(s.acc, {kr.stateRow, h, k});
-            Value v = e.toF32(s.cache.load(e, true, page, slot, hk, k));
+            Value v = s.cache.loadF32(e, true, page, slot, hk, k, vScale);
             e.store(e.add(e.mul(a, alpha), e.mul(p, v)), s.acc,
                     {kr.stateRow, h, k});
           });
@@ -219,6 +223,7 @@ lowerAttention(PatternRewriter &rewriter, AttentionOpInterface op,
     return rewriter.notifyMatchFailure(op, "expects the memref form");
   Emitter e{rewriter, op.getLoc()};
   AttnSpec s = makeSpec(e, op);
+  s.cache.emitScaleChecks(e);
   Value rows = stateRows(e, s);
   initState(e, s, rows);
   Value filled = body(e, s, rows);

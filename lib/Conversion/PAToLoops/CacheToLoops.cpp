@@ -1,8 +1,8 @@
 //===- CacheToLoops.cpp - KV cache writes and the split-KV planner -> loops ===//
 //
 // append_kv, append_kv_slots, scatter_kv copy [Hkv, D] rows into the paged
-// cache through the page table (or the slot mapping); plan_split_kv fills the
-// CSR work list of fixed-size chunks.
+// cache through the page table (or the slot mapping), quantizing them into an
+// fp8 cache; plan_split_kv fills the CSR work list of fixed-size chunks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,17 +14,30 @@ using namespace mlir::pa;
 
 namespace {
 
-/// Copies row `r` of k/v rows [N, Hkv, D] into cache token (page, slot).
+/// Copies row `r` of k/v rows [N, Hkv, D] into cache token (page, slot),
+/// quantized with the head's scales into an fp8 cache.
 void copyRow(Emitter &e, const Cache &cache, Value kRows, Value vRows, Value r,
              Value page, Value slot) {
   Value hkv = e.idx(cache.attr.getNumKVHeads());
   Value d = e.idx(cache.attr.getHeadDim());
   e.forEach(e.idx(0), hkv, [&](Value h) {
+    Value kScale = cache.scale(e, false, h), vScale = cache.scale(e, true, h);
     e.forEach(e.idx(0), d, [&](Value k) {
-      cache.store(e, false, e.load(kRows, {r, h, k}), page, slot, h, k);
-      cache.store(e, true, e.load(vRows, {r, h, k}), page, slot, h, k);
+      cache.storeRow(e, false, e.load(kRows, {r, h, k}), page, slot, h, k,
+                     kScale);
+      cache.storeRow(e, true, e.load(vRows, {r, h, k}), page, slot, h, k,
+                     vScale);
     });
   });
+}
+
+/// The cache outs of a cache-writing op, with its scales; asserts that the
+/// scales of an fp8 cache are finite and > 0.
+template <typename OpTy> Cache cacheOuts(Emitter &e, OpTy op) {
+  Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts()),
+              KVScales{op.getKScale(), op.getVScale()}};
+  cache.emitScaleChecks(e);
+  return cache;
 }
 
 struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
@@ -34,7 +47,7 @@ struct AppendKVToLoops final : OpRewritePattern<AppendKVOp> {
     if (!hasMemRefSemantics(op))
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
-    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    Cache cache = cacheOuts(e, op);
     PageTable pt = pageTableOf(op);
     Value numPages = cache.numPages(e);
     Value ai = op.getAppendIndptr();
@@ -70,7 +83,7 @@ struct AppendKVSlotsToLoops final : OpRewritePattern<AppendKVSlotsOp> {
     if (!hasMemRefSemantics(op))
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
-    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    Cache cache = cacheOuts(e, op);
     int64_t pageSize = op.getCache().getPageSize();
     Value slots = e.mul(cache.numPages(e), e.idx(pageSize));
     Value n = e.dim(op.getSlotMapping(), 0);
@@ -96,7 +109,7 @@ struct ScatterKVToLoops final : OpRewritePattern<ScatterKVOp> {
     if (!hasMemRefSemantics(op))
       return rewriter.notifyMatchFailure(op, "expects the memref form");
     Emitter e{rewriter, op.getLoc()};
-    Cache cache{op.getCache(), SmallVector<Value, 2>(op.getOuts())};
+    Cache cache = cacheOuts(e, op);
     PageTable pt = pageTableOf(op);
     Value numPages = cache.numPages(e);
     Value ri = op.getRowsIndptr();
