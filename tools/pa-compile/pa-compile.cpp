@@ -91,13 +91,13 @@ static cl::opt<int64_t> prefillWarps(
     cl::cat(category));
 static cl::opt<int64_t> prefillTileKV(
     "prefill-tile-kv", cl::init(0),
-    cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64, 128 (0: by "
-             "head dim)"),
+    cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64, 128 (0: "
+             "32)"),
     cl::cat(category));
 static cl::opt<int64_t> prefillWarpRows(
     "prefill-warp-rows", cl::init(0),
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
-             "16)"),
+             "32 up to head dim 128, else 16)"),
     cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),

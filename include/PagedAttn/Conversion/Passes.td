@@ -153,10 +153,10 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     ```mlir
     // K/V tile at lo -> stage 0; pages of tile lo + BN looked up
     scf.for %t = %lo to %hi step 2 BN iter_args(%pages...) {
-      // step(t, 0): cp.async of tile t + BN into stage 1 (through the page
-      // table, zero-filled past hi), page lookups of tile t + 2 BN,
-      // cp.async.wait_group 1, gpu.barrier, the loop body on stage 0's
-      // views, gpu.barrier
+      // step(t, 0): cp.async.wait_group 0, gpu.barrier (tile t visible,
+      // stage 1 free), cp.async of tile t + BN into stage 1 (through the
+      // page table, zero-filled past hi), page lookups of tile t + 2 BN,
+      // the loop body on stage 0's views
       scf.if %t + BN < %hi { step(t + BN, 1) }
     }
     ```

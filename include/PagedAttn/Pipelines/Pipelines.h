@@ -98,8 +98,8 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> prefillWarps{
       *this, "prefill-warps",
-      llvm::cl::desc("Warps per CTA of the prefill kernel, 16 query-tile rows "
-                     "each: 4 or 8 (0: 8 up to head dim 128, else 4)"),
+      llvm::cl::desc("Warps per CTA of the prefill kernel: 4 or 8 (0: 8 up "
+                     "to head dim 128, else 4)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> prefillWarpRows{
       *this, "prefill-warp-rows",
