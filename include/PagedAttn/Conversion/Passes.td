@@ -83,20 +83,18 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     dim.
 
     `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
-    up to the tile's rows) becomes a tensor-core kernel, FlashAttention-2
-    style (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a CTA of
-    `prefill-warps` warps (default 8 up to D = 128, else 4) per (query tile,
-    KV head, request), `prefill-warp-rows` rows per warp (default 32 up to
-    D = 128: two m16 blocks that share every K/V fragment, else 16), a tile
-    of R rows holding R / g queries times the g query heads of the KV head;
-    Q and two stages of K/V tiles (`prefill-tile-kv` keys, default 32) in
-    dynamic shared memory, filled by `cp.async`
-    (`nvgpu.device_async_copy`, 16 bytes, zero-filled past the keys) through
-    the page table, the next tile in flight while the current one is
-    computed; S = Q K^T and O += P V with `nvgpu.ldmatrix` and
-    `nvgpu.mma.sync` (m16n8k16, f32 accumulate); online softmax in registers
-    with quad shuffles; masks only on the tiles that need them; causal and
-    sliding-window tiles outside the visible range are never loaded. Grid
+    up to the tile's rows) becomes the first stage of the prefill GPU
+    pipeline (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a kernel with a CTA
+    of `prefill-warps` warps (default 8 up to D = 128, else 4) per (query
+    tile, KV head, request), `prefill-warp-rows` rows per warp (default 32
+    up to D = 128: two m16 blocks that share every K/V fragment, else 16), a
+    tile of R rows holding R / g queries times the g query heads of the KV
+    head, whose body is the tile IR of its query tile (`pa.tile.load_q`,
+    `init_state`, a loop over the visible KV tiles of `prefill-tile-kv`
+    keys (default 32) with `gather_kv`, `qk`, `mask` (marked `masked_if`
+    the tile needs its masks), `softmax_update`, `pv`, then `store`), the
+    same tiling `pa-tile-attention` runs on the CPU. `pa-promote-tiles` and
+    `pa-tile-to-mma` turn it into the tensor-core kernel (docs/GPU.md). Grid
     (`q_tiles`, `kv_heads`, `batch`).
 
     Requirements (checked, with an error): identity-layout memrefs, static

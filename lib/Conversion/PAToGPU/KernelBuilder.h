@@ -3,7 +3,8 @@
 // Private to convert-pa-to-gpu: the emitter of kernel code (special-function
 // unit math, fused dots), the kernel module, kernel creation with its
 // `pa.kernel` ABI and the host-side launch. PAToGPU.cpp (decode,
-// merge_segments) and PrefillToGPU.cpp (prefill) build on it.
+// merge_segments), PrefillToGPU.cpp (prefill's tiling), PromoteTiles.cpp
+// and TileToMma.cpp (its later stages) build on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,8 +104,9 @@ struct PrefillShape {
 /// the op naming what it cannot handle otherwise), before any IR changes.
 LogicalResult checkPrefill(PrefillOp op, const PrefillShape &shape);
 
-/// Builds the tensor-core kernel of a memref-form pa.prefill (named `name`,
-/// in `kmod`) and replaces `op` by its launch (PrefillToGPU.cpp).
+/// Builds the kernel of a memref-form pa.prefill (named `name`, in `kmod`)
+/// over tile ops, the first stage of the prefill pipeline, and replaces `op`
+/// by its launch (PrefillToGPU.cpp).
 LogicalResult buildPrefillKernel(PrefillOp op, gpu::GPUModuleOp kmod,
                                  StringRef name, const PrefillShape &shape);
 
