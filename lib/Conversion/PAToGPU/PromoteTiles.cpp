@@ -105,6 +105,13 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
     return m.gather.emitOpError()
            << "pa-promote-tiles expects the gather in the body of an scf.for "
               "without iter_args whose induction variable is its first token";
+  // The copies of the first tiles are issued before the loop: everything
+  // the gather reads but its first token must be defined there.
+  for (Value v : m.gather->getOperands())
+    if (v != m.gather.getT0() && !m.loop.isDefinedOutsideOfLoop(v))
+      return m.gather.emitOpError()
+             << "pa-promote-tiles needs the gather's cache, page table, "
+                "request, key bound and KV head defined outside the KV loop";
   FailureOr<KernelABI> abi = decodeKernelABI(func);
   if (failed(abi))
     return func.emitOpError()
@@ -359,11 +366,13 @@ void Promoter::run() {
   // Q: copies at the load, the scale onto the score matmuls.
   b.setInsertionPoint(m.loadQ);
   Value qGroup = issueQ();
-  FloatAttr scale = m.loadQ.getScaleAttr();
+  double scale = m.loadQ.getScale().convertToDouble();
   Value qTile = m.loadQ.getTile();
   for (Operation *user : llvm::make_early_inc_range(qTile.getUsers()))
-    if (auto qk = dyn_cast<TileQKOp>(user))
-      qk.setScaleAttr(scale);
+    if (auto qk = dyn_cast<TileQKOp>(user)) {
+      double own = qk.getScale() ? qk.getScale()->convertToDouble() : 1.0;
+      qk.setScaleAttr(b.getF32FloatAttr(static_cast<float>(scale * own)));
+    }
   m.loadQ.erase();
   qTile.replaceAllUsesWith(qView);
 
