@@ -6,10 +6,10 @@
 // dim 128, 4 x 16 x 32 above) compiles for f16 and bf16, every head dim
 // 16..224 that is a multiple of 16, groups 1/4/8, causal and unmasked, with
 // at most 64 bytes of spill per kernel (the shape sits at the 255-register
-// limit: a few kernels, e.g. D 112/128 at group 1, spill up to 64 bytes;
-// docs/GPU.md). Head dims 240 and 256 spill more (docs/GPU.md). The second
-// run proves the check can fail: 4 warps x 32 rows over 64-key tiles spill
-// hundreds of bytes.
+// limit: 8 kernels, D 128 causal at groups 1/4/8 and D 112 unmasked at
+// group 8, f16 and bf16, spill 8-16 bytes; docs/GPU.md). Head dims 240
+// and 256 spill more (docs/GPU.md). The second run proves the check can
+// fail: 4 warps x 32 rows over 64-key tiles spill hundreds of bytes.
 
 // CHECK: shape sweep: 168 kernels of 168 expected (168 configurations: groups 1,4,8 x D 16..224 x ['f16', 'bf16'] x ['causal', 'none']), 0 failing
 // CHECK-NOT: FAIL
