@@ -65,9 +65,9 @@ SmallVector<int64_t> PagedKVAttr::getJointShape(int64_t numPages) const {
 // PagedMLAAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-PagedMLAAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     int64_t pageSize, int64_t ckvDim, int64_t kpeDim) {
+LogicalResult PagedMLAAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t pageSize, int64_t ckvDim,
+                                   int64_t kpeDim) {
   if (pageSize <= 0)
     return emitError() << "page_size must be > 0, got " << pageSize;
   if (ckvDim <= 0)

@@ -469,9 +469,8 @@ LogicalResult MLADecodeOp::verify() {
   for (int64_t d = 1; d < 3; ++d)
     if (!kvt.isDynamicDim(d) && kvt.getDimSize(d) != expected[d])
       return emitOpError() << "MLA cache dim " << d << " is "
-                           << kvt.getDimSize(d) << " but " << cache
-                           << " needs " << expected[d]
-                           << " ([num_pages, P, D_ckv + D_kpe])";
+                           << kvt.getDimSize(d) << " but " << cache << " needs "
+                           << expected[d] << " ([num_pages, P, D_ckv + D_kpe])";
   Type elem = kvt.getElementType();
   if (!elem.isF16() && !elem.isBF16() && !elem.isF32())
     return emitOpError() << "MLA cache element type must be f16, bf16 or "
@@ -491,23 +490,22 @@ LogicalResult MLADecodeOp::verify() {
                            << " does not match the MLA cache's " << elem;
     if (!qt.isDynamicDim(2) && qt.getDimSize(2) != width)
       return emitOpError() << "'" << name << "' dim 2 is " << qt.getDimSize(2)
-                           << " but " << cache << " needs " << dimName
-                           << " = " << width;
+                           << " but " << cache << " needs " << dimName << " = "
+                           << width;
     if (failed(c.bind("batch", q, name, 0)) || failed(c.bind("H", q, name, 1)))
       return failure();
   }
   // The state outs: o [B, H, D_ckv] like q_nope, lse [B, H] f32.
   if (getOuts().size() != 2)
-    return emitOpError() << "expects 2 outs (o, lse), got "
-                         << getOuts().size();
+    return emitOpError() << "expects 2 outs (o, lse), got " << getOuts().size();
   Value o = getO(), lse = getLse();
   ShapedType ot = Checker::shaped(o), lt = Checker::shaped(lse);
   if (ot.getShape() != Checker::shaped(getQNope()).getShape() ||
       ot.getElementType() != elem)
     return emitOpError() << "o must have q_nope's shape [B, H, D_ckv] and "
                             "element type (o: "
-                         << o.getType() << ", q_nope: "
-                         << getQNope().getType() << ")";
+                         << o.getType() << ", q_nope: " << getQNope().getType()
+                         << ")";
   if (lt.getRank() != 2 || !lt.getElementType().isF32())
     return emitOpError() << "lse must be a 2-D f32 array [B, H], got "
                          << lse.getType();

@@ -449,9 +449,7 @@ PagedMLA::PagedMLA(int64_t numPages, int64_t pageSize, int64_t ckvDim,
   data.assign(numElements(), 0.0);
 }
 
-int64_t PagedMLA::numElements() const {
-  return numPages * pageSize * rowDim();
-}
+int64_t PagedMLA::numElements() const { return numPages * pageSize * rowDim(); }
 
 void pa::ref::validate(const PagedMLA &kv) {
   if (kv.numPages < 0 || kv.pageSize < 1 || kv.ckvDim < 1 || kv.kpeDim < 1)

@@ -1,4 +1,4 @@
-//===- MLATest.cpp - CPU lowering of pa.mla_decode vs pa::ref --------------===//
+//===- MLATest.cpp - CPU lowering of pa.mla_decode vs pa::ref -------------===//
 //
 // Part of the PagedAttn project.
 //
@@ -46,9 +46,8 @@ struct MLAConfig {
 
   std::string attrDict() const {
     std::ostringstream os;
-    os << "{cache = #pa.paged_mla<page_size = " << pageSize
-       << ", ckv = " << ckv << ", kpe = " << kpe
-       << ">, sm_scale = " << fmtF32(smScale) << " : f32";
+    os << "{cache = #pa.paged_mla<page_size = " << pageSize << ", ckv = " << ckv
+       << ", kpe = " << kpe << ">, sm_scale = " << fmtF32(smScale) << " : f32";
     if (softCap)
       os << ", logits_soft_cap = " << fmtF32(*softCap) << " : f32";
     if (lseBase2)
@@ -113,8 +112,10 @@ MLAConfig makeConfig(Rng &rng, int ci) {
 std::string mlaModule(const MLAConfig &c) {
   std::string h = c.staticHeads ? std::to_string(c.staticHeads) : "?";
   std::string t = elemName(c.elem);
-  std::string qn = "tensor<?x" + h + "x" + std::to_string(c.ckv) + "x" + t + ">";
-  std::string qp = "tensor<?x" + h + "x" + std::to_string(c.kpe) + "x" + t + ">";
+  std::string qn =
+      "tensor<?x" + h + "x" + std::to_string(c.ckv) + "x" + t + ">";
+  std::string qp =
+      "tensor<?x" + h + "x" + std::to_string(c.kpe) + "x" + t + ">";
   std::string kv = "tensor<?x" + std::to_string(c.pageSize) + "x" +
                    std::to_string(c.ckv + c.kpe) + "x" + t + ">";
   std::string lse = "tensor<?x" + h + "xf32>", idx = "tensor<?xi32>";
@@ -124,16 +125,16 @@ std::string mlaModule(const MLAConfig &c) {
      << ", %o0: " << qn << ", %l0: " << lse << ") -> (" << qn << ", " << lse
      << ") attributes {llvm.emit_c_interface} {\n"
      << "  %r:2 = pa.mla_decode q(%qn, %qp : " << qn << ", " << qp
-     << ") kv(%kv : " << kv << ") pages(%ip, %ix, %lp : " << idx << ", "
-     << idx << ", " << idx << ") outs(%o0, %l0 : " << qn << ", " << lse
-     << ") " << c.attrDict() << "\n  return %r#0, %r#1 : " << qn << ", "
-     << lse << "\n}\n";
+     << ") kv(%kv : " << kv << ") pages(%ip, %ix, %lp : " << idx << ", " << idx
+     << ", " << idx << ") outs(%o0, %l0 : " << qn << ", " << lse << ") "
+     << c.attrDict() << "\n  return %r#0, %r#1 : " << qn << ", " << lse
+     << "\n}\n";
   return os.str();
 }
 
 /// kv lengths of case `caseIdx`; the first cases are the edge cases.
-std::vector<int64_t> mlaLens(Rng &rng, int caseIdx, int64_t P,
-                             int64_t maxBatch, int64_t maxLen) {
+std::vector<int64_t> mlaLens(Rng &rng, int caseIdx, int64_t P, int64_t maxBatch,
+                             int64_t maxLen) {
   std::vector<int64_t> lens;
   switch (caseIdx) {
   case 0: // empty batch
@@ -155,8 +156,8 @@ std::vector<int64_t> mlaLens(Rng &rng, int caseIdx, int64_t P,
   }
 }
 
-std::string runMLACase(JitModule &m, const MLAConfig &c, Rng &rng,
-                       int caseIdx, OpStats &stats) {
+std::string runMLACase(JitModule &m, const MLAConfig &c, Rng &rng, int caseIdx,
+                       OpStats &stats) {
   const int64_t P = c.pageSize, ckv = c.ckv, kpe = c.kpe;
   // DeepSeek widths with 128 heads are ~10x the work of the small ones:
   // fewer and shorter requests.
@@ -188,27 +189,26 @@ std::string runMLACase(JitModule &m, const MLAConfig &c, Rng &rng,
   std::string desc = "B=" + std::to_string(B) + " H=" + std::to_string(H) +
                      " num_pages=" + std::to_string(numPages) + " " +
                      describeTable(pt);
-  std::vector<HostArray *> args{&qnArr,       &qpArr,          &kvArr,
-                                &pta.indptr,  &pta.indices,    &pta.lastPageLen,
-                                &o,           &lse};
+  std::vector<HostArray *> args{&qnArr,      &qpArr,       &kvArr,
+                                &pta.indptr, &pta.indices, &pta.lastPageLen,
+                                &o,          &lse};
   if (std::string err = m.call("mla", args); !err.empty())
     return err + " (" + desc + ")";
   return checkAgainstOracle(
-      [&] { return ref::mlaDecode(qNope, qPe, H, kv, pt, c.refOptions()); },
-      o, lse, B, c.elem, stats, desc);
+      [&] { return ref::mlaDecode(qNope, qPe, H, kv, pt, c.refOptions()); }, o,
+      lse, B, c.elem, stats, desc);
 }
 
 } // namespace
 
 TEST(PACPUDifferential, MLADecode) {
   OpStats stats("pa.mla_decode");
-  runDifferentialTest("MLADecode", 7, kConfigSalt, 24, 12, {&stats},
-                      [&](Rng &crng, int ci) {
-                        MLAConfig c = makeConfig(crng, ci);
-                        return DiffConfig{
-                            c.str(), mlaModule(c), PipelineConfig{},
-                            [c, &stats](JitModule &m, Rng &rng, int k) {
-                              return runMLACase(m, c, rng, k, stats);
-                            }};
-                      });
+  runDifferentialTest(
+      "MLADecode", 7, kConfigSalt, 24, 12, {&stats}, [&](Rng &crng, int ci) {
+        MLAConfig c = makeConfig(crng, ci);
+        return DiffConfig{c.str(), mlaModule(c), PipelineConfig{},
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runMLACase(m, c, rng, k, stats);
+                          }};
+      });
 }

@@ -1,4 +1,4 @@
-//===- MLAToLoops.cpp - pa.mla_decode -> loops ------------------------------===//
+//===- MLAToLoops.cpp - pa.mla_decode -> loops ----------------------------===//
 //
 // Multi-head latent attention decode over the paged latent cache
 // `[num_pages, P, D_ckv + D_kpe]`: every (request, head) folds the request's
@@ -90,8 +90,7 @@ struct MLADecodeToLoops final : OpRewritePattern<MLADecodeOp> {
               Value m = ml[0], l = ml[1];
               std::pair<Value, Value> loc = pt.locate(e, base, t, numPages);
               Value page = loc.first, slot = loc.second;
-              auto dot = [&](Value q, Value width, int64_t offset,
-                             Value init) {
+              auto dot = [&](Value q, Value width, int64_t offset, Value init) {
                 return e
                     .forLoop(zero, width, {init},
                              [&](Value d, ValueRange sum) {
