@@ -6,6 +6,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::pa;
 
@@ -57,4 +59,23 @@ SmallVector<int64_t> PagedKVAttr::getJointShape(int64_t numPages) const {
   SmallVector<int64_t> shape = getSplitShape(numPages);
   shape.insert(shape.begin() + 1, 2);
   return shape;
+}
+
+//===----------------------------------------------------------------------===//
+// PagedMLAAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PagedMLAAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t pageSize, int64_t ckvDim,
+                                   int64_t kpeDim) {
+  if (pageSize <= 0)
+    return emitError() << "page_size must be > 0, got " << pageSize;
+  if (ckvDim <= 0)
+    return emitError() << "ckv (D_ckv) must be > 0, got " << ckvDim;
+  if (kpeDim <= 0)
+    return emitError() << "kpe (D_kpe) must be > 0, got " << kpeDim;
+  if (ckvDim > std::numeric_limits<int32_t>::max() - kpeDim)
+    return emitError() << "ckv + kpe must be < 2^31, got " << ckvDim << " + "
+                       << kpeDim;
+  return success();
 }

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::pa;
@@ -448,6 +449,77 @@ LogicalResult DecodeOp::verify() {
     return emitOpError() << "decode has one query per request: q has " << *t
                          << " rows but the page table has " << *b
                          << " requests";
+  return success();
+}
+
+LogicalResult MLADecodeOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  PagedMLAAttr cache = getCache();
+  int64_t ckv = cache.getCkvDim(), kpe = cache.getKpeDim();
+  // The cache [num_pages, P, D_ckv + D_kpe].
+  Value kv = getKvCache();
+  ShapedType kvt = Checker::shaped(kv);
+  if (kvt.getRank() != 3)
+    return emitOpError() << "MLA cache must have rank 3 ([num_pages, P, "
+                            "D_ckv + D_kpe]), got "
+                         << kv.getType();
+  SmallVector<int64_t> expected = cache.getShape(kDyn);
+  for (int64_t d = 1; d < 3; ++d)
+    if (!kvt.isDynamicDim(d) && kvt.getDimSize(d) != expected[d])
+      return emitOpError() << "MLA cache dim " << d << " is "
+                           << kvt.getDimSize(d) << " but " << cache << " needs "
+                           << expected[d] << " ([num_pages, P, D_ckv + D_kpe])";
+  Type elem = kvt.getElementType();
+  if (!elem.isF16() && !elem.isBF16() && !elem.isF32())
+    return emitOpError() << "MLA cache element type must be f16, bf16 or "
+                            "f32, got "
+                         << elem;
+  // The queries q_nope [B, H, D_ckv] and q_pe [B, H, D_kpe].
+  for (auto [q, name, width, dimName] :
+       {std::tuple{getQNope(), "q_nope", ckv, "D_ckv"},
+        std::tuple{getQPe(), "q_pe", kpe, "D_kpe"}}) {
+    std::string shape = std::string("[B, H, ") + dimName + "]";
+    if (failed(c.rank(q, name, 3, shape)))
+      return failure();
+    ShapedType qt = Checker::shaped(q);
+    if (qt.getElementType() != elem)
+      return emitOpError() << "'" << name << "' element type "
+                           << qt.getElementType()
+                           << " does not match the MLA cache's " << elem;
+    if (!qt.isDynamicDim(2) && qt.getDimSize(2) != width)
+      return emitOpError() << "'" << name << "' dim 2 is " << qt.getDimSize(2)
+                           << " but " << cache << " needs " << dimName << " = "
+                           << width;
+    if (failed(c.bind("batch", q, name, 0)) || failed(c.bind("H", q, name, 1)))
+      return failure();
+  }
+  // The state outs: o [B, H, D_ckv] like q_nope, lse [B, H] f32.
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o, lse), got " << getOuts().size();
+  Value o = getO(), lse = getLse();
+  ShapedType ot = Checker::shaped(o), lt = Checker::shaped(lse);
+  if (ot.getShape() != Checker::shaped(getQNope()).getShape() ||
+      ot.getElementType() != elem)
+    return emitOpError() << "o must have q_nope's shape [B, H, D_ckv] and "
+                            "element type (o: "
+                         << o.getType() << ", q_nope: " << getQNope().getType()
+                         << ")";
+  if (lt.getRank() != 2 || !lt.getElementType().isF32())
+    return emitOpError() << "lse must be a 2-D f32 array [B, H], got "
+                         << lse.getType();
+  if (failed(c.bind("batch", lse, "lse", 0)) ||
+      failed(c.bind("H", lse, "lse", 1)))
+    return failure();
+  if (failed(c.pageTable(*this)))
+    return failure();
+  // Options.
+  if (!getSmScale().isFiniteNonZero())
+    return emitOpError() << "sm_scale must be finite and non-zero";
+  if (std::optional<APFloat> cap = getLogitsSoftCap();
+      cap && !(cap->isFiniteNonZero() && !cap->isNegative()))
+    return emitOpError() << "logits_soft_cap must be > 0";
   return success();
 }
 

@@ -436,6 +436,97 @@ States pa::ref::decode(const std::vector<double> &q, int64_t numQHeads,
   return out;
 }
 
+//===----------------------------------------------------------------------===//
+// MLA
+//===----------------------------------------------------------------------===//
+
+PagedMLA::PagedMLA(int64_t numPages, int64_t pageSize, int64_t ckvDim,
+                   int64_t kpeDim)
+    : numPages(numPages), pageSize(pageSize), ckvDim(ckvDim), kpeDim(kpeDim) {
+  if (numPages < 0 || pageSize < 1 || ckvDim < 1 || kpeDim < 1)
+    fail("bad paged MLA shape [num_pages = ", numPages, ", P = ", pageSize,
+         ", D_ckv = ", ckvDim, ", D_kpe = ", kpeDim, "]");
+  data.assign(numElements(), 0.0);
+}
+
+int64_t PagedMLA::numElements() const { return numPages * pageSize * rowDim(); }
+
+void pa::ref::validate(const PagedMLA &kv) {
+  if (kv.numPages < 0 || kv.pageSize < 1 || kv.ckvDim < 1 || kv.kpeDim < 1)
+    fail("bad paged MLA shape [num_pages = ", kv.numPages,
+         ", P = ", kv.pageSize, ", D_ckv = ", kv.ckvDim,
+         ", D_kpe = ", kv.kpeDim, "]");
+  checkSize("", "paged MLA cache", kv.data, kv.numElements(),
+            "num_pages*P*(D_ckv+D_kpe)");
+}
+
+States pa::ref::mlaDecode(const std::vector<double> &qNope,
+                          const std::vector<double> &qPe, int64_t numHeads,
+                          const PagedMLA &kv, const PageTable &pt,
+                          const MLAOptions &opts) {
+  validate(kv);
+  if (pt.pageSize != kv.pageSize)
+    fail("page table page size ", pt.pageSize, " != MLA cache page size ",
+         kv.pageSize);
+  validateTable(pt, kv.numPages, "");
+  const int64_t batch = pt.batch();
+  if (numHeads < 1)
+    fail("H = ", numHeads, " must be >= 1");
+  const int64_t ckv = kv.ckvDim, kpe = kv.kpeDim;
+  checkSize("", "q_nope", qNope, batch * numHeads * ckv, "B*H*D_ckv");
+  checkSize("", "q_pe", qPe, batch * numHeads * kpe, "B*H*D_kpe");
+  if (!(std::isfinite(opts.smScale) && opts.smScale != 0))
+    fail("sm_scale = ", opts.smScale, " must be finite and non-zero");
+  if (opts.logitsSoftCap &&
+      !(*opts.logitsSoftCap > 0 && std::isfinite(*opts.logitsSoftCap)))
+    fail("logits soft-cap = ", *opts.logitsSoftCap, " must be finite and > 0");
+
+  States out = States::identity(batch, numHeads, ckv);
+  std::vector<double> scores;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t kvLen = pt.kvLen(b);
+    for (int64_t h = 0; h < numHeads; ++h) {
+      const double *qn = &qNope[(b * numHeads + h) * ckv];
+      const double *qp = &qPe[(b * numHeads + h) * kpe];
+      scores.assign(kvLen, 0.0);
+      double maxScore = kNegInf;
+      for (int64_t t = 0; t < kvLen; ++t) {
+        auto [page, slot] = pt.locate(b, t);
+        const double *row = &kv.data[kv.offset(page, slot, 0)];
+        double s = 0;
+        for (int64_t i = 0; i < ckv; ++i)
+          s += qn[i] * row[i];
+        for (int64_t i = 0; i < kpe; ++i)
+          s += qp[i] * row[ckv + i];
+        s *= opts.smScale;
+        if (opts.logitsSoftCap)
+          s = *opts.logitsSoftCap * std::tanh(s / *opts.logitsSoftCap);
+        scores[t] = s;
+        maxScore = std::max(maxScore, s);
+      }
+      if (kvLen == 0 || maxScore == kNegInf)
+        continue; // The identity: o = 0, lse = -inf.
+      double *o = &out.o[(b * numHeads + h) * ckv];
+      double sum = 0;
+      for (int64_t t = 0; t < kvLen; ++t) {
+        const double w = std::exp(scores[t] - maxScore);
+        sum += w;
+        auto [page, slot] = pt.locate(b, t);
+        const double *row = &kv.data[kv.offset(page, slot, 0)];
+        for (int64_t i = 0; i < ckv; ++i)
+          o[i] += w * row[i];
+      }
+      for (int64_t i = 0; i < ckv; ++i)
+        o[i] /= sum;
+      out.lse[b * numHeads + h] = maxScore + std::log(sum);
+    }
+  }
+  AttnOptions lseOpts;
+  lseOpts.lseBase2 = opts.lseBase2;
+  finishLse(out, lseOpts);
+  return out;
+}
+
 States pa::ref::prefill(const std::vector<double> &q, int64_t numQHeads,
                         const std::vector<int32_t> &qoIndptr, const PagedKV &kv,
                         const PageTable &pt, const AttnOptions &opts,

@@ -53,3 +53,23 @@ func.func @append_kv_fp8(%kn: tensor<?x8x128xf16>, %vn: tensor<?x8x128xf16>, %ai
   %r = pa.append_kv new(%kn, %vn, %ai : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<8xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return %r : tensor<?x2x16x8x128xf8E4M3FN>
 }
+
+// -----
+
+// MLA decode bufferizes like pa.decode: the cache and the queries are read,
+// the outs written in place.
+// CHECK-LABEL: func @mla_decode
+// CHECK-SAME: %[[QN:[^:]*]]: memref<?x128x512xbf16>, %[[QP:[^:]*]]: memref<?x128x64xbf16>, %[[KV:[^:]*]]: memref<?x64x576xbf16>
+// CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x128x512xbf16>
+// CHECK: %[[L:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x128xf32>
+// CHECK-NOT: memref.copy
+// CHECK: pa.mla_decode q(%[[QN]], %[[QP]] : memref<?x128x512xbf16>, memref<?x128x64xbf16>) kv(%[[KV]] : memref<?x64x576xbf16>) {{.*}} outs(%[[O]], %[[L]] : memref<?x128x512xbf16>, memref<?x128xf32>)
+// CHECK: return %[[O]], %[[L]]
+func.func @mla_decode(%qn: tensor<?x128x512xbf16>, %qp: tensor<?x128x64xbf16>, %kv: tensor<?x64x576xbf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>) -> (tensor<?x128x512xbf16>, tensor<?x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %b = tensor.dim %qn, %c0 : tensor<?x128x512xbf16>
+  %o = tensor.empty(%b) : tensor<?x128x512xbf16>
+  %l = tensor.empty(%b) : tensor<?x128xf32>
+  %r:2 = pa.mla_decode q(%qn, %qp : tensor<?x128x512xbf16>, tensor<?x128x64xbf16>) kv(%kv : tensor<?x64x576xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x128x512xbf16>, tensor<?x128xf32>) {cache = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
+  return %r#0, %r#1 : tensor<?x128x512xbf16>, tensor<?x128xf32>
+}

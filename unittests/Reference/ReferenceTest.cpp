@@ -1390,4 +1390,145 @@ TEST(ValidationTest, AttentionErrorsNameTheInvariant) {
   expectError([&] { decode(randVec(rng, 8), 2, broken, pt, {}); }, "paged V");
 }
 
+//===----------------------------------------------------------------------===//
+// MLA
+//===----------------------------------------------------------------------===//
+
+TEST(MLATest, TwoTokensKnownScores) {
+  // D_ckv = 2, D_kpe = 1, P = 2, one request of two tokens on page 1.
+  PagedMLA kv(2, 2, 2, 1);
+  const double rows[2][3] = {{1, 0, 2}, {0, 3, -1}}; // ckv | kpe
+  for (int t = 0; t < 2; ++t)
+    for (int d = 0; d < 3; ++d)
+      kv.at(1, t, d) = rows[t][d];
+  PageTable pt{{0, 1}, {1}, {2}, 2};
+  MLAOptions opts;
+  opts.smScale = 0.5;
+  // q_nope = (1, 1), q_pe = (1): raw scores 1 + 2 = 3 and 3 - 1 = 2, scaled
+  // 1.5 and 1; o is the weighted sum of the ckv rows only.
+  States s = mlaDecode({1, 1}, {1}, 1, kv, pt, opts);
+  ASSERT_EQ(s.headDim, 2);
+  const double w0 = std::exp(1.5), w1 = std::exp(1.0);
+  EXPECT_NEAR(s.lseAt(0, 0), std::log(w0 + w1), 1e-15);
+  EXPECT_NEAR(s.oAt(0, 0, 0), w0 / (w0 + w1), 1e-15);
+  EXPECT_NEAR(s.oAt(0, 0, 1), 3 * w1 / (w0 + w1), 1e-15);
+
+  opts.lseBase2 = true;
+  opts.logitsSoftCap = 1.0; // scores tanh(1.5), tanh(1)
+  s = mlaDecode({1, 1}, {1}, 1, kv, pt, opts);
+  const double c0 = std::exp(std::tanh(1.5)), c1 = std::exp(std::tanh(1.0));
+  EXPECT_NEAR(s.lseAt(0, 0), std::log(c0 + c1) / std::log(2.0), 1e-15);
+  EXPECT_NEAR(s.oAt(0, 0, 1), 3 * c1 / (c0 + c1), 1e-15);
+}
+
+TEST(MLATest, EqualsMQADecodeOverConcatenatedRows) {
+  // MLA is decode with one KV head whose keys are the rows [ckv | kpe], whose
+  // values are [ckv | 0] and whose query is [q_nope | q_pe]: the first D_ckv
+  // elements of that o are MLA's o, the rest 0; lse is the same.
+  Rng rng(1600);
+  for (int iter = 0; iter < 40; ++iter) {
+    const int64_t P = rng.pick(std::vector<int64_t>{1, 3, 16, 64});
+    const int64_t ckv = rng.pick(std::vector<int64_t>{1, 8, 64, 512});
+    const int64_t kpe = rng.pick(std::vector<int64_t>{1, 4, 16, 64});
+    const int64_t H = rng.pick(std::vector<int64_t>{1, 3, 16});
+    std::vector<int64_t> lens;
+    for (int64_t b = 0, n = rng.uniformInt(0, 5); b < n; ++b)
+      lens.push_back(rng.chance(0.25) ? 0 : rng.uniformInt(1, 70));
+    const int64_t numPages = totalPages(lens, P) + rng.uniformInt(0, 2);
+    PageTable pt = randomTable(rng, lens, P, numPages);
+    const int64_t B = pt.batch();
+    PagedMLA mla(numPages, P, ckv, kpe);
+    mla.data = randVec(rng, mla.numElements());
+    PagedKV mqa(KVLayout::NHD, numPages, P, 1, ckv + kpe);
+    for (int64_t p = 0; p < numPages; ++p)
+      for (int64_t t = 0; t < P; ++t)
+        for (int64_t d = 0; d < ckv + kpe; ++d) {
+          mqa.kAt(p, t, 0, d) = mla.at(p, t, d);
+          mqa.vAt(p, t, 0, d) = d < ckv ? mla.at(p, t, d) : 0.0;
+        }
+    std::vector<double> qNope = randVec(rng, B * H * ckv, -2, 2);
+    std::vector<double> qPe = randVec(rng, B * H * kpe, -2, 2);
+    std::vector<double> q;
+    for (int64_t r = 0; r < B * H; ++r) {
+      q.insert(q.end(), qNope.begin() + r * ckv, qNope.begin() + (r + 1) * ckv);
+      q.insert(q.end(), qPe.begin() + r * kpe, qPe.begin() + (r + 1) * kpe);
+    }
+    MLAOptions mopts;
+    mopts.smScale = 1.0 / std::sqrt(192.0);
+    if (rng.chance(0.3))
+      mopts.logitsSoftCap = 2.5;
+    mopts.lseBase2 = rng.chance(0.5);
+    AttnOptions opts;
+    opts.smScale = mopts.smScale;
+    opts.logitsSoftCap = mopts.logitsSoftCap;
+    opts.lseBase2 = mopts.lseBase2;
+    States got = mlaDecode(qNope, qPe, H, mla, pt, mopts);
+    States want = decode(q, H, mqa, pt, opts);
+    ASSERT_EQ(got.n, B);
+    ASSERT_EQ(got.numHeads, H);
+    ASSERT_EQ(got.headDim, ckv);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h) {
+        if (std::isinf(want.lseAt(b, h)))
+          EXPECT_EQ(got.lseAt(b, h), want.lseAt(b, h));
+        else
+          EXPECT_NEAR(got.lseAt(b, h), want.lseAt(b, h), 1e-12);
+        for (int64_t d = 0; d < ckv + kpe; ++d)
+          EXPECT_NEAR(d < ckv ? got.oAt(b, h, d) : 0.0, want.oAt(b, h, d),
+                      1e-12)
+              << "iter " << iter << " b " << b << " h " << h << " d " << d;
+      }
+  }
+}
+
+TEST(MLATest, EmptyRequestIsIdentity) {
+  Rng rng(1601);
+  PagedMLA kv(2, 4, 8, 4);
+  kv.data = randVec(rng, kv.numElements());
+  PageTable pt{{0, 0, 2, 2}, {1, 0}, {-3, 3, 99}, 4}; // garbage when empty
+  MLAOptions opts;
+  opts.smScale = 0.3;
+  opts.lseBase2 = true;
+  States s = mlaDecode(randVec(rng, 3 * 2 * 8), randVec(rng, 3 * 2 * 4), 2, kv,
+                       pt, opts);
+  expectEmptyRow(s, 0);
+  expectEmptyRow(s, 2);
+  EXPECT_TRUE(std::isfinite(s.lseAt(1, 1)));
+}
+
+TEST(MLATest, ValidationNamesTheInvariant) {
+  Rng rng(1602);
+  PagedMLA kv(3, 2, 4, 2);
+  kv.data = randVec(rng, kv.numElements());
+  PageTable pt{{0, 2}, {2, 0}, {1}, 2}; // kv_len 3
+  MLAOptions opts;
+  opts.smScale = 0.5;
+  std::vector<double> qn = randVec(rng, 2 * 4), qp = randVec(rng, 2 * 2);
+  EXPECT_NO_THROW(mlaDecode(qn, qp, 2, kv, pt, opts));
+  expectError([&] { mlaDecode(qn, qp, 3, kv, pt, opts); },
+              "q_nope has 8 elements, expected B*H*D_ckv = 12");
+  expectError([&] { mlaDecode(qn, randVec(rng, 3), 2, kv, pt, opts); },
+              "q_pe has 3 elements, expected B*H*D_kpe = 4");
+  expectError([&] { mlaDecode({}, {}, 0, kv, pt, opts); }, "H = 0");
+  MLAOptions noScale;
+  expectError([&] { mlaDecode(qn, qp, 2, kv, pt, noScale); },
+              "sm_scale = 0 must be finite and non-zero");
+  MLAOptions badCap = opts;
+  badCap.logitsSoftCap = -1.0;
+  expectError([&] { mlaDecode(qn, qp, 2, kv, pt, badCap); }, "soft-cap");
+  PageTable wrongP = pt;
+  wrongP.pageSize = 4;
+  expectError([&] { mlaDecode(qn, qp, 2, kv, wrongP, opts); },
+              "page table page size 4 != MLA cache page size 2");
+  PageTable badPage = pt;
+  badPage.indices[1] = 3;
+  expectError([&] { mlaDecode(qn, qp, 2, kv, badPage, opts); },
+              "kv_indices[1] = 3 out of range [0, 3)");
+  PagedMLA broken = kv;
+  broken.data.pop_back();
+  expectError([&] { mlaDecode(qn, qp, 2, broken, pt, opts); },
+              "paged MLA cache has 35 elements");
+  expectError([] { PagedMLA(1, 2, 0, 1); }, "bad paged MLA shape");
+}
+
 } // namespace

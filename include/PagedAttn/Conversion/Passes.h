@@ -18,6 +18,8 @@ void populatePAAttentionToLoopsPatterns(RewritePatternSet &patterns);
 void populatePAStatesToLoopsPatterns(RewritePatternSet &patterns);
 void populatePACacheToLoopsPatterns(RewritePatternSet &patterns);
 void populatePACacheBlendToLoopsPatterns(RewritePatternSet &patterns);
+/// pa.mla_decode (multi-head latent attention) to loops.
+void populatePAMLAToLoopsPatterns(RewritePatternSet &patterns);
 /// The tile-level ops of pa-tile-attention (pa.tile.*) to loops.
 void populatePATileToLoopsPatterns(RewritePatternSet &patterns);
 /// Scalar arith.extf / arith.truncf between f8E4M3FN or f8E5M2 and f16, bf16

@@ -99,4 +99,42 @@ def PA_PagedKVAttr : PA_Attr<"PagedKV", "paged_kv"> {
   }];
 }
 
+def PA_PagedMLAAttr : PA_Attr<"PagedMLA", "paged_mla"> {
+  let summary = "static configuration of a paged MLA (latent) KV cache";
+  let description = [{
+    Multi-head latent attention (DeepSeek V2/V3, FlashInfer's MLA page
+    layout) keeps one latent row per token instead of K and V per KV head:
+    the compressed key/value `ckv` (`D_ckv`, 512 in DeepSeek) followed by
+    the rotary key `kpe` (`D_kpe`, 64), with no KV-head dimension. The cache
+    operand is one tensor
+
+    * `[num_pages, P, D_ckv + D_kpe]`, element `[p, s, 0 .. D_ckv)` the ckv
+      row of (page `p`, slot `s`) and `[p, s, D_ckv .. D_ckv + D_kpe)` its
+      kpe row.
+
+    The attribute fixes the page size `P` and the two widths; the element
+    type is the cache operand's; `num_pages` may be dynamic.
+
+    ```mlir
+    #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$pageSize,
+                        "int64_t":$ckvDim,
+                        "int64_t":$kpeDim);
+  let assemblyFormat = [{
+    `<` `page_size` `=` $pageSize `,` `ckv` `=` $ckvDim `,` `kpe` `=` $kpeDim
+    `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The width of a cache row, D_ckv + D_kpe.
+    int64_t getRowDim() const { return getCkvDim() + getKpeDim(); }
+    /// The shape of the cache tensor with `numPages` pages.
+    ::llvm::SmallVector<int64_t> getShape(int64_t numPages) const {
+      return {numPages, getPageSize(), getRowDim()};
+    }
+  }];
+}
+
 #endif // PAGEDATTN_DIALECT_PADIALECT_TD

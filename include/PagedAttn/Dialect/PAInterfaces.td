@@ -84,8 +84,9 @@ def PA_PagedOpInterface : OpInterface<"PagedOpInterface"> {
   let description = [{
     An op that reads one CSR page table
     `pages(kv_indptr[B+1], kv_indices[nnz], kv_last_page_len[B])`, whose page
-    size is that of its `#pa.paged_kv` attribute: `pa.decode`, `pa.prefill`,
-    `pa.decode_partial`, `pa.append_kv` and `pa.scatter_kv`.
+    size is that of its cache attribute (`#pa.paged_kv` or `#pa.paged_mla`):
+    `pa.decode`, `pa.prefill`, `pa.decode_partial`, `pa.append_kv`,
+    `pa.scatter_kv` and `pa.mla_decode`.
   }];
   let methods = [
     InterfaceMethod<"`kv_indptr[B+1]`: request `b` owns pages "
@@ -96,10 +97,11 @@ def PA_PagedOpInterface : OpInterface<"PagedOpInterface"> {
     InterfaceMethod<"`kv_last_page_len[B]`: tokens in each request's last "
                     "page.",
       "::mlir::TypedValue<::mlir::Type>", "getKvLastPageLen">,
-    InterfaceMethod<"The static layout of the cache (`#pa.paged_kv`).",
-      "::mlir::pa::PagedKVAttr", "getCache">,
-    InterfaceMethod<"The static layout of the cache (`#pa.paged_kv`).",
-      "::mlir::pa::PagedKVAttr", "getCacheAttr">,
+    InterfaceMethod<"The page size `P` of the table: that of the op's "
+                    "cache attribute.",
+      "int64_t", "getPageSize", (ins), [{}], [{
+        return $_op.getCache().getPageSize();
+      }]>,
   ];
   let extraSharedClassDeclaration = [{
     /// The three operands of the page table.
@@ -107,8 +109,6 @@ def PA_PagedOpInterface : OpInterface<"PagedOpInterface"> {
       return {$_op.getKvIndptr(), $_op.getKvIndices(),
               $_op.getKvLastPageLen()};
     }
-    /// The page size `P` of the table.
-    int64_t getPageSize() { return $_op.getCache().getPageSize(); }
   }];
 }
 

@@ -164,6 +164,96 @@ def PA_DecodeOp : PA_Op<"decode", [AttrSizedOperandSegments,
   ];
 }
 
+def PA_MLADecodeOp : PA_Op<"mla_decode", [PA_PagedOpInterface]> {
+  let summary = "batch decode of multi-head latent attention (MLA) over a "
+                "paged latent cache";
+  let description = [{
+    DeepSeek's multi-head latent attention with the weights absorbed
+    (FlashInfer's `BatchMLAPagedAttentionWrapper`): one query token per
+    request, `H` query heads that all read the same latent cache (there is no
+    KV-head dimension). The cache `kv(%ckv_kpe)` is
+    `[num_pages, P, D_ckv + D_kpe]` as fixed by `#pa.paged_mla`: the first
+    `D_ckv` elements of a token's row are its compressed key/value `ckv[t]`,
+    the last `D_kpe` its rotary key `kpe[t]`. The queries come in two parts,
+    `q_nope[B, H, D_ckv]` and `q_pe[B, H, D_kpe]`. Request `b` attends to its
+    `kv_len[b]` tokens through the CSR page table
+    `pages(kv_indptr[B+1], kv_indices[nnz], kv_last_page_len[B])` (page size
+    `P`, `kv_len` as for `pa.decode`):
+
+    * `s[t] = sm_scale * (<q_nope[b, h], ckv[t]> + <q_pe[b, h], kpe[t]>)`,
+      then `c * tanh(s / c)` with `logits_soft_cap = c`;
+    * `o[b, h] = sum_t softmax(s)[t] * ckv[t]` (`D_ckv` wide, q's element
+      type), `lse[b, h] = ln sum_t exp(s[t])` (f32; base 2 with
+      `lse_base2`); a request without tokens gives `o = 0`, `lse = -inf`.
+
+    `sm_scale` is required: with absorbed weights the right scale is that of
+    the model's attention before absorption, `1/sqrt(qk_nope_head_dim +
+    qk_rope_head_dim)` (`1/sqrt(192)` for DeepSeek V2/V3), which the op's
+    shapes do not tell (FlashInfer's `plan` takes it as a required argument
+    too). q_nope, q_pe, the cache and `o` share one element type (f16, bf16
+    or f32); scores and the weighted sum accumulate in f32.
+
+    ```mlir
+    %o, %lse = pa.mla_decode q(%q_nope, %q_pe : tensor<4x128x512xbf16>, tensor<4x128x64xbf16>)
+        kv(%ckv_kpe : tensor<?x64x576xbf16>)
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        outs(%o0, %lse0 : tensor<4x128x512xbf16>, tensor<4x128xf32>)
+        {cache = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>,
+         sm_scale = 0.0721687824 : f32}
+    ```
+  }];
+  let arguments = (ins
+    PA_TensorOrMemRef:$q_nope,
+    PA_TensorOrMemRef:$q_pe,
+    PA_TensorOrMemRef:$kv_cache,
+    PA_TensorOrMemRef:$kv_indptr,
+    PA_TensorOrMemRef:$kv_indices,
+    PA_TensorOrMemRef:$kv_last_page_len,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedMLAAttr:$cache,
+    F32Attr:$sm_scale,
+    OptionalAttr<F32Attr>:$logits_soft_cap,
+    UnitAttr:$lse_base2);
+  let assemblyFormat = [{
+    `q` `(` $q_nope `,` $q_pe `:` type($q_nope) `,` type($q_pe) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+  let builders = [
+    /// Result types are those of the tensor outs; `options.smScale` must be
+    /// set (MLA has no default scale), `options.window` unset.
+    OpBuilder<(ins "::mlir::Value":$qNope, "::mlir::Value":$qPe,
+        "::mlir::Value":$kvCache,
+        "const ::mlir::pa::PageTableOperands &":$pages,
+        "::mlir::ValueRange":$outs, "::mlir::pa::PagedMLAAttr":$cache,
+        "const ::mlir::pa::AttentionOptions &":$options), [{
+      assert(options.smScale && !options.window &&
+             "pa.mla_decode needs sm_scale and takes no window");
+      ::llvm::SmallVector<::mlir::Type> types;
+      (void)::mlir::pa::detail::inferFromOuts(outs, types);
+      build($_builder, $_state, types, qNope, qPe, kvCache, pages.indptr,
+            pages.indices, pages.lastPageLen, outs, cache,
+            options.getSmScaleAttr($_builder),
+            options.getSoftCapAttr($_builder),
+            options.getLseBase2Attr($_builder));
+    }]>
+  ];
+  let extraClassDeclaration = paExtraDecls # [{
+    /// The `o` out (`outs[0]`).
+    ::mlir::Value getO() { return getOuts()[0]; }
+    /// The `lse` out (`outs[1]`).
+    ::mlir::Value getLse() { return getOuts()[1]; }
+    /// The options as plain values (`window` never set).
+    ::mlir::pa::AttentionOptions getAttentionOptions() {
+      return ::mlir::pa::AttentionOptions::get(getSmScale(),
+          getLogitsSoftCap(), std::nullopt, getLseBase2());
+    }
+  }];
+}
+
 def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
     PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "ragged prefill / append attention over a paged KV cache";

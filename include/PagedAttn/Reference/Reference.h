@@ -203,6 +203,63 @@ States cascade(const std::vector<double> &q, int64_t numQHeads,
                const AttnOptions &opts);
 
 //===----------------------------------------------------------------------===//
+// MLA (multi-head latent attention)
+//===----------------------------------------------------------------------===//
+
+/// A paged MLA cache held in float64: [numPages, P, ckvDim + kpeDim]; the
+/// first ckvDim elements of a token's row are its compressed key/value
+/// (ckv), the last kpeDim its rotary key (kpe). There is no KV-head
+/// dimension: every query head reads the same rows.
+struct PagedMLA {
+  int64_t numPages = 0, pageSize = 0, ckvDim = 0, kpeDim = 0;
+  std::vector<double> data;
+
+  PagedMLA() = default;
+  /// Zero-filled cache of the given shape.
+  PagedMLA(int64_t numPages, int64_t pageSize, int64_t ckvDim, int64_t kpeDim);
+
+  /// The width of a row, ckvDim + kpeDim.
+  int64_t rowDim() const { return ckvDim + kpeDim; }
+  /// numPages * P * rowDim.
+  int64_t numElements() const;
+  /// Element offset of (page, slot, d), d in [0, rowDim).
+  int64_t offset(int64_t page, int64_t slot, int64_t d) const {
+    return (page * pageSize + slot) * rowDim() + d;
+  }
+  double &at(int64_t page, int64_t slot, int64_t d) {
+    return data[offset(page, slot, d)];
+  }
+  double at(int64_t page, int64_t slot, int64_t d) const {
+    return data[offset(page, slot, d)];
+  }
+};
+
+/// Checks the shape of an MLA cache: numPages >= 0, P, ckvDim, kpeDim >= 1,
+/// and data.size() == numPages * P * (ckvDim + kpeDim).
+void validate(const PagedMLA &kv);
+
+struct MLAOptions {
+  /// Score scale, required (finite, non-zero): with absorbed weights it is
+  /// the scale of the model before absorption, 1/sqrt(qk_nope + qk_rope)
+  /// (1/sqrt(192) for DeepSeek V2/V3), which the shapes do not tell.
+  double smScale = 0;
+  /// c > 0: s -> c*tanh(s/c), applied after smScale.
+  std::optional<double> logitsSoftCap;
+  /// Report lse in base 2 (lse / ln 2).
+  bool lseBase2 = false;
+};
+
+/// Batch MLA decode (pa.mla_decode): qNope [B, H, ckvDim] and qPe
+/// [B, H, kpeDim]; request b's query attends to all kv_len(b) tokens:
+/// s[t] = smScale * (<qNope, ckv[t]> + <qPe, kpe[t]>) (then the soft-cap),
+/// o = sum_t softmax(s)[t] ckv[t]. Returns states with headDim = ckvDim; a
+/// request without tokens gives o = 0, lse = -inf.
+States mlaDecode(const std::vector<double> &qNope,
+                 const std::vector<double> &qPe, int64_t numHeads,
+                 const PagedMLA &kv, const PageTable &pt,
+                 const MLAOptions &opts);
+
+//===----------------------------------------------------------------------===//
 // Attention states
 //===----------------------------------------------------------------------===//
 

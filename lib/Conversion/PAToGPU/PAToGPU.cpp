@@ -559,6 +559,12 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     WalkResult walk = module.walk([&](Operation *op) {
       if (!isa_and_present<PADialect>(op->getDialect()))
         return WalkResult::advance();
+      if (isa<MLADecodeOp>(op)) {
+        op->emitOpError()
+            << "is not supported on the GPU yet: MLA decode has no GPU "
+               "kernel (use pa-lower-to-cpu)";
+        return WalkResult::interrupt();
+      }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "

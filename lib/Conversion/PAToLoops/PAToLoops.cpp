@@ -35,6 +35,7 @@ struct ConvertPAToLoops final
     populatePAStatesToLoopsPatterns(patterns);
     populatePACacheToLoopsPatterns(patterns);
     populatePACacheBlendToLoopsPatterns(patterns);
+    populatePAMLAToLoopsPatterns(patterns);
     populatePATileToLoopsPatterns(patterns);
 
     ConversionTarget target(getContext());
