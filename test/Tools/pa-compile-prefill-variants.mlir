@@ -13,8 +13,9 @@
 // --kernels all: decode, split-KV and both prefill kernels.
 // RUN: pa-compile --kernels all --causal -o %t/all | FileCheck %s --check-prefix=LOGALL
 // RUN: FileCheck %s --check-prefix=ALL < %t/all/bundle.manifest
-// A shape flag, --prefill-variants one, or a head dim above 128 (whose
-// default is already 4 warps): only the prefill kernel.
+// A shape flag, --prefill-variants one, a head dim above 128 (whose
+// default is already 4 warps) or a group above 128: only the prefill
+// kernel.
 // RUN: pa-compile --kernels prefill --causal --prefill-warps 8 -o %t/warps | FileCheck %s --check-prefix=ONELOG
 // RUN: FileCheck %s --check-prefix=ONE < %t/warps/bundle.manifest
 // RUN: pa-compile --kernels prefill --causal --prefill-tile-kv 64 -o %t/tilekv
@@ -26,6 +27,9 @@
 // RUN: ls %t/one | FileCheck %s --check-prefix=ONEFILES
 // RUN: pa-compile --kernels prefill --causal --head-dim 192 --kv-heads 2 -o %t/d192
 // RUN: FileCheck %s --check-prefix=ONE < %t/d192/bundle.manifest
+// A group larger than the short tile's 128 rows (the default's 256 hold it):
+// RUN: pa-compile --kernels prefill --causal --group 256 --kv-heads 1 -o %t/g256
+// RUN: FileCheck %s --check-prefix=ONE < %t/g256/bundle.manifest
 // Recompiling a bundle directory without the short kernel removes its files.
 // RUN: pa-compile --kernels prefill --causal --prefill-variants one -o %t/two
 // RUN: FileCheck %s --check-prefix=ONE < %t/two/bundle.manifest

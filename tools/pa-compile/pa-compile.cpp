@@ -155,17 +155,19 @@ using rt::kMaxConfigValue;
 bool wantDecode() { return kernelSet == "decode" || kernelSet == "all"; }
 bool wantPrefill() { return kernelSet == "prefill" || kernelSet == "all"; }
 
-/// The warps of the short-batch prefill shape (prefill_short).
-constexpr int64_t kShortPrefillWarps = 4;
+/// The warps of the short-batch prefill shape (prefill_short) and the rows
+/// of its query tile (4 warps x the default 32 rows up to head dim 128).
+constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
 
 /// True when the bundle gets a second prefill kernel, prefill_short: the
 /// prefill kernel has the default shape (no shape flag; 0 is the default),
 /// whose 8 warps x 32 rows up to head dim 128 leave room for the 4-warp
-/// tile (above 128 the default is already 4 warps), and
-/// --prefill-variants is auto.
+/// tile (above 128 the default is already 4 warps), a GQA group fits the
+/// smaller tile, and --prefill-variants is auto.
 bool wantPrefillShort() {
   return wantPrefill() && prefillVariants == "auto" && prefillWarps == 0 &&
-         prefillWarpRows == 0 && prefillTileKV == 0 && headDim <= 128;
+         prefillWarpRows == 0 && prefillTileKV == 0 && headDim <= 128 &&
+         group <= kShortPrefillRows;
 }
 
 /// Rejects bad flags with a message naming them; true if all are good.
