@@ -13,8 +13,11 @@
 # f16/bf16, head dims 64/80/96/128/192/256 (80 and 96: a partial last round
 # of 16-byte K/V copies), page sizes 1/5/16/64, groups 1/4/8,
 # NHD/HND, joint/split and the masks: causal, none, window, soft-cap, alibi,
-# positions, custom mask, lse-base2. PA_SKIP_DECODE=1 / PA_SKIP_PREFILL=1
-# skip one family.
+# positions, custom mask, lse-base2. With no shape flag, the prefill
+# bundles up to head dim 128 hold two prefill kernels, `prefill` (8 warps)
+# and `prefill_short` (4 warps, prefill_short.cubin), which check-prefill
+# checks both and the planner picks between. PA_SKIP_DECODE=1 /
+# PA_SKIP_PREFILL=1 skip one family.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: make_bundles.sh OUT_DIR [PA_COMPILE]}"

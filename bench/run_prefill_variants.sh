@@ -3,7 +3,9 @@
 # prefill bundle is checked (quick) against the float64 reference, then
 # timed by bench-prefill, with FlashInfer FA2 + SDPA + the GEMM ceiling in
 # the same run (FlashInfer kit staged in .gpu-fi). Bundle names carry the
-# variant (e.g. _w4b1: 4 warps, one barrier per KV tile). Usage on the
+# variant (e.g. _w4b1: 4 warps, one barrier per KV tile); a bundle with
+# both prefill kernels (prefill, prefill_short) is also timed with each one
+# forced. Usage on the
 # device machine (carry build/gpu and .gpu-fi):
 #   bench/run_prefill_variants.sh build/gpu $OUT
 set -uo pipefail
@@ -20,6 +22,15 @@ export PATH="$PATH:/usr/local/cuda/bin"
   for d in "$B"/prefill_gqa4_* "$B"/prefill_mha_*; do
     echo "## $(basename "$d")"
     timeout 120 "$R" bench-prefill "$d" 2>&1 | grep -E "^\| (causal|append)"
+    # A bundle with both prefill kernels: each one on every shape, too (the
+    # rows above are the planner's choice per shape).
+    if grep -q '^kernel prefill_short ' "$d/bundle.manifest"; then
+      for kernel in prefill short; do
+        echo "## $(basename "$d") --kernel $kernel"
+        timeout 120 "$R" bench-prefill --kernel "$kernel" "$d" 2>&1 |
+          grep -E "^\| (causal|append)"
+      done
+    fi
   done
   if [[ -d .gpu-fi && "${PA_NO_FI:-0}" != 1 ]]; then
     eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Stages what the device machine needs into one folder to carry: the built
 # pa-gpu-runner + pa-roofs.cubin, the two fixture bundles (GQA 4 and MHA
-# from bench/fixture/naive_decode.cu) and any given bundle directories.
+# from bench/fixture/naive_decode.cu) and any given bundle directories
+# (copied whole: every binary the manifest names, e.g. prefill_short.cubin
+# beside kernels.cubin).
 #
 #   bench/stage_gpu.sh DEST [BUNDLE_DIR...]
 #
@@ -23,6 +25,10 @@ if [[ "${PA_NO_FIXTURE:-0}" != 1 ]]; then
 fi
 for b in "$@"; do
   [[ -f "$b/bundle.manifest" ]] || { echo "not a bundle: $b" >&2; exit 1; }
+  # Every binary the manifest names must be there.
+  while read -r _ _ file _; do
+    [[ -f "$b/$file" ]] || { echo "bundle $b: missing $file" >&2; exit 1; }
+  done < <(grep '^kernel ' "$b/bundle.manifest")
   cp -r "$b" "$dest/bundles/$(basename "$b")"
 done
 du -sh "$dest"

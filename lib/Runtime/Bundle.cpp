@@ -73,7 +73,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"decode", KernelKind::Decode},
     {"decode_partial", KernelKind::DecodePartial},
     {"merge_segments", KernelKind::MergeSegments},
-    {"prefill", KernelKind::Prefill}};
+    {"prefill", KernelKind::Prefill},
+    {"prefill_short", KernelKind::PrefillShort}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -163,7 +164,7 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
   bool cache = k != KernelKind::MergeSegments;
   if (cache) {
     roles.push_back(ArgRole::Q);
-    if (k == KernelKind::Prefill)
+    if (isPrefillKind(k))
       roles.push_back(ArgRole::QOIndptr);
     if (s == KVStorage::Joint) {
       roles.push_back(ArgRole::KV);
@@ -195,7 +196,7 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
 /// The roles kernel kind `k` may take besides requiredRoles (prefill only:
 /// q_positions, custom_mask, mask_indptr, alibi_slopes).
 std::vector<ArgRole> optionalRoles(KernelKind k) {
-  if (k != KernelKind::Prefill)
+  if (!isPrefillKind(k))
     return {};
   return {ArgRole::QPositions, ArgRole::CustomMask, ArgRole::MaskIndptr,
           ArgRole::AlibiSlopes};
@@ -280,6 +281,8 @@ private:
   Status parsePrefill(const std::vector<std::string_view> &t);
   Status closeKernel();
   Status finish();
+  /// The prefill_short kernel `s` agrees with the prefill kernel.
+  Status checkPrefillShort(const KernelSpec &s) const;
 
   std::string_view text, source;
   int lineNo = 0;
@@ -561,7 +564,7 @@ Status Parser::parsePrefill(const std::vector<std::string_view> &t) {
   if (!inKernel)
     return lineError("'prefill' outside a kernel");
   KernelSpec &k = m.kernels.back();
-  if (k.kind != KernelKind::Prefill)
+  if (!isPrefillKind(k.kind))
     return lineError("a 'prefill' line belongs to a prefill kernel, not to "
                      "kernel '",
                      toString(k.kind), "'");
@@ -649,7 +652,7 @@ Status Parser::closeKernel() {
       return kernelError(std::string("missing argument role '") + toString(r) +
                          "'");
   }
-  if (k.kind != KernelKind::Prefill)
+  if (!isPrefillKind(k.kind))
     return Status::success();
   if (!k.prefill)
     return kernelError("missing the 'prefill queries_per_tile N causal 0|1 "
@@ -691,6 +694,49 @@ Status Parser::finish() {
     return Status::error(os.str() +
                          "'decode_partial' and 'merge_segments' need a "
                          "'decode' kernel (split-KV decode)");
+  if (const KernelSpec *s = m.find(KernelKind::PrefillShort))
+    if (Status st = checkPrefillShort(*s); !st)
+      return st;
+  return Status::success();
+}
+
+Status Parser::checkPrefillShort(const KernelSpec &s) const {
+  auto shortError = [&](const std::string &msg) {
+    std::ostringstream os;
+    os << source << ":" << s.line << ": kernel 'prefill_short': " << msg;
+    return Status::error(os.str());
+  };
+  const KernelSpec *p = m.find(KernelKind::Prefill);
+  if (!p)
+    return shortError("needs a 'prefill' kernel (it is the short-batch "
+                      "shape of that kernel)");
+  // Both kernels serve the same pa_prefill_run arguments: the same roles
+  // in the same order (ranks and types follow from the config).
+  if (s.args.size() != p->args.size())
+    return shortError("takes " + std::to_string(s.args.size()) +
+                      " arguments, kernel 'prefill' (line " +
+                      std::to_string(p->line) + ") takes " +
+                      std::to_string(p->args.size()) +
+                      " (both kernels must take the same arguments)");
+  for (size_t i = 0; i < s.args.size(); ++i)
+    if (s.args[i] != p->args[i])
+      return shortError("argument " + std::to_string(i) + " is '" +
+                        toString(s.args[i].role) + "' (line " +
+                        std::to_string(s.args[i].line) +
+                        "), kernel 'prefill' has '" +
+                        toString(p->args[i].role) + "' (line " +
+                        std::to_string(p->args[i].line) +
+                        ") (both kernels must take the same arguments)");
+  // The same attention: only the tile may differ.
+  PrefillSpec a = *s.prefill, b = *p->prefill;
+  a.queriesPerTile = b.queriesPerTile;
+  if (a != b)
+    return shortError("its prefill line (line " +
+                      std::to_string(s.prefill->line) +
+                      ") differs from kernel 'prefill''s (line " +
+                      std::to_string(p->prefill->line) +
+                      ") in more than queries_per_tile (causal, window, "
+                      "soft_cap, sm_scale and lse_base2 must agree)");
   return Status::success();
 }
 

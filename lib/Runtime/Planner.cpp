@@ -174,6 +174,41 @@ Status pa::rt::prefillQueryTiles(I32Span qoIndptr, int64_t batch,
   return Status::success();
 }
 
+Status pa::rt::choosePrefillShort(I32Span qoIndptr,
+                                  const std::vector<int64_t> &kvLens,
+                                  int64_t batch, bool &useShort,
+                                  int64_t maxMeanKeys) {
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (maxMeanKeys < 0)
+    return fail("max mean keys = ", maxMeanKeys, " is negative");
+  if (Status s = checkLength(qoIndptr, "qo_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  if (static_cast<int64_t>(kvLens.size()) != batch)
+    return fail("kv lengths have ", kvLens.size(), " entries, expected batch = ",
+                batch);
+  // sum qo * kv <= maxMeanKeys * sum qo, exactly: the int32 qo_indptr
+  // keeps sum qo below 2^32, and kv_len and maxMeanKeys are below 2^63, so
+  // both sides stay below 2^95.
+  unsigned __int128 pairs = 0, queries = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
+    if (len < 0)
+      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
+                  b, "] = ", qoIndptr[b], " > qo_indptr[", b + 1,
+                  "] = ", qoIndptr[b + 1]);
+    if (kvLens[b] < 0)
+      return fail("kv_len[", b, "] = ", kvLens[b], " is negative");
+    pairs += static_cast<unsigned __int128>(len) *
+             static_cast<unsigned __int128>(kvLens[b]);
+    queries += static_cast<unsigned __int128>(len);
+  }
+  useShort = queries > 0 &&
+             pairs <= static_cast<unsigned __int128>(maxMeanKeys) * queries;
+  return Status::success();
+}
+
 Status pa::rt::validateMask(I32Span maskIndptr, I32Span qoIndptr,
                             int64_t batch, const std::vector<int64_t> &kvLens,
                             int64_t maskBytes) {

@@ -6,7 +6,9 @@
 //
 // Implements pa_runtime.h on top of the CUDA driver API (libcuda only, no
 // CUDA runtime): bundle loading, decode planning (pa::rt::planDecode),
-// prefill planning (lengths and the q_tiles grid), argument checks, checked
+// prefill planning (lengths, the kernel choice between prefill and
+// prefill_short (pa::rt::choosePrefillShort), and the q_tiles grid),
+// argument checks, checked
 // mode (pa::rt::validatePageTable, validateQueries, validateMask on host
 // copies of the device arrays) and the launches. Decode and prefill share
 // one home for the cache-argument checks, the page-table check, the role
@@ -171,6 +173,8 @@ struct pa_plan {
 
 struct pa_prefill_plan {
   BundleConfig config;
+  /// The kernel the plan launches: Prefill or PrefillShort.
+  KernelKind kernel = KernelKind::Prefill;
   int64_t batch = 0, nnz = 0, numQueryRows = 0, queriesPerTile = 0,
           qTiles = 0;
   std::vector<int64_t> kvLens;
@@ -560,38 +564,64 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
 }
 
-/// The prefill kernel of `b`, or an error naming the bundle.
-Status prefillKernel(const pa_bundle &b, const KernelSpec *&out) {
-  out = b.manifest.find(KernelKind::Prefill);
-  if (!out || !out->prefill || !b.function(KernelKind::Prefill))
+/// The prefill kernel `kind` (Prefill or PrefillShort) of `b`, or an
+/// error naming the bundle.
+Status prefillKernel(const pa_bundle &b, const KernelSpec *&out,
+                     KernelKind kind = KernelKind::Prefill) {
+  out = b.manifest.find(kind);
+  if (!out || !out->prefill || !b.function(kind)) {
+    if (kind == KernelKind::PrefillShort)
+      return fail("bundle '", b.dir,
+                  "' has no 'prefill_short' kernel (pa-compile adds it with "
+                  "the default prefill shape up to head dim 128)");
     return fail("bundle '", b.dir,
                 "' has no 'prefill' kernel (compile it with pa-compile "
                 "--kernels prefill or all)");
+  }
   return Status::success();
 }
 
 Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
                        const int32_t *kvIndptr, const int32_t *lastPageLen,
                        int64_t batch, int64_t numQueryRows,
+                       const pa_prefill_plan_options *options,
                        pa_prefill_plan_t &p) {
   const KernelSpec *k = nullptr;
   PA_TRY(prefillKernel(b, k));
+  int force = options ? options->kernel : PA_PREFILL_KERNEL_AUTO;
+  if (force != PA_PREFILL_KERNEL_AUTO && force != PA_PREFILL_KERNEL_PREFILL &&
+      force != PA_PREFILL_KERNEL_SHORT)
+    return fail("options->kernel = ", force,
+                " is not PA_PREFILL_KERNEL_AUTO (0), _PREFILL (1) or "
+                "_SHORT (2)");
   const BundleConfig &c = b.manifest.config;
   if (batch < 0)
     return fail("batch = ", batch, " is negative");
   if (numQueryRows < 0)
     return fail("num_query_rows = ", numQueryRows, " is negative");
+  if (!qoIndptr || !kvIndptr || (batch > 0 && !lastPageLen))
+    return fail("qo_indptr, kv_indptr and kv_last_page_len must not be "
+                "null");
   p.config = c;
   p.batch = batch;
   p.numQueryRows = numQueryRows;
-  p.queriesPerTile = k->prefill->queriesPerTile;
   // The C API's contract: qo_indptr and kv_indptr have batch + 1 entries,
   // kv_last_page_len batch entries.
   I32Span qo(qoIndptr, batch + 1), indptr(kvIndptr, batch + 1),
       lastLen(lastPageLen, batch);
   PA_TRY(kvLengths(indptr, lastLen, batch, c.pageSize, p.kvLens));
+  // Both prefill kernels take the same arguments (the manifest checks it).
   PA_TRY(validateQueries(qo, batch, numQueryRows, p.kvLens,
                          k->hasRole(ArgRole::QPositions)));
+  // The kernel: forced, or prefill_short for a short batch when the bundle
+  // has it (docs/Runtime.md, "Prefill kernel choice").
+  bool useShort = force == PA_PREFILL_KERNEL_SHORT;
+  if (force == PA_PREFILL_KERNEL_AUTO &&
+      b.manifest.find(KernelKind::PrefillShort))
+    PA_TRY(choosePrefillShort(qo, p.kvLens, batch, useShort));
+  p.kernel = useShort ? KernelKind::PrefillShort : KernelKind::Prefill;
+  PA_TRY(prefillKernel(b, k, p.kernel));
+  p.queriesPerTile = k->prefill->queriesPerTile;
   PA_TRY(prefillQueryTiles(qo, batch, p.queriesPerTile, p.qTiles));
   p.nnz = kvIndptr[batch];
   p.qoIndptr.assign(qoIndptr, qoIndptr + batch + 1);
@@ -603,7 +633,7 @@ Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
     dims.qTiles = p.qTiles;
     std::array<uint32_t, 3> grid;
     if (Status s = resolveGrid(k->launch, c, dims, grid); !s)
-      return fail("kernel 'prefill': ", s.message);
+      return fail("kernel '", toString(p.kernel), "': ", s.message);
   }
   return Status::success();
 }
@@ -623,7 +653,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
                   const pa_prefill_args &a, CUstream stream) {
   PA_TRY(requireContext());
   const KernelSpec *k = nullptr;
-  PA_TRY(prefillKernel(b, k));
+  PA_TRY(prefillKernel(b, k, p.kernel));
   const BundleConfig &c = b.manifest.config;
   CacheArgs ca = cacheArgs(a);
   PA_TRY(checkCacheArgs(c, p.config, p.batch, p.nnz, ca));
@@ -709,7 +739,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
   }
   if (alibi)
     bind(ArgRole::AlibiSlopes, a.alibi_slopes);
-  return launch(b, KernelKind::Prefill, args, dims, stream, a.checked != 0);
+  return launch(b, p.kernel, args, dims, stream, a.checked != 0);
 }
 
 Status initDevice(int device) {
@@ -844,22 +874,33 @@ int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
   return PA_SUCCESS;
 }
 
-int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
-                    const int32_t *kv_indptr, const int32_t *kv_last_page_len,
-                    int64_t batch, int64_t num_query_rows,
-                    pa_prefill_plan_t **out) {
+int pa_prefill_plan_ex(pa_bundle *bundle, const int32_t *qo_indptr,
+                       const int32_t *kv_indptr,
+                       const int32_t *kv_last_page_len, int64_t batch,
+                       int64_t num_query_rows,
+                       const pa_prefill_plan_options *options,
+                       pa_prefill_plan_t **out) {
   if (!bundle || !out)
     return report(fail("pa_prefill_plan: null argument"));
   *out = nullptr;
   pa_prefill_plan_t *p = new pa_prefill_plan_t;
   if (Status s = makePrefillPlan(*bundle, qo_indptr, kv_indptr,
-                                 kv_last_page_len, batch, num_query_rows, *p);
+                                 kv_last_page_len, batch, num_query_rows,
+                                 options, *p);
       !s) {
     delete p;
     return report(fail("pa_prefill_plan: ", s.message));
   }
   *out = p;
   return PA_SUCCESS;
+}
+
+int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
+                    const int32_t *kv_indptr, const int32_t *kv_last_page_len,
+                    int64_t batch, int64_t num_query_rows,
+                    pa_prefill_plan_t **out) {
+  return pa_prefill_plan_ex(bundle, qo_indptr, kv_indptr, kv_last_page_len,
+                            batch, num_query_rows, nullptr, out);
 }
 
 int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
@@ -871,6 +912,9 @@ int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
   out->num_query_rows = plan->numQueryRows;
   out->queries_per_tile = plan->queriesPerTile;
   out->q_tiles = plan->qTiles;
+  out->kernel = plan->kernel == KernelKind::PrefillShort
+                    ? PA_PREFILL_KERNEL_SHORT
+                    : PA_PREFILL_KERNEL_PREFILL;
   return PA_SUCCESS;
 }
 

@@ -9,6 +9,8 @@
 // RUN: not pa-compile --causal --alibi -o %t/bad 2>&1 | FileCheck %s --check-prefix=DECODEONLY
 // RUN: not pa-compile --kernels prefill --custom-mask --causal --window 8 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MASK
 // RUN: not pa-compile --kernels all --sm-scale -1 --logits-soft-cap 1e39 --window -2 -o %t/bad 2>&1 | FileCheck %s --check-prefix=REALS
+// RUN: not pa-compile --kernels prefill --prefill-variants two -o %t/bad 2>&1 | FileCheck %s --check-prefix=VARIANTS
+// RUN: not pa-compile --prefill-variants one -o %t/bad 2>&1 | FileCheck %s --check-prefix=VARIANTSDECODE
 // RUN: not ls %t/bad
 // --help shows pa-compile's options, not LLVM's.
 // RUN: pa-compile --help | FileCheck %s --check-prefix=HELP
@@ -26,7 +28,10 @@
 // REALS: pa-compile: --window -2 is out of [0, 2147483647]
 // REALS: pa-compile: --logits-soft-cap 1e+39 must be a finite f32 value >= 0 (0: none)
 // REALS: pa-compile: --sm-scale -1 must be a finite f32 value >= 0 (0: 1/sqrt(head-dim))
+// VARIANTS: pa-compile: --prefill-variants must be auto or one, got 'two'
+// VARIANTSDECODE: pa-compile: --prefill-variants is a prefill option: it needs --kernels prefill or all
 // HELP: pa-compile options:
 // HELP: --group
+// HELP: --prefill-variants
 // HELP-NOT: --mlir-
 // HELP-NOT: --pass-pipeline

@@ -10,6 +10,12 @@
 // `bundle.manifest`, printed by pa::rt::printManifest from the `pa.kernel`
 // ABI attributes convert-pa-to-gpu puts on each kernel (docs/Runtime.md);
 // a prefill kernel's `prefill` line comes from the flags and its tile_q.
+// With the default prefill shape up to head dim 128 (8 warps: a 256-row
+// query tile) it also compiles the 4-warp shape (128 rows, 2 CTAs per SM)
+// as kernel `prefill_short` into prefill_short.cubin / .ptx: a second run
+// of the pipeline on a program with @prefill alone. The runtime's planner
+// launches it for short batches (docs/Runtime.md); --prefill-variants one,
+// or any prefill shape flag, compiles only `prefill`.
 //
 //   pa-compile --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
 //              --layout nhd --dtype f16 --kv joint --chip sm_90 -o DIR
@@ -99,6 +105,12 @@ static cl::opt<int64_t> prefillWarpRows(
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
              "32 up to head dim 128, else 16)"),
     cl::cat(category));
+static cl::opt<std::string> prefillVariants(
+    "prefill-variants", cl::init("auto"),
+    cl::desc("auto: with the default prefill shape up to head dim 128, also "
+             "compile the 4-warp shape as kernel prefill_short (the planner "
+             "runs it for short batches) | one: only the prefill kernel"),
+    cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),
     cl::desc("decode (decode + split-KV kernels) | prefill | all"),
@@ -143,6 +155,21 @@ using rt::kMaxConfigValue;
 bool wantDecode() { return kernelSet == "decode" || kernelSet == "all"; }
 bool wantPrefill() { return kernelSet == "prefill" || kernelSet == "all"; }
 
+/// The warps of the short-batch prefill shape (prefill_short) and the rows
+/// of its query tile (4 warps x the default 32 rows up to head dim 128).
+constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
+
+/// True when the bundle gets a second prefill kernel, prefill_short: the
+/// prefill kernel has the default shape (no shape flag; 0 is the default),
+/// whose 8 warps x 32 rows up to head dim 128 leave room for the 4-warp
+/// tile (above 128 the default is already 4 warps), a GQA group fits the
+/// smaller tile, and --prefill-variants is auto.
+bool wantPrefillShort() {
+  return wantPrefill() && prefillVariants == "auto" && prefillWarps == 0 &&
+         prefillWarpRows == 0 && prefillTileKV == 0 && headDim <= 128 &&
+         group <= kShortPrefillRows;
+}
+
 /// Rejects bad flags with a message naming them; true if all are good.
 bool checkFlags() {
   bool ok = true;
@@ -173,6 +200,9 @@ bool checkFlags() {
     fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)");
   if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
     fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
+  if (prefillVariants != "auto" && prefillVariants != "one")
+    fail("--prefill-variants must be auto or one, got '" + prefillVariants +
+         "'");
   rt::CacheLayout l;
   rt::DType d;
   rt::KVStorage s;
@@ -208,7 +238,7 @@ bool checkFlags() {
     // Prefill options would be silently ignored: reject them.
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
              &causal, &window, &softCap, &smScale, &lseBase2, &alibi,
-             &positions, &customMask})
+             &positions, &customMask, &prefillVariants})
       if (o->getNumOccurrences())
         fail("--" + o->ArgStr + " is a prefill option: it needs --kernels "
              "prefill or all");
@@ -315,17 +345,18 @@ void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
 }
 
-/// The program: with decode kernels @decode (one pass) and @decode_split
-/// (work-list split-KV); with prefill kernels @prefill.
-OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx) {
+/// The program: with `decode` @decode (one pass) and @decode_split
+/// (work-list split-KV); with `prefill` @prefill.
+OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
+                                   bool prefill) {
   ProgramTypes t = programTypes(ctx);
   Location loc = UnknownLoc::get(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module->getBody());
-  if (wantPrefill())
+  if (prefill)
     buildPrefill(b, loc, t);
-  if (!wantDecode())
+  if (!decode)
     return module;
   int nkv = t.joint ? 1 : 2;
   SmallVector<Type> cacheTypes(nkv, t.cache);
@@ -367,15 +398,17 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx) {
   return module;
 }
 
-/// The pipeline options: the flags, with 0 meaning the tuned default.
-void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format) {
+/// The pipeline options: the flags, with 0 meaning the tuned default;
+/// `warps` > 0 overrides --prefill-warps (prefill_short).
+void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
+                        int64_t warps = 0) {
   opts.chip = chip;
   opts.format = format.str();
   opts.ctaThreads = ctaThreads;
   opts.tokensInFlight = tokensInFlight;
   opts.laneBytes = laneBytes;
   opts.headsPerCTA = headsPerCTA;
-  opts.prefillWarps = prefillWarps;
+  opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
   opts.prefillTileKV = prefillTileKV;
   opts.prefillWarpRows = prefillWarpRows;
 }
@@ -494,11 +527,12 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
 
 /// Runs the binary half of the pipeline on a copy of `kernels`; returns the
 /// gpu.binary's object.
-FailureOr<std::string> toBinary(ModuleOp kernels, StringRef format) {
+FailureOr<std::string> toBinary(ModuleOp kernels, StringRef format,
+                                int64_t warps = 0) {
   OwningOpRef<ModuleOp> module = kernels.clone();
   PassManager pm(kernels.getContext());
   mlir::pa::LowerToNVVMOptions opts;
-  setPipelineOptions(opts, format);
+  setPipelineOptions(opts, format, warps);
   mlir::pa::buildGPUKernelsToBinaryPipeline(pm, opts);
   if (failed(pm.run(*module)))
     return failure();
@@ -513,6 +547,69 @@ FailureOr<std::string> toBinary(ModuleOp kernels, StringRef format) {
     return failure();
   }
   return object;
+}
+
+/// What one run of the pipeline made of a program.
+struct Compiled {
+  rt::Manifest manifest;
+  mlir::pa::KernelABI shape, prefillShape;
+  std::string cubin, ptx;
+  /// Milliseconds from the program to the cubin.
+  double ms = 0;
+};
+
+/// Lowers a copy of `program` with the kernel half of pa-lower-to-nvvm
+/// (prefill warps `warps`, 0: the flag's), reads the manifest's kernels from
+/// their ABI attributes, and runs the binary half to a cubin and to PTX.
+LogicalResult compileProgram(ModuleOp program, int64_t warps, Compiled &out) {
+  auto t0 = std::chrono::steady_clock::now();
+  OwningOpRef<ModuleOp> kernels = program.clone();
+  PassManager pm(program.getContext());
+  mlir::pa::LowerToNVVMOptions opts;
+  setPipelineOptions(opts, "bin", warps);
+  mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
+  if (failed(pm.run(*kernels)))
+    return failure();
+  FailureOr<rt::Manifest> manifest =
+      manifestFromKernels(*kernels, out.shape, out.prefillShape);
+  if (failed(manifest))
+    return failure();
+  out.manifest = std::move(*manifest);
+  FailureOr<std::string> cubin = toBinary(*kernels, "bin", warps);
+  auto t1 = std::chrono::steady_clock::now();
+  if (failed(cubin))
+    return failure();
+  FailureOr<std::string> ptx = toBinary(*kernels, "isa", warps);
+  if (failed(ptx))
+    return failure();
+  out.cubin = std::move(*cubin);
+  out.ptx = std::move(*ptx);
+  out.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  return success();
+}
+
+/// Compiles the prefill_short kernel: @prefill alone on a fresh module with
+/// kShortPrefillWarps, into its own binary files; appends its kernel to
+/// `manifest`.
+LogicalResult compilePrefillShort(MLIRContext *ctx, rt::Manifest &manifest,
+                                  Compiled &out) {
+  OwningOpRef<ModuleOp> program =
+      buildProgram(ctx, /*decode=*/false, /*prefill=*/true);
+  if (failed(verify(*program)) ||
+      failed(compileProgram(*program, kShortPrefillWarps, out)))
+    return failure();
+  if (out.manifest.kernels.size() != 1 ||
+      out.manifest.kernels[0].kind != rt::KernelKind::Prefill) {
+    llvm::errs() << "pa-compile: the short prefill program gave "
+                 << out.manifest.kernels.size()
+                 << " kernels, expected one prefill kernel\n";
+    return failure();
+  }
+  rt::KernelSpec k = out.manifest.kernels[0];
+  k.kind = rt::KernelKind::PrefillShort;
+  k.file = "prefill_short.cubin";
+  manifest.kernels.push_back(std::move(k));
+  return success();
 }
 
 bool writeFile(StringRef path, StringRef data) {
@@ -535,7 +632,8 @@ int main(int argc, char **argv) {
           argc, argv,
           "PagedAttn bundle compiler: writes the kernels of one "
           "configuration (--kernels decode: decode, decode_partial, "
-          "merge_segments; prefill: prefill; all: both) and their manifest "
+          "merge_segments; prefill: prefill and, with the default shape up to "
+          "head dim 128, prefill_short; all: both) and their manifest "
           "to a bundle directory\n",
           &llvm::errs()))
     return 2;
@@ -554,7 +652,8 @@ int main(int argc, char **argv) {
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
 
-  OwningOpRef<ModuleOp> program = buildProgram(&ctx);
+  OwningOpRef<ModuleOp> program =
+      buildProgram(&ctx, wantDecode(), wantPrefill());
   if (failed(verify(*program)))
     return 1;
   std::string source;
@@ -563,26 +662,22 @@ int main(int argc, char **argv) {
     program->print(os);
   }
 
-  auto t0 = std::chrono::steady_clock::now();
-  OwningOpRef<ModuleOp> kernels = program->clone();
-  PassManager pm(&ctx);
-  mlir::pa::LowerToNVVMOptions opts;
-  setPipelineOptions(opts, "bin");
-  mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
-  if (failed(pm.run(*kernels)))
+  Compiled primary;
+  if (failed(compileProgram(*program, /*warps=*/0, primary)))
     return 1;
-  mlir::pa::KernelABI shape, prefillShape;
-  FailureOr<rt::Manifest> manifest =
-      manifestFromKernels(*kernels, shape, prefillShape);
-  if (failed(manifest))
+  rt::Manifest *manifest = &primary.manifest;
+  const mlir::pa::KernelABI &shape = primary.shape,
+                            &prefillShape = primary.prefillShape;
+  // The short-batch prefill shape: a second run of the pipeline.
+  Compiled shortPrefill;
+  bool haveShort = wantPrefillShort();
+  if (haveShort && failed(compilePrefillShort(&ctx, *manifest, shortPrefill))) {
+    llvm::errs() << "pa-compile: compiling the short prefill kernel "
+                    "(prefill_short, --prefill-warps "
+                 << kShortPrefillWarps
+                 << ") failed; --prefill-variants one skips it\n";
     return 1;
-  FailureOr<std::string> cubin = toBinary(*kernels, "bin");
-  auto t1 = std::chrono::steady_clock::now();
-  if (failed(cubin))
-    return 1;
-  FailureOr<std::string> ptx = toBinary(*kernels, "isa");
-  if (failed(ptx))
-    return 1;
+  }
 
   // What the runtime will read: the printed manifest must parse back to the
   // same manifest.
@@ -610,27 +705,46 @@ int main(int argc, char **argv) {
     return std::string(p);
   };
   if (!writeFile(path("program.mlir"), source) ||
-      !writeFile(path("kernels.cubin"), *cubin) ||
-      !writeFile(path("kernels.ptx"), *ptx) ||
+      !writeFile(path("kernels.cubin"), primary.cubin) ||
+      !writeFile(path("kernels.ptx"), primary.ptx) ||
       !writeFile(path("bundle.manifest"), text))
     return 1;
-  double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  if (haveShort && (!writeFile(path("prefill_short.cubin"),
+                               shortPrefill.cubin) ||
+                    !writeFile(path("prefill_short.ptx"), shortPrefill.ptx)))
+    return 1;
+  // A second file from an earlier run with the short kernel would be stale.
+  if (!haveShort)
+    for (StringRef stale : {"prefill_short.cubin", "prefill_short.ptx"})
+      (void)llvm::sys::fs::remove(path(stale));
+  auto printShort = [&] {
+    if (!haveShort)
+      return;
+    const mlir::pa::KernelABI &s = shortPrefill.prefillShape;
+    llvm::outs() << llvm::formatv(
+        "pa-compile: prefill_short tile_q {0}, tile_kv {1}, smem {2} ({3} "
+        "bytes cubin, {4:F1} ms to cubin)\n",
+        s.tileQ, s.tileKV, s.smem, shortPrefill.cubin.size(),
+        shortPrefill.ms);
+  };
   if (!wantDecode()) {
     llvm::outs() << llvm::formatv(
         "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; prefill tile_q "
         "{3}, tile_kv {4}, smem {5})\n",
-        outDir.getValue(), cubin->size(), ms, prefillShape.tileQ,
+        outDir.getValue(), primary.cubin.size(), primary.ms, prefillShape.tileQ,
         prefillShape.tileKV, prefillShape.smem);
+    printShort();
     return 0;
   }
   llvm::outs() << llvm::formatv(
       "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} bytes/lane, "
       "{4} tokens in flight, {5} heads per CTA)\n",
-      outDir.getValue(), cubin->size(), ms, shape.laneBytes,
+      outDir.getValue(), primary.cubin.size(), primary.ms, shape.laneBytes,
       shape.tokensInFlight, shape.headsPerCTA);
   if (wantPrefill())
     llvm::outs() << llvm::formatv(
         "pa-compile: prefill tile_q {0}, tile_kv {1}, smem {2}\n",
         prefillShape.tileQ, prefillShape.tileKV, prefillShape.smem);
+  printShort();
   return 0;
 }

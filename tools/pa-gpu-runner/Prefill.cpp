@@ -25,6 +25,7 @@
 
 #include "PagedAttn/Reference/Reference.h"
 #include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/Runtime/Planner.h"
 #include "PagedAttn/Runtime/pa_runtime.h"
 #include "PagedAttn/TestSupport/Cache.h"
 #include "PagedAttn/TestSupport/Numbers.h"
@@ -37,6 +38,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -51,8 +53,23 @@ namespace {
 struct PrefillKernel {
   rt::BundleConfig config;
   rt::PrefillSpec spec;
+  /// The prefill line of the bundle's prefill_short kernel, if it has one
+  /// (it agrees with `spec` but for queries_per_tile).
+  std::optional<rt::PrefillSpec> shortSpec;
   bool positions = false, mask = false, alibi = false;
 };
+
+/// Manifest name of a PA_PREFILL_KERNEL_* value.
+const char *prefillKernelName(int kernel) {
+  switch (kernel) {
+  case PA_PREFILL_KERNEL_PREFILL:
+    return "prefill";
+  case PA_PREFILL_KERNEL_SHORT:
+    return "prefill_short";
+  default:
+    return "auto";
+  }
+}
 
 PrefillKernel readPrefillKernel(const std::string &dir) {
   rt::Manifest m;
@@ -64,6 +81,9 @@ PrefillKernel readPrefillKernel(const std::string &dir) {
   PrefillKernel pk;
   pk.config = m.config;
   pk.spec = *k->prefill;
+  if (const rt::KernelSpec *s = m.find(rt::KernelKind::PrefillShort);
+      s && s->prefill)
+    pk.shortSpec = *s->prefill;
   pk.positions = k->hasRole(rt::ArgRole::QPositions);
   pk.mask = k->hasRole(rt::ArgRole::CustomMask);
   pk.alibi = k->hasRole(rt::ArgRole::AlibiSlopes);
@@ -73,6 +93,8 @@ PrefillKernel readPrefillKernel(const std::string &dir) {
 std::string describe(const PrefillKernel &k) {
   std::string s = k.config.str() + " q/tile " +
                   std::to_string(k.spec.queriesPerTile);
+  if (k.shortSpec)
+    s += " (short " + std::to_string(k.shortSpec->queriesPerTile) + ")";
   if (k.spec.causal)
     s += " causal";
   if (k.spec.window)
@@ -303,9 +325,10 @@ struct PrefillSummary {
   }
 };
 
-/// Plans, poisons, runs (checked mode) and compares one case.
+/// Plans (with the prefill kernel `kernel`, a PA_PREFILL_KERNEL_* value),
+/// poisons, runs (checked mode) and compares one case.
 void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
-                    const PrefillCase &cs, bool finiteSlack,
+                    const PrefillCase &cs, bool finiteSlack, int kernel,
                     PrefillSummary &sum) {
   const rt::BundleConfig &c = k.config;
   DevicePrefill d = uploadPrefill(cs, k);
@@ -313,11 +336,17 @@ void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
   pa_prefill_plan_info info{};
   Comparison cmp;
   try {
-    PA_RT(pa_prefill_plan(bundle, cs.qoIndptr.data(),
-                          cs.cache.pt.indptr.data(),
-                          cs.cache.pt.lastPageLen.data(), cs.batch, cs.rows,
-                          &plan));
+    pa_prefill_plan_options po{};
+    po.kernel = kernel;
+    PA_RT(pa_prefill_plan_ex(bundle, cs.qoIndptr.data(),
+                             cs.cache.pt.indptr.data(),
+                             cs.cache.pt.lastPageLen.data(), cs.batch,
+                             cs.rows, &po, &plan));
     PA_RT(pa_prefill_plan_get_info(plan, &info));
+    if (kernel != PA_PREFILL_KERNEL_AUTO && info.kernel != kernel)
+      throw Failure(std::string("the plan runs kernel '") +
+                    prefillKernelName(info.kernel) + "', forced '" +
+                    prefillKernelName(kernel) + "'");
     poison(d.o.get(), cs.rows * c.numQHeads() * c.headDim, c.dtype);
     poison(d.lse.get(), cs.rows * c.numQHeads(), rt::DType::F32);
     pa_prefill_args a = prefillArgs(cs, d, k, /*checked=*/true);
@@ -353,9 +382,10 @@ void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
   sum.maxLseErr = std::max(sum.maxLseErr, cmp.maxLseErr);
   if (!cmp.pass)
     ++sum.failedRuns;
-  std::printf("  %-22s B=%-3" PRId64 " Nq=%-6" PRId64 " q_tiles %-4" PRId64
+  std::printf("  %-22s B=%-3" PRId64 " Nq=%-6" PRId64 " %-13s q_tiles %-4" PRId64
               " rel_o %.2e lse_err %.2e %s\n",
-              cs.name.c_str(), cs.batch, cs.rows, info.q_tiles, cmp.relO,
+              cs.name.c_str(), cs.batch, cs.rows,
+              prefillKernelName(info.kernel), info.q_tiles, cmp.relO,
               cmp.maxLseErr, cmp.pass ? "PASS" : "FAIL");
   for (const std::string &p : cmp.problems)
     std::printf("      %s\n", p.c_str());
@@ -433,6 +463,38 @@ void testPrefillRejections(pa_bundle *bundle, const PrefillKernel &k,
         [&](pa_prefill_args &a) { a.mask_bytes = cs.maskBytes - 1; }, nullptr,
         nullptr, "exceeds the " + str(cs.maskBytes - 1) + " bytes");
   pa_prefill_plan_free(plan);
+  // Plan options: an unknown kernel, and prefill_short forced on a bundle
+  // without it, are rejected by the planner.
+  auto expectPlan = [&](const std::string &name, int kernel,
+                        const std::string &fragment) {
+    ++sum.checkedTotal;
+    pa_prefill_plan_options po{};
+    po.kernel = kernel;
+    pa_prefill_plan_t *bad = nullptr;
+    int rc = pa_prefill_plan_ex(bundle, cs.qoIndptr.data(),
+                                cs.cache.pt.indptr.data(),
+                                cs.cache.pt.lastPageLen.data(), cs.batch,
+                                cs.rows, &po, &bad);
+    std::string msg = pa_last_error();
+    pa_prefill_plan_free(bad);
+    std::string problem;
+    if (rc == PA_SUCCESS)
+      problem = "accepted (expected '" + fragment + "')";
+    else if (msg.find(fragment) == std::string::npos)
+      problem = "wrong message: '" + msg + "' (expected '" + fragment + "')";
+    if (problem.empty()) {
+      ++sum.checkedPassed;
+      std::printf("  plan:    %-34s rejected: %s\n", name.c_str(),
+                  msg.c_str());
+    } else {
+      std::printf("  plan:    %-34s FAIL: %s\n", name.c_str(),
+                  problem.c_str());
+    }
+  };
+  expectPlan("unknown kernel option", 7, "options->kernel = 7");
+  if (!k.shortSpec)
+    expectPlan("prefill_short forced, none", PA_PREFILL_KERNEL_SHORT,
+               "has no 'prefill_short' kernel");
   std::fflush(stdout);
 }
 
@@ -493,12 +555,18 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
       fixed.push_back({"positions-qo>kv", {9, 1}, {3, 0}});
     if (!opts.quick)
       fixed.push_back({"long-512-over-4096", {512, 100}, {4096 - 3, 700}});
-    test::Rng lenRng(test::mixSeed(opts.seed, 0x7072656c)); // "prel"
+    // Every prefill kernel of the bundle runs every case (the plan forces
+    // it): prefill, then prefill_short when the bundle has one. A case (and
+    // its float64 reference) is made once for both.
+    std::vector<int> kernels = {PA_PREFILL_KERNEL_PREFILL};
+    if (k.shortSpec)
+      kernels.push_back(PA_PREFILL_KERNEL_SHORT);
     for (size_t i = 0; i < fixed.size(); ++i) {
       test::Rng rng(test::mixSeed(opts.seed, 1000 + i));
       PrefillCase cs = makePrefillCase(fixed[i].name, fixed[i].qo, fixed[i].kv,
                                        k, rng, opts.finiteSlack);
-      runPrefillCase(bundle, k, cs, opts.finiteSlack, sum);
+      for (int kernel : kernels)
+        runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
       if (i == 1)
         testPrefillRejections(bundle, k, cs, sum);
     }
@@ -512,7 +580,8 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
       randomLengths(rng, k, budget, qo, kv);
       PrefillCase cs = makePrefillCase("random seed " + std::to_string(seed),
                                        qo, kv, k, rng, opts.finiteSlack);
-      runPrefillCase(bundle, k, cs, opts.finiteSlack, sum);
+      for (int kernel : kernels)
+        runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
     }
   } catch (const Failure &f) {
     sum.fatal = f.what();
@@ -599,6 +668,17 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
     roofs.load(o.roofs);
     PrefillKernel k = readPrefillKernel(o.bundle);
     const rt::BundleConfig &c = k.config;
+    int forced = PA_PREFILL_KERNEL_AUTO;
+    if (o.kernel == "prefill")
+      forced = PA_PREFILL_KERNEL_PREFILL;
+    else if (o.kernel == "short")
+      forced = PA_PREFILL_KERNEL_SHORT;
+    else if (o.kernel != "auto")
+      throw Failure("--kernel must be auto, prefill or short, got '" +
+                    o.kernel + "'");
+    if (forced == PA_PREFILL_KERNEL_SHORT && !k.shortSpec)
+      throw Failure("--kernel short: bundle '" + o.bundle +
+                    "' has no prefill_short kernel");
     if (c.dtype != rt::DType::F16)
       throw Failure("bench-prefill needs an f16 bundle, '" + o.bundle +
                     "' is " + rt::toString(c.dtype));
@@ -622,9 +702,14 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
             "timed), up to %d input sets rotated; TFLOP/s = 4 * D * Hq * "
             "visible (query, key) pairs / time",
             o.reps, o.warmup, o.maxSets));
+    out(fmt("- kernel: %s (the plan's choice per shape: prefill_short when "
+            "the bundle has it and the mean keys per query are <= %" PRId64
+            ")",
+            o.kernel.c_str(), rt::kShortPrefillMaxMeanKeys));
     out("");
-    out("| shape | B | qo_len | kv_len | time us | min us | TFLOP/s |");
-    out("|---|---:|---:|---:|---:|---:|---:|");
+    out("| shape | B | qo_len | kv_len | kernel | time us | min us | "
+        "TFLOP/s |");
+    out("|---|---:|---:|---:|---|---:|---:|---:|");
 
     std::vector<BenchShape> shapes;
     for (int64_t L : {512, 2048, 8192, 16384}) {
@@ -652,7 +737,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
                                           perSet));
       if (sets < 1) {
         out(fmt("| %s | %" PRId64 " | %" PRId64 " | %" PRId64
-                " | skipped: does not fit | | |",
+                " | | skipped: does not fit | | |",
                 sh.name.c_str(), B, sh.qoLen, sh.kvLen));
         continue;
       }
@@ -697,12 +782,21 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       }
       PA_CU(cuStreamSynchronize(stream));
       pa_prefill_plan_t *plan = nullptr;
-      PA_RT(pa_prefill_plan(bundle, qoIndptr.data(), tables[0].indptr.data(),
-                            tables[0].lastPageLen.data(), B, rows, &plan));
+      pa_prefill_plan_options po{};
+      po.kernel = forced;
+      PA_RT(pa_prefill_plan_ex(bundle, qoIndptr.data(),
+                               tables[0].indptr.data(),
+                               tables[0].lastPageLen.data(), B, rows, &po,
+                               &plan));
       struct PlanGuard {
         pa_prefill_plan_t *p;
         ~PlanGuard() { pa_prefill_plan_free(p); }
       } guard{plan};
+      pa_prefill_plan_info info{};
+      PA_RT(pa_prefill_plan_get_info(plan, &info));
+      std::string kernelText = fmt("%s (q/tile %" PRId64 ")",
+                                   prefillKernelName(info.kernel),
+                                   info.queries_per_tile);
       auto call = [&](int i) {
         size_t s = static_cast<size_t>(i % sets);
         pa_prefill_args a;
@@ -739,8 +833,9 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
         sane &= std::isfinite(v);
       double flops = 4.0 * D * Hq * B * visiblePairs(k, sh.qoLen, sh.kvLen);
       out(fmt("| %s | %" PRId64 " | %" PRId64 " | %" PRId64
-              " | %.1f | %.1f | %.1f |%s",
-              sh.name.c_str(), B, sh.qoLen, sh.kvLen, t.medianUs, t.minUs,
+              " | %s | %.1f | %.1f | %.1f |%s",
+              sh.name.c_str(), B, sh.qoLen, sh.kvLen, kernelText.c_str(),
+              t.medianUs, t.minUs,
               t.medianUs > 0 ? flops / t.medianUs / 1e6 : 0.0,
               sane ? "" : " INVALID: non-finite lse"));
       if (!sane)

@@ -26,7 +26,8 @@ struct CheckPrefillOptions {
   int device = 0;
 };
 
-/// Checks the prefill kernel of every bundle of `opts` against
+/// Checks the prefill kernels (prefill, and prefill_short when present: each
+/// runs every case) of every bundle of `opts` against
 /// pa::ref::prefill (docs/Runtime.md, "check-prefill"); prints a line per
 /// case and a summary table. Returns the process exit code: 0 if every
 /// bundle passes, 1 on a failure, 2 if the device cannot be used.
@@ -45,9 +46,13 @@ struct BenchPrefillOptions {
   int maxSets = 4;
   uint32_t seed = 1;
   int device = 0;
+  /// The prefill kernel: "auto" (the planner's choice per shape),
+  /// "prefill" or "short" (forced).
+  std::string kernel = "auto";
 };
 
-/// Times the bundle's prefill kernel on the benchmark shapes
+/// Times the bundle's prefill kernels on the benchmark shapes (the
+/// plan's choice per shape, or the one `kernel` forces; each row names it)
 /// (docs/Runtime.md, "bench-prefill"); returns the process exit code.
 int runBenchPrefill(const BenchPrefillOptions &opts);
 

@@ -1205,4 +1205,154 @@ TEST(BundlePrefill, PackingBindsEveryRoleInManifestOrder) {
   EXPECT_EQ(p.words()[13], 1u);
 }
 
+//===----------------------------------------------------------------------===//
+// prefill_short: the short-batch shape of the prefill kernel
+//===----------------------------------------------------------------------===//
+
+/// kPrefill (lines 1-15) plus a prefill_short kernel (lines 16-28) with the
+/// same arguments and prefill line but queries_per_tile, then `end` (29).
+std::vector<std::string> prefillShortLines() {
+  std::vector<std::string> lines(kPrefill.begin(), kPrefill.end() - 1);
+  lines.push_back("kernel prefill_short prefill_short.cubin pa_prefill"); // 16
+  lines.push_back("prefill queries_per_tile 8 causal 1 window 0 soft_cap 0 "
+                  "sm_scale 0.0883883461 lse_base2 0"); // 17
+  for (int i = 5; i <= 14; ++i)                         // 18-27
+    lines.push_back(kPrefill[i - 1]);
+  lines.push_back(
+      "launch grid q_tiles kv_heads batch block 128 1 1 smem 40960"); // 28
+  lines.push_back("end");                                              // 29
+  return lines;
+}
+
+/// prefillShortLines with 1-based line `line` replaced by `text` ("" removes
+/// it).
+std::string prefillShortWith(int line, const std::string &text) {
+  std::vector<std::string> lines = prefillShortLines();
+  if (text.empty())
+    lines.erase(lines.begin() + (line - 1));
+  else
+    lines[line - 1] = text;
+  return join(lines);
+}
+
+TEST(BundlePrefillShort, ParsesAndRoundTrips) {
+  EXPECT_STREQ(toString(KernelKind::PrefillShort), "prefill_short");
+  KernelKind kind;
+  ASSERT_TRUE(fromString("prefill_short", kind));
+  EXPECT_EQ(kind, KernelKind::PrefillShort);
+  EXPECT_TRUE(isPrefillKind(KernelKind::Prefill));
+  EXPECT_TRUE(isPrefillKind(KernelKind::PrefillShort));
+  EXPECT_FALSE(isPrefillKind(KernelKind::Decode));
+
+  std::string text = join(prefillShortLines());
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const KernelSpec *p = m.find(KernelKind::Prefill);
+  const KernelSpec *k = m.find(KernelKind::PrefillShort);
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->file, "prefill_short.cubin");
+  EXPECT_EQ(k->symbol, "pa_prefill");
+  EXPECT_EQ(k->line, 16);
+  ASSERT_TRUE(k->prefill.has_value());
+  EXPECT_EQ(k->prefill->queriesPerTile, 8);
+  EXPECT_EQ(p->prefill->queriesPerTile, 16);
+  EXPECT_EQ(k->args, p->args);
+  EXPECT_TRUE(k->hasRole(ArgRole::QOIndptr));
+  EXPECT_EQ(k->launch.block[0], 128);
+  EXPECT_EQ(k->launch.sharedBytes, 40960);
+  // Canonical text prints back byte for byte; the printed form parses back
+  // to the same manifest.
+  EXPECT_EQ(printManifest(m), text);
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok);
+  EXPECT_EQ(again, m);
+  // prefill_short may come first, and beside decode kernels.
+  std::vector<std::string> lines = prefillShortLines();
+  std::vector<std::string> reordered(lines.begin(), lines.begin() + 2);
+  reordered.insert(reordered.end(), lines.begin() + 15, lines.end() - 1);
+  reordered.insert(reordered.end(), lines.begin() + 2, lines.begin() + 15);
+  reordered.push_back("end");
+  Manifest r;
+  s = parseManifest(join(reordered), r);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_EQ(r.kernels[0].kind, KernelKind::PrefillShort);
+  EXPECT_EQ(*r.find(KernelKind::PrefillShort), *k);
+}
+
+TEST(BundlePrefillShort, NeedsThePrefillKernel) {
+  // prefill_short alone.
+  std::vector<std::string> lines = prefillShortLines();
+  std::vector<std::string> alone(lines.begin(), lines.begin() + 2);
+  alone.insert(alone.end(), lines.begin() + 15, lines.end());
+  expectError(join(alone), 29 - 13, "no 'decode' kernel and no 'prefill'");
+  // prefill_short beside decode but without prefill.
+  std::vector<std::string> withDecode(kExample.begin(), kExample.end() - 1);
+  withDecode.insert(withDecode.end(), lines.begin() + 15, lines.end());
+  int n = static_cast<int>(withDecode.size());
+  Manifest m;
+  Status s = parseManifest(join(withDecode), m);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find(":" + std::to_string(n - 13) +
+                           ": kernel 'prefill_short': needs a 'prefill' "
+                           "kernel"),
+            std::string::npos)
+      << s.message;
+}
+
+TEST(BundlePrefillShort, MustAgreeWithPrefill) {
+  // Its own checks, like any prefill kernel.
+  expectError(prefillShortWith(17, ""), 16,
+              "kernel 'prefill_short': missing the 'prefill queries_per_tile");
+  expectError(prefillShortWith(18, ""), 16,
+              "kernel 'prefill_short': missing argument role 'q'");
+  expectError(prefillShortWith(28, ""), 16,
+              "kernel 'prefill_short': missing 'launch' line");
+  // A 'prefill' line only in prefill kernels: prefill_short's is accepted,
+  // and it must be complete.
+  expectError(prefillShortWith(17, "prefill queries_per_tile 0 causal 1 "
+                                   "window 0 soft_cap 0 sm_scale 0 "
+                                   "lse_base2 0"),
+              17, "prefill queries_per_tile '0' must be an integer");
+  // Different arguments: an optional role less (q_positions, line 24) ...
+  expectError(prefillShortWith(24, ""), 16,
+              "takes 9 arguments, kernel 'prefill' (line 3) takes 10 (both "
+              "kernels must take the same arguments)");
+  // ... or the same roles in another order.
+  {
+    std::vector<std::string> lines = prefillShortLines();
+    std::swap(lines[23], lines[24]); // q_positions <-> alibi_slopes
+    expectError(join(lines), 16,
+                "argument 6 is 'alibi_slopes' (line 24), kernel 'prefill' has "
+                "'q_positions' (line 11)");
+  }
+  // A different prefill line in anything but queries_per_tile.
+  const char *diffs[] = {
+      "prefill queries_per_tile 8 causal 0 window 0 soft_cap 0 sm_scale "
+      "0.0883883461 lse_base2 0",
+      "prefill queries_per_tile 8 causal 1 window 5 soft_cap 0 sm_scale "
+      "0.0883883461 lse_base2 0",
+      "prefill queries_per_tile 8 causal 1 window 0 soft_cap 30 sm_scale "
+      "0.0883883461 lse_base2 0",
+      "prefill queries_per_tile 8 causal 1 window 0 soft_cap 0 sm_scale 0 "
+      "lse_base2 0",
+      "prefill queries_per_tile 8 causal 1 window 0 soft_cap 0 sm_scale "
+      "0.0883883461 lse_base2 1"};
+  for (const char *d : diffs) {
+    SCOPED_TRACE(d);
+    expectError(prefillShortWith(17, d), 16,
+                "its prefill line (line 17) differs from kernel 'prefill''s "
+                "(line 4) in more than queries_per_tile");
+  }
+  // The same queries_per_tile is allowed (nothing requires a smaller tile).
+  Manifest m;
+  Status s = parseManifest(
+      prefillShortWith(17, "prefill queries_per_tile 16 causal 1 window 0 "
+                           "soft_cap 0 sm_scale 0.0883883461 lse_base2 0"),
+      m);
+  EXPECT_TRUE(s.ok) << s.message;
+}
+
 } // namespace

@@ -836,3 +836,99 @@ TEST(PrefillPlan, RandomCoverage) {
     ASSERT_TRUE(checkPrefillPlan(plan, qo, lens, causal, explicitPositions));
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Prefill kernel choice (prefill vs prefill_short)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// choosePrefillShort on `qo` lengths over `kv` lengths; fails the test on
+/// an error status.
+bool chooseShort(const std::vector<int64_t> &qoLens,
+                 const std::vector<int64_t> &kvLens,
+                 int64_t maxMeanKeys = kShortPrefillMaxMeanKeys) {
+  std::vector<int32_t> qo = {0};
+  for (int64_t len : qoLens)
+    qo.push_back(qo.back() + static_cast<int32_t>(len));
+  bool useShort = false;
+  Status s = choosePrefillShort(qo, kvLens,
+                                static_cast<int64_t>(kvLens.size()), useShort,
+                                maxMeanKeys);
+  EXPECT_TRUE(s) << s.message;
+  return useShort;
+}
+} // namespace
+
+TEST(PrefillKernelChoice, ThresholdIs4096MeanKeysPerQuery) {
+  EXPECT_EQ(kShortPrefillMaxMeanKeys, 4096);
+  // The measured shapes (docs/PERFORMANCE.md): short at 512 and 2048 keys
+  // per query, long at 8192 and 16384 and for the append shape.
+  EXPECT_TRUE(chooseShort(std::vector<int64_t>(64, 512),
+                          std::vector<int64_t>(64, 512)));
+  EXPECT_TRUE(chooseShort(std::vector<int64_t>(16, 2048),
+                          std::vector<int64_t>(16, 2048)));
+  EXPECT_FALSE(chooseShort(std::vector<int64_t>(4, 8192),
+                           std::vector<int64_t>(4, 8192)));
+  EXPECT_FALSE(chooseShort(std::vector<int64_t>(2, 16384),
+                           std::vector<int64_t>(2, 16384)));
+  EXPECT_FALSE(chooseShort(std::vector<int64_t>(8, 512),
+                           std::vector<int64_t>(8, 8192)));
+  // Both sides of the threshold, exactly.
+  EXPECT_TRUE(chooseShort({100}, {4096}));
+  EXPECT_FALSE(chooseShort({100}, {4097}));
+  // Weighted by queries: (1 * 4096 + 1 * 4097) / 2 = 4096.5 > 4096;
+  // (3 * 4095 + 1 * 4099) / 4 = 4096 exactly.
+  EXPECT_FALSE(chooseShort({1, 1}, {4096, 4097}));
+  EXPECT_TRUE(chooseShort({3, 1}, {4095, 4099}));
+  // A long request with few queries beside many short queries is short:
+  // (1000 * 100 + 10 * 100000) / 1010 = 1089.
+  EXPECT_TRUE(chooseShort({1000, 10}, {100, 100000}));
+  // and the other way round: (10 * 100 + 1000 * 100000) / 1010 = 99010.
+  EXPECT_FALSE(chooseShort({10, 1000}, {100, 100000}));
+  // Requests without queries do not count, whatever their keys.
+  EXPECT_TRUE(chooseShort({0, 5}, {1 << 30, 4000}));
+  // Another threshold.
+  EXPECT_TRUE(chooseShort({2}, {10}, 10));
+  EXPECT_FALSE(chooseShort({2}, {11}, 10));
+  EXPECT_FALSE(chooseShort({2}, {1}, 0));
+}
+
+TEST(PrefillKernelChoice, EmptyBatchesPickTheDefaultKernel) {
+  // No queries: nothing launches; the choice is the default (prefill).
+  EXPECT_FALSE(chooseShort({}, {}));
+  EXPECT_FALSE(chooseShort({0, 0, 0}, {0, 5, 9000}));
+  EXPECT_FALSE(chooseShort({0}, {0}, 0));
+  // Keys 0 with queries (explicit positions): mean 0 keys, short.
+  EXPECT_TRUE(chooseShort({3}, {0}));
+}
+
+TEST(PrefillKernelChoice, NoOverflowOnHugeLengths) {
+  // sum qo * kv ~ 2^31 * 2^40 = 2^71: exact in 128 bits.
+  int64_t big = int64_t(1) << 40;
+  EXPECT_FALSE(chooseShort({INT32_MAX}, {big}));
+  EXPECT_TRUE(chooseShort({INT32_MAX}, {big}, big));
+  EXPECT_FALSE(chooseShort({INT32_MAX}, {big + 1}, big));
+}
+
+TEST(PrefillKernelChoice, RejectsBadInput) {
+  bool useShort = true;
+  std::vector<int64_t> kv = {10, 10};
+  expectError(choosePrefillShort(std::vector<int32_t>{0, 5}, kv, 2, useShort),
+              "qo_indptr has 2 entries, expected batch + 1 = 3");
+  expectError(choosePrefillShort(std::vector<int32_t>{0, 5, 3}, kv, 2,
+                                 useShort),
+              "qo_indptr not non-decreasing at b = 1");
+  expectError(choosePrefillShort(std::vector<int32_t>{0, 5, 6}, {10}, 2,
+                                 useShort),
+              "kv lengths have 1 entries, expected batch = 2");
+  expectError(choosePrefillShort(std::vector<int32_t>{0, 5, 6}, {10, -1}, 2,
+                                 useShort),
+              "kv_len[1] = -1 is negative");
+  expectError(choosePrefillShort(std::vector<int32_t>{0}, {}, -1, useShort),
+              "batch = -1 is negative");
+  expectError(choosePrefillShort(std::vector<int32_t>{0, 1}, {1}, 1, useShort,
+                                 -1),
+              "max mean keys = -1 is negative");
+  // Untouched on failure.
+  EXPECT_TRUE(useShort);
+}

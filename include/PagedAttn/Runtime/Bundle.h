@@ -102,10 +102,21 @@ enum class KernelKind {
   DecodePartial, ///< (decode_partial) split-KV: one state per work item
   MergeSegments, ///< (merge_segments) split-KV: merges a request's items
   Prefill,       ///< (prefill) ragged prefill / append, one pass per tile
+  /// (prefill_short) optional: the same prefill compiled with a smaller
+  /// query tile (pa-compile's second prefill shape, 4 warps), which the
+  /// prefill planner picks for short batches (choosePrefillKernel). Only
+  /// beside `prefill`, with the same arguments and the same prefill line
+  /// but queries_per_tile.
+  PrefillShort,
 };
-constexpr int kNumKernelKinds = 4;
+constexpr int kNumKernelKinds = 5;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
+/// True for the prefill kernels (prefill, prefill_short): they take the
+/// prefill roles and carry a `prefill` line.
+inline bool isPrefillKind(KernelKind k) {
+  return k == KernelKind::Prefill || k == KernelKind::PrefillShort;
+}
 
 /// Argument roles; the manifest spelling is toString(role).
 enum class ArgRole {
@@ -233,7 +244,7 @@ struct KernelSpec {
   /// In parameter order.
   std::vector<ArgSpec> args;
   LaunchSpec launch;
-  /// The `prefill` line; set exactly for prefill kernels.
+  /// The `prefill` line; set exactly for prefill kernels (isPrefillKind).
   std::optional<PrefillSpec> prefill;
   int line = 0;
 
@@ -286,8 +297,11 @@ struct Manifest {
 /// sizes (at most 1024 threads), exactly one complete `prefill` line in a
 /// prefill kernel and none elsewhere, a custom mask only without causal and
 /// window, a `decode` or a `prefill` kernel (or both), decode_partial and
-/// merge_segments together or not at all and only beside `decode`, relative
-/// file names without "..", and a final `end`.
+/// merge_segments together or not at all and only beside `decode`, a
+/// `prefill_short` only beside `prefill` and agreeing with it (the same
+/// argument roles, ranks and types in the same order, the same prefill line
+/// but queries_per_tile), relative file names without "..", and a final
+/// `end`.
 /// `out` is only written on success.
 Status parseManifest(std::string_view text, Manifest &out,
                      std::string_view source = "bundle.manifest");

@@ -96,6 +96,29 @@ Status validateQueries(I32Span qoIndptr, int64_t batch, int64_t numQueryRows,
 Status prefillQueryTiles(I32Span qoIndptr, int64_t batch,
                          int64_t queriesPerTile, int64_t &out);
 
+/// The largest mean keys per query at which the prefill planner prefers
+/// the short-tile kernel (prefill_short). Measured on an H200, causal fp16
+/// D128 (docs/PERFORMANCE.md, "Prefill from the staged pipeline"): the
+/// 128-row tile (4 warps, 2 CTAs per SM) beats the 256-row tile (8 warps, 1
+/// CTA per SM) at 512 and 2048 keys per query (GQA 4: 221 vs 203 and 285.5
+/// vs 281 TFLOP/s; MHA: 193 vs 156 and 272 vs 254) and loses at 8192 and
+/// 16384 (302 vs 322, 304 vs 329; append 512 queries over 8192 keys: 294
+/// vs 310); 4096 lies between the measured sides.
+inline constexpr int64_t kShortPrefillMaxMeanKeys = 4096;
+
+/// The prefill planner's kernel choice: true (prefill_short) iff the batch
+/// has queries and its mean keys per query,
+///   sum_b qo_len_b * kv_len_b / sum_b qo_len_b,
+/// is at most `maxMeanKeys` (computed exactly, in 128-bit integers); false
+/// (prefill, the large tile) otherwise, in particular for a batch without
+/// queries. The caller picks prefill whenever the bundle has no
+/// prefill_short. Checks batch >= 0, qoIndptr.size == batch + 1, qoIndptr
+/// non-decreasing, kvLens.size() == batch, every kv_len >= 0 and
+/// maxMeanKeys >= 0; `useShort` is only written on success.
+Status choosePrefillShort(I32Span qoIndptr, const std::vector<int64_t> &kvLens,
+                          int64_t batch, bool &useShort,
+                          int64_t maxMeanKeys = kShortPrefillMaxMeanKeys);
+
 /// Checked mode for a prefill's custom mask (docs/Semantics.md, "Prefill /
 /// append"): `maskIndptr` (batch + 1 entries) must be non-decreasing from
 /// mask_indptr[0] >= 0, request b's segment [maskIndptr[b],

@@ -66,6 +66,25 @@ typedef struct pa_bundle_config {
   int has_prefill;       /**< a prefill kernel is present */
 } pa_bundle_config;
 
+/** The prefill kernels of a bundle: `prefill` (the large query tile) and
+ *  the optional `prefill_short` (a smaller tile for short batches, which
+ *  pa-compile adds by default up to head dim 128). AUTO: the planner's
+ *  choice (docs/Runtime.md, "Prefill kernel choice"). */
+enum {
+  PA_PREFILL_KERNEL_AUTO = 0,
+  PA_PREFILL_KERNEL_PREFILL = 1,
+  PA_PREFILL_KERNEL_SHORT = 2
+};
+
+/** Options of pa_prefill_plan_ex(); a NULL pointer or zeros mean
+ *  defaults. */
+typedef struct pa_prefill_plan_options {
+  /** PA_PREFILL_KERNEL_*: AUTO lets the planner choose; PREFILL or SHORT
+   *  forces that kernel (for tests and benchmarks; SHORT fails on a bundle
+   *  without prefill_short). */
+  int kernel;
+} pa_prefill_plan_options;
+
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
 typedef struct pa_plan_options {
   /** CTAs per SM assumed by the planner (its budget is SMs * this); 0: the
@@ -118,6 +137,9 @@ typedef struct pa_prefill_plan_info {
   /** Grid x of the launch: max_b ceil(qo_len_b / queries_per_tile); 0 when
    *  every request is empty (pa_prefill_run then launches nothing). */
   int64_t q_tiles;
+  /** The kernel the plan launches: PA_PREFILL_KERNEL_PREFILL or
+   *  PA_PREFILL_KERNEL_SHORT (never AUTO). Added after q_tiles. */
+  int kernel;
 } pa_prefill_plan_info;
 
 /** Arguments of one batch prefill / append (device pointers, sizes). The
@@ -207,14 +229,28 @@ int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
  *  lengths (pa::rt::kvLengths), validates the query segments against them
  *  (pa::rt::validateQueries: qo_indptr from 0, non-decreasing, ending at
  *  num_query_rows, and qo_len <= kv_len unless the kernel takes explicit
- *  q_positions) and computes the grid (q_tiles x kv_heads x batch; batch
- *  above 65535 is rejected). Needs a bundle with a prefill kernel. Allocates
+ *  q_positions), picks the kernel (`prefill`, or `prefill_short` for a
+ *  short batch when the bundle has it: see pa_prefill_plan_ex) and computes
+ *  its grid (q_tiles x kv_heads x batch; batch above 65535 is rejected).
+ *  Needs a bundle with a prefill kernel. Allocates
  *  nothing on the device; a plan serves every run with the same lengths
  *  (e.g. all layers of a step). */
 int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
                     const int32_t *kv_indptr, const int32_t *kv_last_page_len,
                     int64_t batch, int64_t num_query_rows,
                     pa_prefill_plan_t **out);
+
+/** pa_prefill_plan with options (NULL: the defaults, the same as
+ *  pa_prefill_plan). With kernel AUTO the plan launches `prefill_short`
+ *  when the bundle has it and the batch is short: its mean keys per query,
+ *  sum_b qo_len_b * kv_len_b / sum_b qo_len_b, is at most 4096
+ *  (pa::rt::choosePrefillShort); else `prefill`. */
+int pa_prefill_plan_ex(pa_bundle *bundle, const int32_t *qo_indptr,
+                       const int32_t *kv_indptr,
+                       const int32_t *kv_last_page_len, int64_t batch,
+                       int64_t num_query_rows,
+                       const pa_prefill_plan_options *options,
+                       pa_prefill_plan_t **out);
 
 /** Copies what the prefill plan recorded to `out`. */
 int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
@@ -223,8 +259,9 @@ int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
 /** Frees the prefill plan (host memory only). NULL is ignored. */
 void pa_prefill_plan_free(pa_prefill_plan_t *plan);
 
-/** Enqueues the batch prefill on `stream`: one launch of the `prefill`
- *  kernel (nothing when the plan's q_tiles is 0). Checks the arguments
+/** Enqueues the batch prefill on `stream`: one launch of the plan's
+ *  prefill kernel, `prefill` or `prefill_short` (nothing when the plan's
+ *  q_tiles is 0). Checks the arguments
  *  against the bundle and the plan first (batch, num_query_rows,
  *  num_q_heads, head_dim, nnz, joint vs split cache, a pointer for every
  *  role the kernel takes and none for the optional roles it lacks,
