@@ -70,6 +70,17 @@ Status checkArgs(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
   return checkLength(lastPageLen, "kv_last_page_len", batch, "batch");
 }
 
+
+/// The query count of request `b` (qo_indptr[b + 1] - qo_indptr[b]), or an
+/// error where qo_indptr decreases.
+Status queryCount(I32Span qoIndptr, int64_t b, int64_t &len) {
+  len = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
+  if (len < 0)
+    return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[", b,
+                "] = ", qoIndptr[b], " > qo_indptr[", b + 1,
+                "] = ", qoIndptr[b + 1]);
+  return Status::success();
+}
 } // namespace
 
 Status pa::rt::kvLengths(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
@@ -136,12 +147,11 @@ Status pa::rt::validateQueries(I32Span qoIndptr, int64_t batch,
   if (qoIndptr[0] != 0)
     return fail("qo_indptr[0] = ", qoIndptr[0], ", expected 0");
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t lo = qoIndptr[b], hi = qoIndptr[b + 1];
-    if (hi < lo)
-      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
-                  b, "] = ", lo, " > qo_indptr[", b + 1, "] = ", hi);
-    if (!explicitPositions && hi - lo > kvLens[b])
-      return fail("request ", b, ": qo_len = ", hi - lo, " > kv_len = ",
+    int64_t len = 0;
+    if (Status s = queryCount(qoIndptr, b, len); !s)
+      return s;
+    if (!explicitPositions && len > kvLens[b])
+      return fail("request ", b, ": qo_len = ", len, " > kv_len = ",
                   kvLens[b],
                   " (without q_positions the queries are the request's "
                   "last qo_len tokens)");
@@ -163,11 +173,9 @@ Status pa::rt::prefillQueryTiles(I32Span qoIndptr, int64_t batch,
     return s;
   int64_t tiles = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t len = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
-    if (len < 0)
-      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
-                  b, "] = ", qoIndptr[b], " > qo_indptr[", b + 1,
-                  "] = ", qoIndptr[b + 1]);
+    int64_t len = 0;
+    if (Status s = queryCount(qoIndptr, b, len); !s)
+      return s;
     tiles = std::max(tiles, ceilDiv(len, queriesPerTile));
   }
   out = tiles;
@@ -193,11 +201,9 @@ Status pa::rt::choosePrefillShort(I32Span qoIndptr,
   // both sides stay below 2^95.
   unsigned __int128 pairs = 0, queries = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t len = static_cast<int64_t>(qoIndptr[b + 1]) - qoIndptr[b];
-    if (len < 0)
-      return fail("qo_indptr not non-decreasing at b = ", b, ": qo_indptr[",
-                  b, "] = ", qoIndptr[b], " > qo_indptr[", b + 1,
-                  "] = ", qoIndptr[b + 1]);
+    int64_t len = 0;
+    if (Status s = queryCount(qoIndptr, b, len); !s)
+      return s;
     if (kvLens[b] < 0)
       return fail("kv_len[", b, "] = ", kvLens[b], " is negative");
     pairs += static_cast<unsigned __int128>(len) *
