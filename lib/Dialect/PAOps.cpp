@@ -523,37 +523,82 @@ LogicalResult MLADecodeOp::verify() {
   return success();
 }
 
-LogicalResult PrefillOp::verify() {
-  Checker c(*this);
-  if (failed(verifyAttention(c, *this)))
+/// The query segments, positions and masks of pa.prefill and
+/// pa.prefill_partial.
+template <typename PrefillLike>
+static LogicalResult verifyPrefillQueries(Checker &c, PrefillLike op) {
+  if (failed(c.indexArray(op.getQoIndptr(), "qo_indptr")) ||
+      failed(c.bind("batch", op.getQoIndptr(), "qo_indptr", 0, -1)) ||
+      failed(c.pageTable(op)))
     return failure();
-  if (failed(c.indexArray(getQoIndptr(), "qo_indptr")) ||
-      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)) ||
-      failed(c.pageTable(*this)))
-    return failure();
-  if (Value pos = getQPositions())
+  if (Value pos = op.getQPositions())
     if (failed(c.indexArray(pos, "q_positions")) ||
         failed(c.bind("tokens", pos, "q_positions", 0)))
       return failure();
-  Value mask = getCustomMask(), maskIndptr = getMaskIndptr();
+  Value mask = op.getCustomMask(), maskIndptr = op.getMaskIndptr();
   if (!mask != !maskIndptr)
-    return emitOpError()
+    return op.emitOpError()
            << "a custom mask needs both the packed mask and mask_indptr";
   if (mask) {
     ShapedType mt = Checker::shaped(mask);
     if (mt.getRank() != 1 || !mt.getElementType().isInteger(8))
-      return emitOpError() << "'custom_mask' must be a 1-D array of packed "
-                              "bytes (i8 or ui8), got "
-                           << mask.getType();
+      return op.emitOpError() << "'custom_mask' must be a 1-D array of packed "
+                                 "bytes (i8 or ui8), got "
+                              << mask.getType();
     if (failed(c.indexArray(maskIndptr, "mask_indptr")) ||
         failed(c.bind("batch", maskIndptr, "mask_indptr", 0, -1)))
       return failure();
-    if (getCausal())
-      return emitOpError() << "a custom mask and 'causal' exclude each other";
-    if (getWindow())
-      return emitOpError() << "a custom mask and 'window' exclude each other";
+    if (op.getCausal())
+      return op.emitOpError()
+             << "a custom mask and 'causal' exclude each other";
+    if (op.getWindow())
+      return op.emitOpError()
+             << "a custom mask and 'window' exclude each other";
   }
   return success();
+}
+
+LogicalResult PrefillOp::verify() {
+  Checker c(*this);
+  if (failed(verifyAttention(c, *this)))
+    return failure();
+  return verifyPrefillQueries(c, *this);
+}
+
+LogicalResult PrefillPartialOp::verify() {
+  Checker c(*this);
+  if (failed(verifyAttentionInputs(c, *this)))
+    return failure();
+  if (getOuts().size() != 2)
+    return emitOpError() << "expects 2 outs (o_part, lse_part), got "
+                         << getOuts().size();
+  // Partial states: f32 rows addressed by the work list.
+  Value o = getOuts()[0], lse = getOuts()[1];
+  if (failed(c.rank(o, "o_part", 3, "[partial rows, Hq, D]")) ||
+      failed(c.rank(lse, "lse_part", 2, "[partial rows, Hq]")))
+    return failure();
+  if (!Checker::shaped(o).getElementType().isF32() ||
+      !Checker::shaped(lse).getElementType().isF32())
+    return emitOpError() << "o_part and lse_part must be f32";
+  if (failed(c.bind("tokens", getQ(), "q", 0)) ||
+      failed(c.bind("D", getQ(), "q", 2)) ||
+      failed(c.bind("partial rows", o, "o_part", 0)) ||
+      failed(c.bind("Hq", o, "o_part", 1)) ||
+      failed(c.bind("D", o, "o_part", 2)) ||
+      failed(c.bind("partial rows", lse, "lse_part", 0)) ||
+      failed(c.bind("Hq", lse, "lse_part", 1)))
+    return failure();
+  if (failed(verifyOptions(c, *this)))
+    return failure();
+  static constexpr const char *names[] = {
+      "work_request",  "work_qo_start",    "work_qo_end",
+      "work_kv_start", "work_kv_end",      "work_partial_row",
+      "work_partial_stride"};
+  for (auto [v, name] : llvm::zip_equal(getWorkList(), names))
+    if (failed(c.indexArray(v, name)) ||
+        failed(c.bind("work items", v, name, 0)))
+      return failure();
+  return verifyPrefillQueries(c, *this);
 }
 
 LogicalResult CascadeOp::verify() {

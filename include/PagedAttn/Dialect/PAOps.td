@@ -350,6 +350,94 @@ def PA_PrefillOp : PA_Op<"prefill", [AttrSizedOperandSegments,
   ];
 }
 
+def PA_PrefillPartialOp : PA_Op<"prefill_partial", [AttrSizedOperandSegments,
+    PA_AttentionOpInterface, PA_PagedOpInterface]> {
+  let summary = "prefill / append attention over the KV chunks of a work list";
+  let description = !strconcat([{
+    The split-KV form of `pa.prefill` (FlashInfer's split prefill): the same
+    queries, cache, masks and options, and a work list of `W` items given
+    as seven `[W]` i32 arrays. Item `w` takes the queries
+    `[work_qo_start[w], work_qo_end[w])` of request `r = work_request[w]`
+    (request-local indices: row `qo_indptr[r] + i` of q) and lets them
+    attend to the keys `[work_kv_start[w], work_kv_end[w])` of the request
+    only, with every mask of `pa.prefill` still applied at the query's
+    position in the whole request (`kv_len - qo_len + i`, or
+    `q_positions`). Query `i` of the item writes its state to row
+    `work_partial_row[w] + (i - work_qo_start[w]) * work_partial_stride[w]`
+    of `o_part[R, Hq, D]` (f32) and `lse_part[R, Hq]` (f32); a query with no
+    visible key in the chunk gets `(0, -inf)`. Rows no item writes are left
+    as they were. When the items of a query cover its keys disjointly,
+    `pa.merge_segments` over the rows of each query gives `pa.prefill`'s
+    result (`pa::rt::planPrefill` builds such a list and its segments).
+    Requires `0 <= qo_start <= qo_end <= qo_len`, `0 <= kv_start <= kv_end
+    <= kv_len` and the rows written inside `[0, R)`.
+  }], PA_AttnOptionsDoc, PA_KVScalesDoc, [{
+
+    ```mlir
+    %op, %lp = pa.prefill_partial q(%q, %qo_indptr : tensor<?x32x128xf16>, tensor<3xi32>)
+        kv(%kv : tensor<?x2x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>)
+        work(%wr, %wqs, %wqe, %wks, %wke, %wrow, %wstride : tensor<?xi32>,
+             tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>,
+             tensor<?xi32>, tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf32>, tensor<?x32xf32>)
+        {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>,
+         causal}
+    ```
+  }]);
+  let arguments = !con((ins
+    PA_TensorOrMemRef:$q,
+    PA_TensorOrMemRef:$qo_indptr,
+    Variadic<PA_TensorOrMemRef>:$kv_cache,
+    Optional<PA_TensorOrMemRef>:$k_scale,
+    Optional<PA_TensorOrMemRef>:$v_scale,
+    PA_TensorOrMemRef:$kv_indptr,
+    PA_TensorOrMemRef:$kv_indices,
+    PA_TensorOrMemRef:$kv_last_page_len,
+    PA_TensorOrMemRef:$work_request,
+    PA_TensorOrMemRef:$work_qo_start,
+    PA_TensorOrMemRef:$work_qo_end,
+    PA_TensorOrMemRef:$work_kv_start,
+    PA_TensorOrMemRef:$work_kv_end,
+    PA_TensorOrMemRef:$work_partial_row,
+    PA_TensorOrMemRef:$work_partial_stride,
+    Optional<PA_TensorOrMemRef>:$q_positions,
+    Optional<PA_TensorOrMemRef>:$custom_mask,
+    Optional<PA_TensorOrMemRef>:$mask_indptr,
+    Optional<PA_TensorOrMemRef>:$alibi_slopes,
+    Variadic<PA_TensorOrMemRef>:$outs,
+    PA_PagedKVAttr:$cache,
+    UnitAttr:$causal), PA_AttnOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `,` $qo_indptr `:` type($q) `,` type($qo_indptr) `)`
+    `kv` `(` $kv_cache `:` type($kv_cache) `)`
+    (`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,`
+        type($v_scale) `)`)?
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `work` `(` $work_request `,` $work_qo_start `,` $work_qo_end `,`
+        $work_kv_start `,` $work_kv_end `,` $work_partial_row `,`
+        $work_partial_stride `:` type($work_request) `,`
+        type($work_qo_start) `,` type($work_qo_end) `,`
+        type($work_kv_start) `,` type($work_kv_end) `,`
+        type($work_partial_row) `,` type($work_partial_stride) `)`
+    (`positions` `(` $q_positions^ `:` type($q_positions) `)`)?
+    (`mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,`
+        type($mask_indptr) `)`)?
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+  let extraClassDeclaration = paExtraDecls # [{
+    /// The seven work-list arrays, in operand order.
+    ::llvm::SmallVector<::mlir::Value, 7> getWorkList() {
+      return {getWorkRequest(), getWorkQoStart(), getWorkQoEnd(),
+              getWorkKvStart(), getWorkKvEnd(), getWorkPartialRow(),
+              getWorkPartialStride()};
+    }
+  }];
+}
+
 def PA_CascadeOp : PA_Op<"cascade", [AttrSizedOperandSegments,
     PA_AttentionOpInterface]> {
   let summary = "multi-level cascade attention (shared prefixes, then suffixes)";
