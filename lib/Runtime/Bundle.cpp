@@ -74,7 +74,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"decode_partial", KernelKind::DecodePartial},
     {"merge_segments", KernelKind::MergeSegments},
     {"prefill", KernelKind::Prefill},
-    {"prefill_short", KernelKind::PrefillShort}};
+    {"prefill_short", KernelKind::PrefillShort},
+    {"prefill_partial", KernelKind::PrefillPartial}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -95,7 +96,13 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"q_positions", ArgRole::QPositions},
     {"custom_mask", ArgRole::CustomMask},
     {"mask_indptr", ArgRole::MaskIndptr},
-    {"alibi_slopes", ArgRole::AlibiSlopes}};
+    {"alibi_slopes", ArgRole::AlibiSlopes},
+    {"work_qo_start", ArgRole::WorkQOStart},
+    {"work_qo_end", ArgRole::WorkQOEnd},
+    {"work_kv_start", ArgRole::WorkKVStart},
+    {"work_kv_end", ArgRole::WorkKVEnd},
+    {"work_partial_row", ArgRole::WorkPartialRow},
+    {"work_partial_stride", ArgRole::WorkPartialStride}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -132,6 +139,12 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::QOIndptr:
   case ArgRole::QPositions:
   case ArgRole::MaskIndptr:
+  case ArgRole::WorkQOStart:
+  case ArgRole::WorkQOEnd:
+  case ArgRole::WorkKVStart:
+  case ArgRole::WorkKVEnd:
+  case ArgRole::WorkPartialRow:
+  case ArgRole::WorkPartialStride:
     rank = 1;
     type = ElemType::I32;
     return;
@@ -183,10 +196,20 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
       roles.push_back(ArgRole::WorkStart);
       roles.push_back(ArgRole::WorkEnd);
     }
+  }
+  if (k == KernelKind::PrefillPartial)
+    for (ArgRole r : {ArgRole::WorkRequest, ArgRole::WorkQOStart,
+                      ArgRole::WorkQOEnd, ArgRole::WorkKVStart,
+                      ArgRole::WorkKVEnd, ArgRole::WorkPartialRow,
+                      ArgRole::WorkPartialStride})
+      roles.push_back(r);
+  bool partial = k == KernelKind::DecodePartial ||
+                 k == KernelKind::PrefillPartial;
+  if (partial || k == KernelKind::MergeSegments) {
     roles.push_back(ArgRole::OPart);
     roles.push_back(ArgRole::LSEPart);
   }
-  if (k != KernelKind::DecodePartial) {
+  if (!partial) {
     roles.push_back(ArgRole::O);
     roles.push_back(ArgRole::LSE);
   }
@@ -282,7 +305,7 @@ private:
   Status closeKernel();
   Status finish();
   /// The prefill_short kernel `s` agrees with the prefill kernel.
-  Status checkPrefillShort(const KernelSpec &s) const;
+  Status checkPrefillVariant(const KernelSpec &s) const;
 
   std::string_view text, source;
   int lineNo = 0;
@@ -685,53 +708,75 @@ Status Parser::finish() {
     return Status::error(os.str() + "the bundle has no 'decode' kernel and "
                                     "no 'prefill' kernel (it needs one)");
   bool partial = m.find(KernelKind::DecodePartial) != nullptr;
+  bool prefillPartial = m.find(KernelKind::PrefillPartial) != nullptr;
   bool merge = m.find(KernelKind::MergeSegments) != nullptr;
-  if (partial != merge)
-    return Status::error(os.str() +
-                         "'decode_partial' and 'merge_segments' come together "
-                         "(split-KV needs both)");
+  if ((partial || prefillPartial) != merge)
+    return Status::error(
+        os.str() + (merge ? "'merge_segments' needs 'decode_partial' or "
+                            "'prefill_partial' (it merges their states)"
+                          : "'decode_partial' and 'prefill_partial' need "
+                            "'merge_segments' (split-KV merges their "
+                            "states)"));
   if (partial && !decode)
     return Status::error(os.str() +
-                         "'decode_partial' and 'merge_segments' need a "
-                         "'decode' kernel (split-KV decode)");
-  if (const KernelSpec *s = m.find(KernelKind::PrefillShort))
-    if (Status st = checkPrefillShort(*s); !st)
-      return st;
+                         "'decode_partial' needs a 'decode' kernel (split-KV "
+                         "decode)");
+  if (prefillPartial && !m.find(KernelKind::Prefill))
+    return Status::error(os.str() +
+                         "'prefill_partial' needs a 'prefill' kernel (split-KV "
+                         "prefill)");
+  for (KernelKind k : {KernelKind::PrefillShort, KernelKind::PrefillPartial})
+    if (const KernelSpec *s = m.find(k))
+      if (Status st = checkPrefillVariant(*s); !st)
+        return st;
   return Status::success();
 }
 
-Status Parser::checkPrefillShort(const KernelSpec &s) const {
-  auto shortError = [&](const std::string &msg) {
+/// prefill_short and prefill_partial serve the arguments of a
+/// pa_prefill_run of the bundle's `prefill` kernel: short takes exactly its
+/// arguments, partial the same optional inputs (and its split-KV roles).
+Status Parser::checkPrefillVariant(const KernelSpec &s) const {
+  std::string name = toString(s.kind);
+  auto variantError = [&](const std::string &msg) {
     std::ostringstream os;
-    os << source << ":" << s.line << ": kernel 'prefill_short': " << msg;
+    os << source << ":" << s.line << ": kernel '" << name << "': " << msg;
     return Status::error(os.str());
   };
   const KernelSpec *p = m.find(KernelKind::Prefill);
   if (!p)
-    return shortError("needs a 'prefill' kernel (it is the short-batch "
-                      "shape of that kernel)");
-  // Both kernels serve the same pa_prefill_run arguments: the same roles
-  // in the same order (ranks and types follow from the config).
-  if (s.args.size() != p->args.size())
-    return shortError("takes " + std::to_string(s.args.size()) +
-                      " arguments, kernel 'prefill' (line " +
-                      std::to_string(p->line) + ") takes " +
-                      std::to_string(p->args.size()) +
-                      " (both kernels must take the same arguments)");
-  for (size_t i = 0; i < s.args.size(); ++i)
-    if (s.args[i] != p->args[i])
-      return shortError("argument " + std::to_string(i) + " is '" +
-                        toString(s.args[i].role) + "' (line " +
-                        std::to_string(s.args[i].line) +
-                        "), kernel 'prefill' has '" +
-                        toString(p->args[i].role) + "' (line " +
-                        std::to_string(p->args[i].line) +
-                        ") (both kernels must take the same arguments)");
+    return variantError("needs a 'prefill' kernel (it is a form of that "
+                        "kernel)");
+  if (s.kind == KernelKind::PrefillShort) {
+    // The same roles in the same order (ranks and types follow from the
+    // config).
+    if (s.args.size() != p->args.size())
+      return variantError("takes " + std::to_string(s.args.size()) +
+                          " arguments, kernel 'prefill' (line " +
+                          std::to_string(p->line) + ") takes " +
+                          std::to_string(p->args.size()) +
+                          " (both kernels must take the same arguments)");
+    for (size_t i = 0; i < s.args.size(); ++i)
+      if (s.args[i] != p->args[i])
+        return variantError("argument " + std::to_string(i) + " is '" +
+                            toString(s.args[i].role) + "' (line " +
+                            std::to_string(s.args[i].line) +
+                            "), kernel 'prefill' has '" +
+                            toString(p->args[i].role) + "' (line " +
+                            std::to_string(p->args[i].line) +
+                            ") (both kernels must take the same arguments)");
+  } else {
+    for (ArgRole r : optionalRoles(KernelKind::Prefill))
+      if (s.hasRole(r) != p->hasRole(r))
+        return variantError(std::string(s.hasRole(r) ? "takes" : "lacks") +
+                            " '" + toString(r) + "' but kernel 'prefill' " +
+                            (p->hasRole(r) ? "takes" : "lacks") +
+                            " it (both must take the same optional inputs)");
+  }
   // The same attention: only the tile may differ.
   PrefillSpec a = *s.prefill, b = *p->prefill;
   a.queriesPerTile = b.queriesPerTile;
   if (a != b)
-    return shortError("its prefill line (line " +
+    return variantError("its prefill line (line " +
                       std::to_string(s.prefill->line) +
                       ") differs from kernel 'prefill''s (line " +
                       std::to_string(p->prefill->line) +
@@ -935,11 +980,17 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
   case ArgRole::WorkRequest:
   case ArgRole::WorkStart:
   case ArgRole::WorkEnd:
+  case ArgRole::WorkQOStart:
+  case ArgRole::WorkQOEnd:
+  case ArgRole::WorkKVStart:
+  case ArgRole::WorkKVEnd:
+  case ArgRole::WorkPartialRow:
+  case ArgRole::WorkPartialStride:
     return {d.workCapacity};
   case ArgRole::OPart:
-    return {d.workCapacity, hq, hd};
+    return {d.partialRows.value_or(d.workCapacity), hq, hd};
   case ArgRole::LSEPart:
-    return {d.workCapacity, hq};
+    return {d.partialRows.value_or(d.workCapacity), hq};
   }
   return {};
 }

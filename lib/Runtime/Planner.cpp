@@ -289,7 +289,10 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
                            int64_t numKVHeads, int64_t queriesPerTile,
                            bool causal, bool explicitPositions,
                            int64_t numSMs, int64_t ctasPerSM,
-                           PrefillPlan &plan, int64_t minChunk) {
+                           PrefillPlan &plan, int64_t minChunk,
+                           int64_t forceChunk, bool forcePartial) {
+  if (forceChunk < 0)
+    return fail("forced chunk = ", forceChunk, " is negative");
   if (numKVHeads <= 0 || queriesPerTile <= 0 || numSMs <= 0 || ctasPerSM <= 0)
     return fail("num_kv_heads (", numKVHeads, "), queries_per_tile (",
                 queriesPerTile, "), num_sms (", numSMs, ") and ctas_per_sm (",
@@ -328,7 +331,9 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
   int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
   int64_t chunk = roundUp(std::max<int64_t>(maxKeys, 1), pageSize);
   int64_t tileCTAs = static_cast<int64_t>(tiles.size()) * numKVHeads;
-  if (tileCTAs > 0 && tileCTAs < slots && maxKeys > minC) {
+  if (forceChunk > 0) {
+    chunk = roundUp(forceChunk, pageSize);
+  } else if (tileCTAs > 0 && tileCTAs < slots && maxKeys > minC) {
     // Enough chunks to fill the CTA slots: the total keys over the slots
     // per KV head, at least the minimum chunk.
     int64_t totalKeys = 0;
@@ -339,6 +344,7 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
                                                    pageSize)));
   }
   result.kvChunk = chunk;
+  result.split = forcePartial && !tiles.empty();
   for (const Tile &t : tiles)
     result.split |= t.keys > chunk;
 

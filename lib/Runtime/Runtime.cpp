@@ -173,12 +173,31 @@ struct pa_plan {
 
 struct pa_prefill_plan {
   BundleConfig config;
-  /// The kernel the plan launches: Prefill or PrefillShort.
+  CUcontext ctx = nullptr;
+  /// The kernel the plan launches: Prefill, PrefillShort or (split-KV)
+  /// PrefillPartial followed by MergeSegments.
   KernelKind kernel = KernelKind::Prefill;
   int64_t batch = 0, nnz = 0, numQueryRows = 0, queriesPerTile = 0,
           qTiles = 0;
   std::vector<int64_t> kvLens;
   std::vector<int32_t> qoIndptr;
+  /// Split-KV plans: pa::rt::planPrefill's plan, the device copies of its
+  /// work list (request, qo_start, qo_end, kv_start, kv_end, partial_row,
+  /// partial_stride), the merge segments and the partial states.
+  PrefillPlan split;
+  CUdeviceptr work[7] = {}, mergeIndptr = 0, oPart = 0, lsePart = 0;
+
+  bool isSplit() const { return kernel == KernelKind::PrefillPartial; }
+  void release() {
+    ContextGuard guard(ctx);
+    for (CUdeviceptr *p : {&work[0], &work[1], &work[2], &work[3], &work[4],
+                           &work[5], &work[6], &mergeIndptr, &oPart,
+                           &lsePart}) {
+      if (*p)
+        cuMemFree(*p);
+      *p = 0;
+    }
+  }
 };
 
 namespace {
@@ -581,6 +600,73 @@ Status prefillKernel(const pa_bundle &b, const KernelSpec *&out,
   return Status::success();
 }
 
+/// Split-KV for prefill: when the bundle has prefill_partial and its query
+/// tiles x KV heads would leave the SMs' CTA slots idle (or
+/// options->kv_chunk forces it), plans the work list with
+/// pa::rt::planPrefill and, if some tile is split, switches the plan to
+/// prefill_partial + merge_segments and uploads the work list, the merge
+/// segments and room for the partial states.
+Status planPrefillSplit(pa_bundle &b, I32Span qo, I32Span indptr,
+                        I32Span lastLen,
+                        const pa_prefill_plan_options *options,
+                        pa_prefill_plan_t &p) {
+  int force = options ? options->kernel : PA_PREFILL_KERNEL_AUTO;
+  int64_t forceChunk = options ? options->kv_chunk : 0;
+  if (forceChunk < 0)
+    return fail("options->kv_chunk = ", forceChunk, " is negative");
+  bool forcePartial = force == PA_PREFILL_KERNEL_PARTIAL;
+  if (forceChunk > 0 && !forcePartial && force != PA_PREFILL_KERNEL_AUTO)
+    return fail("options->kv_chunk = ", forceChunk,
+                " needs kernel AUTO or PARTIAL (a split-KV plan)");
+  if (!forcePartial && force != PA_PREFILL_KERNEL_AUTO)
+    return Status::success(); // prefill or prefill_short, forced
+  const KernelSpec *k = b.manifest.find(KernelKind::PrefillPartial);
+  if (!k || !b.function(KernelKind::PrefillPartial)) {
+    if (forcePartial || forceChunk > 0)
+      return fail("split-KV was asked for (kernel PARTIAL or kv_chunk) but "
+                  "bundle '",
+                  b.dir,
+                  "' has no 'prefill_partial' kernel (pa-compile adds it "
+                  "unless --prefill-split=false)");
+    return Status::success();
+  }
+  if (p.batch == 0 || p.numQueryRows == 0)
+    return Status::success(); // nothing to launch
+  const BundleConfig &c = b.manifest.config;
+  CUdevice dev;
+  PA_CU(cuCtxGetDevice(&dev));
+  int sms = 0, blocks = 0;
+  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             dev));
+  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
+                                 k->launch.block[2]);
+  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, b.function(KernelKind::PrefillPartial), threads,
+      static_cast<size_t>(k->launch.sharedBytes)));
+  PrefillPlan plan;
+  PA_TRY(planPrefill(qo, indptr, lastLen, p.batch, p.numQueryRows,
+                     c.pageSize, c.kvHeads, k->prefill->queriesPerTile,
+                     k->prefill->causal, k->hasRole(ArgRole::QPositions), sms,
+                     std::max(blocks, 1), plan, kPrefillMinChunk,
+                     forceChunk, forcePartial));
+  if (!plan.split)
+    return Status::success();
+  p.kernel = KernelKind::PrefillPartial;
+  p.split = std::move(plan);
+  const PrefillWorkList &w = p.split.work;
+  const std::vector<int32_t> *arrays[7] = {
+      &w.request, &w.qoStart,    &w.qoEnd,        &w.kvStart,
+      &w.kvEnd,   &w.partialRow, &w.partialStride};
+  for (int i = 0; i < 7; ++i)
+    PA_TRY(upload(p.work[i], arrays[i]->data(), arrays[i]->size() * 4));
+  PA_TRY(upload(p.mergeIndptr, w.mergeIndptr.data(),
+                w.mergeIndptr.size() * 4));
+  size_t rows = static_cast<size_t>(p.split.numPartialRows * c.numQHeads());
+  PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
+  PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+  return Status::success();
+}
+
 Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
                        const int32_t *kvIndptr, const int32_t *lastPageLen,
                        int64_t batch, int64_t numQueryRows,
@@ -590,10 +676,10 @@ Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
   PA_TRY(prefillKernel(b, k));
   int force = options ? options->kernel : PA_PREFILL_KERNEL_AUTO;
   if (force != PA_PREFILL_KERNEL_AUTO && force != PA_PREFILL_KERNEL_PREFILL &&
-      force != PA_PREFILL_KERNEL_SHORT)
+      force != PA_PREFILL_KERNEL_SHORT && force != PA_PREFILL_KERNEL_PARTIAL)
     return fail("options->kernel = ", force,
-                " is not PA_PREFILL_KERNEL_AUTO (0), _PREFILL (1) or "
-                "_SHORT (2)");
+                " is not PA_PREFILL_KERNEL_AUTO (0), _PREFILL (1), _SHORT "
+                "(2) or _PARTIAL (3)");
   const BundleConfig &c = b.manifest.config;
   if (batch < 0)
     return fail("batch = ", batch, " is negative");
@@ -602,6 +688,7 @@ Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
   if (!qoIndptr || !kvIndptr || (batch > 0 && !lastPageLen))
     return fail("qo_indptr, kv_indptr and kv_last_page_len must not be "
                 "null");
+  PA_TRY(requireContext(&p.ctx));
   p.config = c;
   p.batch = batch;
   p.numQueryRows = numQueryRows;
@@ -614,22 +701,35 @@ Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
   PA_TRY(validateQueries(qo, batch, numQueryRows, p.kvLens,
                          k->hasRole(ArgRole::QPositions)));
   // The kernel: forced, or prefill_short for a short batch when the bundle
-  // has it (docs/Runtime.md, "Prefill kernel choice").
+  // has it (docs/Runtime.md, "Prefill kernel choice"); then split-KV where
+  // it pays (planPrefillSplit).
   bool useShort = force == PA_PREFILL_KERNEL_SHORT;
   if (force == PA_PREFILL_KERNEL_AUTO &&
       b.manifest.find(KernelKind::PrefillShort))
     PA_TRY(choosePrefillShort(qo, p.kvLens, batch, useShort));
   p.kernel = useShort ? KernelKind::PrefillShort : KernelKind::Prefill;
-  PA_TRY(prefillKernel(b, k, p.kernel));
-  p.queriesPerTile = k->prefill->queriesPerTile;
-  PA_TRY(prefillQueryTiles(qo, batch, p.queriesPerTile, p.qTiles));
   p.nnz = kvIndptr[batch];
   p.qoIndptr.assign(qoIndptr, qoIndptr + batch + 1);
+  PA_TRY(planPrefillSplit(b, qo, indptr, lastLen, options, p));
+  PA_TRY(prefillKernel(b, k, p.kernel));
+  p.queriesPerTile = k->prefill->queriesPerTile;
+  ProblemDims dims;
+  dims.batch = batch;
+  dims.numQueryRows = numQueryRows;
+  if (p.isSplit()) {
+    // The query tiles of the largest work item (1 with the planner's
+    // tiles).
+    const PrefillWorkList &w = p.split.work;
+    p.qTiles = 0;
+    for (int64_t i = 0; i < w.size(); ++i)
+      p.qTiles = std::max(p.qTiles, ceilDiv(w.qoEnd[i] - w.qoStart[i],
+                                            p.queriesPerTile));
+    dims.workCapacity = w.size();
+  } else {
+    PA_TRY(prefillQueryTiles(qo, batch, p.queriesPerTile, p.qTiles));
+  }
   if (p.qTiles > 0) {
     // The grid must fit the launch (z = batch <= 65535).
-    ProblemDims dims;
-    dims.batch = batch;
-    dims.numQueryRows = numQueryRows;
     dims.qTiles = p.qTiles;
     std::array<uint32_t, 3> grid;
     if (Status s = resolveGrid(k->launch, c, dims, grid); !s)
@@ -739,7 +839,38 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
   }
   if (alibi)
     bind(ArgRole::AlibiSlopes, a.alibi_slopes);
-  return launch(b, p.kernel, args, dims, stream, a.checked != 0);
+  bool checked = a.checked != 0;
+  if (!p.isSplit())
+    return launch(b, p.kernel, args, dims, stream, checked);
+
+  // Split-KV: the partial states of every (query, chunk), then their merge
+  // per query row (merge_segments over the plan's segments).
+  dims.workCapacity = p.split.work.size();
+  dims.partialRows = p.split.numPartialRows;
+  ArgRole workRoles[7] = {ArgRole::WorkRequest,   ArgRole::WorkQOStart,
+                          ArgRole::WorkQOEnd,     ArgRole::WorkKVStart,
+                          ArgRole::WorkKVEnd,     ArgRole::WorkPartialRow,
+                          ArgRole::WorkPartialStride};
+  for (int i = 0; i < 7; ++i)
+    bind(workRoles[i], p.work[i]);
+  bind(ArgRole::OPart, p.oPart);
+  bind(ArgRole::LSEPart, p.lsePart);
+  PA_TRY(launch(b, KernelKind::PrefillPartial, args, dims, stream, checked));
+  ProblemDims merge;
+  merge.batch = p.numQueryRows; // one segment per query row
+  merge.numQueryRows = p.numQueryRows;
+  merge.workCapacity = p.split.numPartialRows;
+  ArgBindings mergeArgs;
+  auto bindMerge = [&](ArgRole r, pa_deviceptr ptr) {
+    mergeArgs.bind(r, ptr, roleShape(c, r, merge));
+  };
+  bindMerge(ArgRole::OPart, p.oPart);
+  bindMerge(ArgRole::LSEPart, p.lsePart);
+  bindMerge(ArgRole::WorkIndptr, p.mergeIndptr);
+  bindMerge(ArgRole::O, a.o);
+  bindMerge(ArgRole::LSE, a.lse);
+  return launch(b, KernelKind::MergeSegments, mergeArgs, merge, stream,
+                checked);
 }
 
 Status initDevice(int device) {
@@ -888,6 +1019,7 @@ int pa_prefill_plan_ex(pa_bundle *bundle, const int32_t *qo_indptr,
                                  kv_last_page_len, batch, num_query_rows,
                                  options, *p);
       !s) {
+    p->release();
     delete p;
     return report(fail("pa_prefill_plan: ", s.message));
   }
@@ -914,11 +1046,22 @@ int pa_prefill_plan_get_info(const pa_prefill_plan_t *plan,
   out->q_tiles = plan->qTiles;
   out->kernel = plan->kernel == KernelKind::PrefillShort
                     ? PA_PREFILL_KERNEL_SHORT
+                : plan->kernel == KernelKind::PrefillPartial
+                    ? PA_PREFILL_KERNEL_PARTIAL
                     : PA_PREFILL_KERNEL_PREFILL;
+  out->split = plan->isSplit() ? 1 : 0;
+  out->kv_chunk = plan->isSplit() ? plan->split.kvChunk : 0;
+  out->num_work_items = plan->isSplit() ? plan->split.work.size() : 0;
+  out->num_partial_rows = plan->isSplit() ? plan->split.numPartialRows : 0;
   return PA_SUCCESS;
 }
 
-void pa_prefill_plan_free(pa_prefill_plan_t *plan) { delete plan; }
+void pa_prefill_plan_free(pa_prefill_plan_t *plan) {
+  if (!plan)
+    return;
+  plan->release();
+  delete plan;
+}
 
 int pa_prefill_run(pa_bundle *bundle, const pa_prefill_plan_t *plan,
                    const pa_prefill_args *args, pa_stream stream) {

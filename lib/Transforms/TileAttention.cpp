@@ -25,43 +25,40 @@ using Pred = arith::CmpIPredicate;
 namespace {
 
 /// Checks what the tiling needs, before any IR changes.
-LogicalResult checkTileable(PrefillOp op, int64_t tileQ, int64_t tileKV) {
+LogicalResult checkTileable(const PrefillOperands &p, int64_t tileQ,
+                            int64_t tileKV) {
+  Operation *op = p.op;
   if (!hasMemRefSemantics(op))
-    return op.emitOpError()
+    return op->emitOpError()
            << "pa-tile-attention expects the memref form; run "
               "one-shot-bufferize first";
-  auto qt = cast<MemRefType>(op.getQ().getType());
+  auto qt = cast<MemRefType>(p.q.getType());
   if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
-    return op.emitOpError()
+    return op->emitOpError()
            << "pa-tile-attention needs static query heads and head dim";
-  if (Type elem = cast<ShapedType>(op.getKvCache()[0].getType())
-                      .getElementType();
+  if (Type elem = cast<ShapedType>(p.kvCache[0].getType()).getElementType();
       isFP8CacheType(elem))
-    return op.emitOpError()
+    return op->emitOpError()
            << "pa-tile-attention: FP8 KV caches (" << elem
            << ") are not supported by the tile ops yet (their K/V scales "
               "have no operand there)";
-  int64_t group = qt.getDimSize(1) / op.getCache().getNumKVHeads();
+  int64_t group = p.group();
   if (tileQ < 1 || tileKV < 1 || tileQ % group != 0)
-    return op.emitOpError() << "tile-q (" << tileQ
-                            << ") must be a positive multiple of the group ("
-                            << group << ") and tile-kv (" << tileKV
-                            << ") positive";
+    return op->emitOpError() << "tile-q (" << tileQ
+                             << ") must be a positive multiple of the group ("
+                             << group << ") and tile-kv (" << tileKV
+                             << ") positive";
   return success();
 }
 
-/// Rewrites one pa.prefill into the tiled loop nest.
-void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
+/// Rewrites one pa.prefill or pa.prefill_partial into the tiled loop nest.
+void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
+  Operation *op = p.op;
   OpBuilder b(op);
-  Location loc = op.getLoc();
+  Location loc = op->getLoc();
   Emitter e{b, loc};
-  PagedKVAttr cache = op.getCache();
-  auto qt = cast<MemRefType>(op.getQ().getType());
-  int64_t hkv = cache.getNumKVHeads(), d = cache.getHeadDim();
-  int64_t group = qt.getDimSize(1) / hkv;
-  int64_t queriesPerTile = tileQ / group;
-  AttentionOptions opts = cast<AttentionOpInterface>(op.getOperation())
-                              .getAttentionOptions();
+  int64_t hkv = p.cache.getNumKVHeads(), d = p.cache.getHeadDim();
+  int64_t queriesPerTile = tileQ / p.group();
   Type f32 = b.getF32Type();
   // The tiles live in the function's entry block, so that a prefill inside
   // a loop does not grow the stack at each iteration.
@@ -78,16 +75,19 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
                      tile2(tileQ, tileKV), tile1(tileQ),     tile1(tileQ),
                      tile2(tileQ, d)};
 
-  PageTable pt = pageTableOf(op);
-  Value qoIndptr = op.getQoIndptr();
-  pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(op.getQ(), 0), "q");
-  PackedMask mask{op.getCustomMask(), op.getMaskIndptr()};
+  PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
+  Value qoIndptr = p.qoIndptr;
+  pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(p.q, 0), "q");
+  PackedMask mask{p.customMask, p.maskIndptr};
   if (mask.bits)
     mask.emitChecks(e, qoIndptr);
-  Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
-  bool explicitPositions = bool(op.getQPositions());
-  bool positionsMatter = op.getCausal() || opts.window || op.getAlibiSlopes();
-  e.forEach(e.idx(0), batch, [&](Value req) {
+  bool explicitPositions = bool(p.qPositions);
+  bool positionsMatter =
+      p.causal || p.options.window || p.alibiSlopes;
+  // The query tiles of queries [q0, q1) of request `req` (request-local);
+  // `item` adds a work item's keys and partial rows.
+  auto tileQueries = [&](Value req, Value q0, Value q1,
+                         std::optional<PrefillWorkItem> item) {
     Value qs = e.loadIdx(qoIndptr, req);
     Value qoLen = e.sub(e.loadIdx(qoIndptr, e.add(req, e.idx(1))), qs);
     Value kvLen = pt.kvLen(e, req);
@@ -95,34 +95,65 @@ void tilePrefill(PrefillOp op, int64_t tileQ, int64_t tileKV) {
       emitQueriesAreLastTokens(e, qoLen, kvLen);
     Value maskByte0 = mask.bits ? mask.segmentBase(e, req, qoLen, kvLen)
                                 : Value();
+    if (item)
+      item->emitChecks(e, qoLen, kvLen, e.dim(p.o, 0));
     e.forEach(e.idx(0), e.idx(hkv), [&](Value hk) {
       scf::ForOp::create(
-          b, loc, e.idx(0), qoLen, e.idx(queriesPerTile), ValueRange{},
+          b, loc, q0, q1, e.idx(queriesPerTile), ValueRange{},
           [&](OpBuilder &, Location, Value i0, ValueRange) {
             Value rows = arith::MinSIOp::create(
-                b, loc, e.idx(queriesPerTile), e.sub(qoLen, i0));
-            emitPrefillQueryTile(
-                e, op, IRMapping(), pt,
-                QueryTileCoords{req, hk, qs, i0, rows, qoLen, kvLen, maskByte0},
-                tiles);
+                b, loc, e.idx(queriesPerTile), e.sub(q1, i0));
+            QueryTileCoords t{req, hk, qs, i0, rows, qoLen, kvLen, maskByte0};
+            if (item) {
+              t.kvBegin = item->kvStart;
+              t.kvEnd = item->kvEnd;
+              t.outRow0 = item->rowOf(e, i0);
+              t.outStride = item->partialStride;
+            }
+            emitPrefillQueryTile(e, p, IRMapping(), pt, t, tiles);
             scf::YieldOp::create(b, loc);
           });
     });
-  });
-  op.erase();
+  };
+  if (auto partial = dyn_cast<PrefillPartialOp>(op)) {
+    Value items = e.dim(partial.getWorkRequest(), 0);
+    static constexpr const char *names[] = {
+        "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end",
+        "work_partial_row", "work_partial_stride"};
+    SmallVector<Value, 7> work = partial.getWorkList();
+    for (auto [array, name] :
+         llvm::zip_equal(ArrayRef(work).drop_front(), names))
+      emitEntryCount(e, array, name, items, "as many as work_request");
+    e.forEach(e.idx(0), items, [&](Value w) {
+      PrefillWorkItem item = PrefillWorkItem::load(e, partial, w);
+      item.emitRequestCheck(e, e.sub(e.dim(qoIndptr, 0), e.idx(1)));
+      tileQueries(item.request, item.qoStart, item.qoEnd, item);
+    });
+  } else {
+    Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
+    e.forEach(e.idx(0), batch, [&](Value req) {
+      Value qoLen = e.sub(e.loadIdx(qoIndptr, e.add(req, e.idx(1))),
+                          e.loadIdx(qoIndptr, req));
+      tileQueries(req, e.idx(0), qoLen, std::nullopt);
+    });
+  }
+  op->erase();
 }
 
 struct PATileAttention final
     : pa::impl::PATileAttentionBase<PATileAttention> {
   using Base::Base;
   void runOnOperation() override {
-    SmallVector<PrefillOp> ops;
-    getOperation().walk([&](PrefillOp op) { ops.push_back(op); });
-    for (PrefillOp op : ops)
-      if (failed(checkTileable(op, tileQ, tileKV)))
+    SmallVector<PrefillOperands> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<PrefillOp, PrefillPartialOp>(op))
+        ops.emplace_back(op);
+    });
+    for (const PrefillOperands &p : ops)
+      if (failed(checkTileable(p, tileQ, tileKV)))
         return signalPassFailure();
-    for (PrefillOp op : ops)
-      tilePrefill(op, tileQ, tileKV);
+    for (const PrefillOperands &p : ops)
+      tilePrefill(p, tileQ, tileKV);
   }
 };
 } // namespace

@@ -6,8 +6,9 @@
 // RUN: pa-compile --kernels prefill --causal -o %t/two | FileCheck %s --check-prefix=LOG
 // RUN: FileCheck %s --check-prefix=TWO < %t/two/bundle.manifest
 // RUN: ls %t/two | FileCheck %s --check-prefix=FILES
-// The short kernel is pa-opt's pipeline with prefill-warps=4 on the program:
-// RUN: pa-opt %t/two/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa prefill-warps=4" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt4.ptx
+// The short kernels are pa-opt's pipeline with prefill-warps=4 on their
+// program (@prefill and, for split-KV, @prefill_split):
+// RUN: pa-opt %t/two/prefill_short.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa prefill-warps=4" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt4.ptx
 // RUN: diff %t/opt4.ptx %t/two/prefill_short.ptx
 // RUN: %ptxas -v --gpu-name=sm_90 %t/two/prefill_short.ptx -o %t/short.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // --kernels all: decode, split-KV and both prefill kernels.
@@ -54,12 +55,35 @@
 // TWO-NEXT: arg o memref 3 f16
 // TWO-NEXT: arg lse memref 2 f32
 // TWO-NEXT: launch grid q_tiles kv_heads batch block 128 1 1 smem {{[0-9]+}}
+// Split-KV prefill comes with the short shape: its prefill line, the
+// arguments of prefill but o / lse, the work list and the partial states.
+// TWO-NEXT: kernel prefill_partial prefill_short.cubin pa_prefill_partial
+// TWO-NEXT: prefill queries_per_tile 32 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
+// TWO-NEXT: arg q memref 3 f16
+// TWO-NEXT: arg qo_indptr memref 1 i32
+// TWO-NEXT: arg kv memref 5 f16
+// TWO-NEXT: arg kv_indptr memref 1 i32
+// TWO-NEXT: arg kv_indices memref 1 i32
+// TWO-NEXT: arg kv_last_page_len memref 1 i32
+// TWO-NEXT: arg work_request memref 1 i32
+// TWO-NEXT: arg work_qo_start memref 1 i32
+// TWO-NEXT: arg work_qo_end memref 1 i32
+// TWO-NEXT: arg work_kv_start memref 1 i32
+// TWO-NEXT: arg work_kv_end memref 1 i32
+// TWO-NEXT: arg work_partial_row memref 1 i32
+// TWO-NEXT: arg work_partial_stride memref 1 i32
+// TWO-NEXT: arg o_part memref 3 f32
+// TWO-NEXT: arg lse_part memref 2 f32
+// TWO-NEXT: launch grid work_capacity kv_heads q_tiles block 128 1 1 smem {{[0-9]+}}
+// TWO-NEXT: kernel merge_segments prefill_short.cubin pa_merge_segments
+// TWO:      launch grid batch num_q_heads 1 block 128 1 1 smem 0
 // TWO-NEXT: end
 
 // FILES: bundle.manifest
 // FILES: kernels.cubin
 // FILES: kernels.ptx
 // FILES: prefill_short.cubin
+// FILES: prefill_short.mlir
 // FILES: prefill_short.ptx
 // FILES: program.mlir
 
@@ -79,9 +103,15 @@
 // ALL: kernel merge_segments kernels.cubin pa_merge_segments
 // ALL: kernel prefill_short prefill_short.cubin pa_prefill
 // ALL-NEXT: prefill queries_per_tile 32 causal 1
+// One merge_segments kernel serves split decode and split prefill:
+// ALL: kernel prefill_partial prefill_short.cubin pa_prefill_partial
+// ALL-NOT: kernel merge_segments
 
 // ONELOG: prefill tile_q 256
 // ONELOG-NOT: prefill_short
 // ONE: kernel prefill kernels.cubin pa_prefill
+// ONE-NOT: prefill_short
+// Without the short shape, split-KV comes with the prefill shape:
+// ONE: kernel prefill_partial kernels.cubin pa_prefill_partial
 // ONE-NOT: prefill_short
 // ONEFILES-NOT: prefill_short

@@ -111,6 +111,13 @@ static cl::opt<std::string> prefillVariants(
              "compile the 4-warp shape as kernel prefill_short (the planner "
              "runs it for short batches) | one: only the prefill kernel"),
     cl::cat(category));
+static cl::opt<bool> prefillSplit(
+    "prefill-split", cl::init(true),
+    cl::desc("prefill: also compile split-KV prefill (prefill_partial + "
+             "merge_segments; the planner runs it when a batch's query tiles "
+             "would leave SMs idle), with the prefill_short shape when the "
+             "bundle has it"),
+    cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),
     cl::desc("decode (decode + split-KV kernels) | prefill | all"),
@@ -238,7 +245,7 @@ bool checkFlags() {
     // Prefill options would be silently ignored: reject them.
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
              &causal, &window, &softCap, &smScale, &lseBase2, &alibi,
-             &positions, &customMask, &prefillVariants})
+             &positions, &customMask, &prefillVariants, &prefillSplit})
       if (o->getNumOccurrences())
         fail("--" + o->ArgStr + " is a prefill option: it needs --kernels "
              "prefill or all");
@@ -345,10 +352,60 @@ void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
 }
 
+/// @prefill_split(q, qo_indptr, kv..., kv_indptr, kv_indices,
+///                kv_last_page_len, work_request, work_qo_start,
+///                work_qo_end, work_kv_start, work_kv_end, work_partial_row,
+///                work_partial_stride, [q_positions], [custom_mask,
+///                mask_indptr], [alibi_slopes], o_part, lse_part,
+///                merge_indptr, o, lse): pa.prefill_partial over a work list
+/// (pa::rt::planPrefill's) and pa.merge_segments per query row.
+void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  int nkv = t.joint ? 1 : 2;
+  SmallVector<Type> in{t.q, t.index};
+  in.append(nkv, t.cache);
+  in.append({t.index, t.index, t.index});
+  in.append(7, t.index);
+  if (positions)
+    in.push_back(t.index);
+  if (customMask)
+    in.append({t.mask, t.index});
+  if (alibi)
+    in.push_back(t.slopes);
+  in.append({t.part, t.lse, t.index, t.q, t.lse});
+  buildFunc(
+      b, loc, "prefill_split", in, {t.q, t.lse},
+      [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+        int i = 2 + nkv;
+        ValueRange pages = a.slice(i, 3);
+        i += 3;
+        ValueRange work = a.slice(i, 7);
+        i += 7;
+        Value qPositions = positions ? a[i++] : Value();
+        Value mask = customMask ? a[i++] : Value();
+        Value maskIndptr = customMask ? a[i++] : Value();
+        Value slopes = alibi ? a[i++] : Value();
+        mlir::pa::AttentionOptions o = prefillOptions();
+        auto part = mlir::pa::PrefillPartialOp::create(
+            b, loc, TypeRange{t.part, t.lse}, a[0], a[1], a.slice(2, nkv),
+            /*k_scale=*/Value(), /*v_scale=*/Value(), pages[0], pages[1],
+            pages[2], work[0], work[1], work[2], work[3], work[4], work[5],
+            work[6], qPositions, mask, maskIndptr, slopes,
+            ValueRange{a[i], a[i + 1]}, t.attr,
+            causal ? b.getUnitAttr() : UnitAttr(), o.getSmScaleAttr(b),
+            o.getSoftCapAttr(b), o.getWindowAttr(b), o.getLseBase2Attr(b));
+        auto merge = mlir::pa::MergeSegmentsOp::create(
+            b, loc, TypeRange{t.q, t.lse}, part.getResult(0),
+            part.getResult(1), a[i + 2], ValueRange{a[i + 3], a[i + 4]},
+            /*lse_base2=*/lseBase2.getValue());
+        return {merge.getResult(0), merge.getResult(1)};
+      });
+}
+
 /// The program: with `decode` @decode (one pass) and @decode_split
-/// (work-list split-KV); with `prefill` @prefill.
+/// (work-list split-KV); with `prefill` @prefill, and with `split`
+/// @prefill_split.
 OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
-                                   bool prefill) {
+                                   bool prefill, bool split) {
   ProgramTypes t = programTypes(ctx);
   Location loc = UnknownLoc::get(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -356,6 +413,8 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
   b.setInsertionPointToEnd(module->getBody());
   if (prefill)
     buildPrefill(b, loc, t);
+  if (prefill && split)
+    buildPrefillSplit(b, loc, t);
   if (!decode)
     return module;
   int nkv = t.joint ? 1 : 2;
@@ -457,6 +516,11 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
       ok = false;
       return;
     }
+    // @decode_split and @prefill_split both merge with merge_segments over
+    // the same types: one kernel serves both.
+    if (k.kind == rt::KernelKind::MergeSegments &&
+        m.find(rt::KernelKind::MergeSegments))
+      return;
     k.file = "kernels.cubin";
     k.symbol = func.getName().str();
     if (abi->args.size() != func.getFunctionType().getNumInputs()) {
@@ -498,7 +562,7 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
       k.launch.block[i] = abi->block[i];
     }
     k.launch.sharedBytes = abi->smem;
-    if (k.kind == rt::KernelKind::Prefill) {
+    if (rt::isPrefillKind(k.kind)) {
       // The prefill line: the flags the op was built with, and the queries
       // of one request per tile (tile_q packs group rows per query).
       if (abi->tileQ <= 0 || abi->tileQ % group != 0) {
@@ -516,7 +580,8 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
       p.smScale = static_cast<float>(smScale.getValue());
       p.lseBase2 = lseBase2;
       k.prefill = p;
-      prefillShape = *abi;
+      if (k.kind == rt::KernelKind::Prefill)
+        prefillShape = *abi;
     }
     m.kernels.push_back(std::move(k));
   });
@@ -554,6 +619,8 @@ struct Compiled {
   rt::Manifest manifest;
   mlir::pa::KernelABI shape, prefillShape;
   std::string cubin, ptx;
+  /// The program's text (prefill_short only: prefill_short.mlir).
+  std::string source;
   /// Milliseconds from the program to the cubin.
   double ms = 0;
 };
@@ -588,27 +655,38 @@ LogicalResult compileProgram(ModuleOp program, int64_t warps, Compiled &out) {
   return success();
 }
 
-/// Compiles the prefill_short kernel: @prefill alone on a fresh module with
-/// kShortPrefillWarps, into its own binary files; appends its kernel to
-/// `manifest`.
+/// Compiles the prefill_short kernel: @prefill (and, with `split`,
+/// @prefill_split) on a fresh module with kShortPrefillWarps, into its own
+/// binary files; appends its kernels to `manifest` (prefill as
+/// prefill_short, prefill_partial, and merge_segments unless `manifest` has
+/// it).
 LogicalResult compilePrefillShort(MLIRContext *ctx, rt::Manifest &manifest,
-                                  Compiled &out) {
+                                  bool split, Compiled &out) {
   OwningOpRef<ModuleOp> program =
-      buildProgram(ctx, /*decode=*/false, /*prefill=*/true);
+      buildProgram(ctx, /*decode=*/false, /*prefill=*/true, split);
   if (failed(verify(*program)) ||
       failed(compileProgram(*program, kShortPrefillWarps, out)))
     return failure();
-  if (out.manifest.kernels.size() != 1 ||
-      out.manifest.kernels[0].kind != rt::KernelKind::Prefill) {
+  llvm::raw_string_ostream os(out.source);
+  program->print(os);
+  size_t expected = split ? 3 : 1;
+  if (out.manifest.kernels.size() != expected ||
+      !out.manifest.find(rt::KernelKind::Prefill)) {
     llvm::errs() << "pa-compile: the short prefill program gave "
-                 << out.manifest.kernels.size()
-                 << " kernels, expected one prefill kernel\n";
+                 << out.manifest.kernels.size() << " kernels, expected "
+                 << expected << " (prefill"
+                 << (split ? ", prefill_partial, merge_segments" : "")
+                 << ")\n";
     return failure();
   }
-  rt::KernelSpec k = out.manifest.kernels[0];
-  k.kind = rt::KernelKind::PrefillShort;
-  k.file = "prefill_short.cubin";
-  manifest.kernels.push_back(std::move(k));
+  for (rt::KernelSpec k : out.manifest.kernels) {
+    if (k.kind == rt::KernelKind::Prefill)
+      k.kind = rt::KernelKind::PrefillShort;
+    else if (manifest.find(k.kind))
+      continue; // merge_segments of the decode kernels
+    k.file = "prefill_short.cubin";
+    manifest.kernels.push_back(std::move(k));
+  }
   return success();
 }
 
@@ -652,8 +730,11 @@ int main(int argc, char **argv) {
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
 
+  // Split-KV prefill goes with the short shape when there is one.
+  bool haveShort = wantPrefillShort();
+  bool split = wantPrefill() && prefillSplit;
   OwningOpRef<ModuleOp> program =
-      buildProgram(&ctx, wantDecode(), wantPrefill());
+      buildProgram(&ctx, wantDecode(), wantPrefill(), split && !haveShort);
   if (failed(verify(*program)))
     return 1;
   std::string source;
@@ -670,8 +751,8 @@ int main(int argc, char **argv) {
                             &prefillShape = primary.prefillShape;
   // The short-batch prefill shape: a second run of the pipeline.
   Compiled shortPrefill;
-  bool haveShort = wantPrefillShort();
-  if (haveShort && failed(compilePrefillShort(&ctx, *manifest, shortPrefill))) {
+  if (haveShort &&
+      failed(compilePrefillShort(&ctx, *manifest, split, shortPrefill))) {
     llvm::errs() << "pa-compile: compiling the short prefill kernel "
                     "(prefill_short, --prefill-warps "
                  << kShortPrefillWarps
@@ -711,11 +792,14 @@ int main(int argc, char **argv) {
     return 1;
   if (haveShort && (!writeFile(path("prefill_short.cubin"),
                                shortPrefill.cubin) ||
-                    !writeFile(path("prefill_short.ptx"), shortPrefill.ptx)))
+                    !writeFile(path("prefill_short.ptx"), shortPrefill.ptx) ||
+                    !writeFile(path("prefill_short.mlir"),
+                               shortPrefill.source)))
     return 1;
   // A second file from an earlier run with the short kernel would be stale.
   if (!haveShort)
-    for (StringRef stale : {"prefill_short.cubin", "prefill_short.ptx"})
+    for (StringRef stale :
+         {"prefill_short.cubin", "prefill_short.ptx", "prefill_short.mlir"})
       (void)llvm::sys::fs::remove(path(stale));
   auto printShort = [&] {
     if (!haveShort)

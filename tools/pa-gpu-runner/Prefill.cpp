@@ -56,7 +56,16 @@ struct PrefillKernel {
   /// The prefill line of the bundle's prefill_short kernel, if it has one
   /// (it agrees with `spec` but for queries_per_tile).
   std::optional<rt::PrefillSpec> shortSpec;
+  /// The bundle has split-KV prefill (prefill_partial + merge_segments).
+  bool partial = false;
   bool positions = false, mask = false, alibi = false;
+};
+
+/// How a case is planned: the kernel (a PA_PREFILL_KERNEL_* value) and,
+/// for split-KV, a forced KV chunk (0: the planner's).
+struct PlanChoice {
+  int kernel = PA_PREFILL_KERNEL_AUTO;
+  int64_t kvChunk = 0;
 };
 
 /// Manifest name of a PA_PREFILL_KERNEL_* value.
@@ -66,6 +75,8 @@ const char *prefillKernelName(int kernel) {
     return "prefill";
   case PA_PREFILL_KERNEL_SHORT:
     return "prefill_short";
+  case PA_PREFILL_KERNEL_PARTIAL:
+    return "prefill_partial";
   default:
     return "auto";
   }
@@ -84,6 +95,7 @@ PrefillKernel readPrefillKernel(const std::string &dir) {
   if (const rt::KernelSpec *s = m.find(rt::KernelKind::PrefillShort);
       s && s->prefill)
     pk.shortSpec = *s->prefill;
+  pk.partial = m.find(rt::KernelKind::PrefillPartial) != nullptr;
   pk.positions = k->hasRole(rt::ArgRole::QPositions);
   pk.mask = k->hasRole(rt::ArgRole::CustomMask);
   pk.alibi = k->hasRole(rt::ArgRole::AlibiSlopes);
@@ -95,6 +107,8 @@ std::string describe(const PrefillKernel &k) {
                   std::to_string(k.spec.queriesPerTile);
   if (k.shortSpec)
     s += " (short " + std::to_string(k.shortSpec->queriesPerTile) + ")";
+  if (k.partial)
+    s += " split-KV";
   if (k.spec.causal)
     s += " causal";
   if (k.spec.window)
@@ -325,11 +339,12 @@ struct PrefillSummary {
   }
 };
 
-/// Plans (with the prefill kernel `kernel`, a PA_PREFILL_KERNEL_* value),
-/// poisons, runs (checked mode) and compares one case.
+/// Plans (with `choice`), poisons, runs (checked mode) and compares one
+/// case.
 void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
-                    const PrefillCase &cs, bool finiteSlack, int kernel,
+                    const PrefillCase &cs, bool finiteSlack, PlanChoice choice,
                     PrefillSummary &sum) {
+  int kernel = choice.kernel;
   const rt::BundleConfig &c = k.config;
   DevicePrefill d = uploadPrefill(cs, k);
   pa_prefill_plan_t *plan = nullptr;
@@ -338,12 +353,16 @@ void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
   try {
     pa_prefill_plan_options po{};
     po.kernel = kernel;
+    po.kv_chunk = choice.kvChunk;
     PA_RT(pa_prefill_plan_ex(bundle, cs.qoIndptr.data(),
                              cs.cache.pt.indptr.data(),
                              cs.cache.pt.lastPageLen.data(), cs.batch,
                              cs.rows, &po, &plan));
     PA_RT(pa_prefill_plan_get_info(plan, &info));
-    if (kernel != PA_PREFILL_KERNEL_AUTO && info.kernel != kernel)
+    // A forced kernel runs, except that a batch without query rows
+    // launches nothing (its plan keeps the default kernel).
+    if (kernel != PA_PREFILL_KERNEL_AUTO && info.kernel != kernel &&
+        cs.rows > 0)
       throw Failure(std::string("the plan runs kernel '") +
                     prefillKernelName(info.kernel) + "', forced '" +
                     prefillKernelName(kernel) + "'");
@@ -382,11 +401,15 @@ void runPrefillCase(pa_bundle *bundle, const PrefillKernel &k,
   sum.maxLseErr = std::max(sum.maxLseErr, cmp.maxLseErr);
   if (!cmp.pass)
     ++sum.failedRuns;
-  std::printf("  %-22s B=%-3" PRId64 " Nq=%-6" PRId64 " %-13s q_tiles %-4" PRId64
+  std::string kernelName = prefillKernelName(info.kernel);
+  if (info.split)
+    kernelName += fmt(" chunk %" PRId64 " items %" PRId64, info.kv_chunk,
+                      info.num_work_items);
+  std::printf("  %-22s B=%-3" PRId64 " Nq=%-6" PRId64 " %-36s q_tiles %-4" PRId64
               " rel_o %.2e lse_err %.2e %s\n",
-              cs.name.c_str(), cs.batch, cs.rows,
-              prefillKernelName(info.kernel), info.q_tiles, cmp.relO,
-              cmp.maxLseErr, cmp.pass ? "PASS" : "FAIL");
+              cs.name.c_str(), cs.batch, cs.rows, kernelName.c_str(),
+              info.q_tiles, cmp.relO, cmp.maxLseErr,
+              cmp.pass ? "PASS" : "FAIL");
   for (const std::string &p : cmp.problems)
     std::printf("      %s\n", p.c_str());
   std::fflush(stdout);
@@ -466,10 +489,11 @@ void testPrefillRejections(pa_bundle *bundle, const PrefillKernel &k,
   // Plan options: an unknown kernel, and prefill_short forced on a bundle
   // without it, are rejected by the planner.
   auto expectPlan = [&](const std::string &name, int kernel,
-                        const std::string &fragment) {
+                        const std::string &fragment, int64_t kvChunk = 0) {
     ++sum.checkedTotal;
     pa_prefill_plan_options po{};
     po.kernel = kernel;
+    po.kv_chunk = kvChunk;
     pa_prefill_plan_t *bad = nullptr;
     int rc = pa_prefill_plan_ex(bundle, cs.qoIndptr.data(),
                                 cs.cache.pt.indptr.data(),
@@ -495,6 +519,13 @@ void testPrefillRejections(pa_bundle *bundle, const PrefillKernel &k,
   if (!k.shortSpec)
     expectPlan("prefill_short forced, none", PA_PREFILL_KERNEL_SHORT,
                "has no 'prefill_short' kernel");
+  if (!k.partial)
+    expectPlan("split-KV forced, none", PA_PREFILL_KERNEL_PARTIAL,
+               "has no 'prefill_partial' kernel");
+  expectPlan("kv_chunk with prefill forced", PA_PREFILL_KERNEL_PREFILL,
+             "needs kernel AUTO or PARTIAL", 64);
+  expectPlan("negative kv_chunk", PA_PREFILL_KERNEL_AUTO,
+             "options->kv_chunk = -1 is negative", -1);
   std::fflush(stdout);
 }
 
@@ -558,14 +589,22 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
     // Every prefill kernel of the bundle runs every case (the plan forces
     // it): prefill, then prefill_short when the bundle has one. A case (and
     // its float64 reference) is made once for both.
-    std::vector<int> kernels = {PA_PREFILL_KERNEL_PREFILL};
+    // With split-KV: prefill_partial + merge_segments with the planner's
+    // chunk and with a small chunk (many chunks per tile, boundaries off
+    // the KV tile).
+    std::vector<PlanChoice> kernels = {{PA_PREFILL_KERNEL_PREFILL}};
     if (k.shortSpec)
-      kernels.push_back(PA_PREFILL_KERNEL_SHORT);
+      kernels.push_back({PA_PREFILL_KERNEL_SHORT});
+    if (k.partial) {
+      kernels.push_back({PA_PREFILL_KERNEL_PARTIAL});
+      kernels.push_back(
+          {PA_PREFILL_KERNEL_PARTIAL, P == 1 ? 37 : (P % 32 == 0 ? P : 3 * P)});
+    }
     for (size_t i = 0; i < fixed.size(); ++i) {
       test::Rng rng(test::mixSeed(opts.seed, 1000 + i));
       PrefillCase cs = makePrefillCase(fixed[i].name, fixed[i].qo, fixed[i].kv,
                                        k, rng, opts.finiteSlack);
-      for (int kernel : kernels)
+      for (PlanChoice kernel : kernels)
         runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
       if (i == 1)
         testPrefillRejections(bundle, k, cs, sum);
@@ -580,7 +619,7 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
       randomLengths(rng, k, budget, qo, kv);
       PrefillCase cs = makePrefillCase("random seed " + std::to_string(seed),
                                        qo, kv, k, rng, opts.finiteSlack);
-      for (int kernel : kernels)
+      for (PlanChoice kernel : kernels)
         runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
     }
   } catch (const Failure &f) {
@@ -673,12 +712,17 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       forced = PA_PREFILL_KERNEL_PREFILL;
     else if (o.kernel == "short")
       forced = PA_PREFILL_KERNEL_SHORT;
+    else if (o.kernel == "partial")
+      forced = PA_PREFILL_KERNEL_PARTIAL;
     else if (o.kernel != "auto")
-      throw Failure("--kernel must be auto, prefill or short, got '" +
+      throw Failure("--kernel must be auto, prefill, short or partial, got '" +
                     o.kernel + "'");
     if (forced == PA_PREFILL_KERNEL_SHORT && !k.shortSpec)
       throw Failure("--kernel short: bundle '" + o.bundle +
                     "' has no prefill_short kernel");
+    if (forced == PA_PREFILL_KERNEL_PARTIAL && !k.partial)
+      throw Failure("--kernel partial: bundle '" + o.bundle +
+                    "' has no prefill_partial kernel");
     if (c.dtype != rt::DType::F16)
       throw Failure("bench-prefill needs an f16 bundle, '" + o.bundle +
                     "' is " + rt::toString(c.dtype));
@@ -702,9 +746,10 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
             "timed), up to %d input sets rotated; TFLOP/s = 4 * D * Hq * "
             "visible (query, key) pairs / time",
             o.reps, o.warmup, o.maxSets));
-    out(fmt("- kernel: %s (the plan's choice per shape: prefill_short when "
-            "the bundle has it and the mean keys per query are <= %" PRId64
-            ")",
+    out(fmt("- kernel: %s (the plan's choice per shape: split-KV "
+            "(prefill_partial + merge_segments) when the query tiles x KV "
+            "heads leave SMs idle, else prefill_short when the bundle has it "
+            "and the mean keys per query are <= %" PRId64 ")",
             o.kernel.c_str(), rt::kShortPrefillMaxMeanKeys));
     out("");
     out("| shape | B | qo_len | kv_len | kernel | time us | min us | "
@@ -719,6 +764,11 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
                         L, L});
     }
     shapes.push_back({"append 512 over 8192", 8, 512, 8192});
+    // Few query tiles over long caches (chunked prefill of one request,
+    // speculative-decoding verification): where split-KV pays.
+    shapes.push_back({"few tiles: 1 x 512 over 32768", 1, 512, 32768});
+    shapes.push_back({"few tiles: 1 x 128 over 16384", 1, 128, 16384});
+    shapes.push_back({"few tiles: 4 x 16 over 8192", 4, 16, 8192});
 
     for (const BenchShape &sh : shapes) {
       const int64_t B = sh.batch;
@@ -797,6 +847,9 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       std::string kernelText = fmt("%s (q/tile %" PRId64 ")",
                                    prefillKernelName(info.kernel),
                                    info.queries_per_tile);
+      if (info.split)
+        kernelText += fmt(", chunk %" PRId64 ", %" PRId64 " items",
+                          info.kv_chunk, info.num_work_items);
       auto call = [&](int i) {
         size_t s = static_cast<size_t>(i % sets);
         pa_prefill_args a;

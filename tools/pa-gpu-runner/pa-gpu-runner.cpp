@@ -111,8 +111,9 @@ void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
   p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
             "seed of the random fill and page order");
   p.text("--kernel", "K", o.kernel,
-         "prefill kernel: auto (the planner's choice per shape), prefill or "
-         "short (prefill_short)");
+         "prefill kernel: auto (the planner's choice per shape), prefill, "
+         "short (prefill_short) or partial (split-KV: prefill_partial + "
+         "merge_segments)");
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
             "CUDA device ordinal");
   p.operands("BUNDLE_DIR", operands, 1, 1);

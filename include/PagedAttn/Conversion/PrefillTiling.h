@@ -26,23 +26,65 @@ struct PrefillTiles {
 /// Where a query tile sits: request `request`, KV head `kvHead`, queries
 /// [i0, i0 + rows) of the request (its rows start at `qoStart` in q), the
 /// request's query and key counts, and (with a custom mask) the first byte
-/// of its mask segment.
+/// of its mask segment. A pa.prefill_partial work item also gives its keys
+/// [kvBegin, kvEnd) and the rows its states go to: query i0 + i writes row
+/// outRow0 + i * outStride of the partial states (null: every key, and row
+/// qoStart + i0 + i of o).
 struct QueryTileCoords {
   Value request, kvHead, qoStart, i0, rows, qoLen, kvLen, maskByte0;
+  Value kvBegin = {}, kvEnd = {}, outRow0 = {}, outStride = {};
+};
+
+/// What the tiling reads of a pa.prefill or a pa.prefill_partial (which
+/// share their query, cache, mask and option operands).
+struct PrefillOperands {
+  Operation *op = nullptr;
+  Value q, qoIndptr, qPositions, customMask, maskIndptr, alibiSlopes, o, lse;
+  SmallVector<Value> kvCache;
+  PagedKVAttr cache;
+  bool causal = false;
+  AttentionOptions options;
+
+  explicit PrefillOperands(Operation *prefillOrPartial);
+  /// The GQA group: query heads per KV head.
+  int64_t group() const;
+};
+
+/// Work item `w` of a pa.prefill_partial, its seven i32 entries loaded as
+/// index values: request, queries [qoStart, qoEnd), keys [kvStart, kvEnd),
+/// the partial row of its first query and the row stride.
+struct PrefillWorkItem {
+  Value request, qoStart, qoEnd, kvStart, kvEnd, partialRow, partialStride;
+
+  /// Loads item `w` (the op's work arrays read through `map`).
+  static PrefillWorkItem load(Emitter &e, PrefillPartialOp op, Value w,
+                              const IRMapping &map = IRMapping());
+  /// The partial row of the item's (request-local) query `i`.
+  Value rowOf(Emitter &e, Value i) const;
+  /// Asserts (cf.assert) that the request is in [0, batch), before its
+  /// counts are read.
+  void emitRequestCheck(Emitter &e, Value batch) const;
+  /// Asserts the item's invariants given its request's query and key
+  /// counts and the rows of the partial states: 0 <= qoStart <= qoEnd <=
+  /// qoLen, 0 <= kvStart <= kvEnd <= kvLen, and the rows of its first and
+  /// last queries inside [0, partialRows).
+  void emitChecks(Emitter &e, Value qoLen, Value kvLen,
+                  Value partialRows) const;
 };
 
 /// Emits, for one query tile of `op`: pa.tile.load_q, pa.tile.init_state,
 /// the loop over the KV tiles of `tiles.k`'s rows that the tile can see
 /// (`scf.for %t0 = lo to hi step BN`: without q_positions, none above the
-/// causal diagonal and none wholly left of the sliding window) with
-/// gather_kv / qk / mask / softmax_update / pv, the mask marked
-/// `masked_if` with the test of whether the KV tile needs it, and
-/// pa.tile.store. K/V rows past `hi` are zero-filled. The op's operands
-/// are read through `map` (a kernel's arguments; identity when empty), its
-/// page table is `pages` (already mapped).
-void emitPrefillQueryTile(Emitter &e, PrefillOp op, const IRMapping &map,
-                          const PageTable &pages, const QueryTileCoords &t,
-                          const PrefillTiles &tiles);
+/// causal diagonal and none wholly left of the sliding window; within
+/// [kvBegin, kvEnd) for a work item) with gather_kv / qk / mask /
+/// softmax_update / pv, the mask marked `masked_if` with the test of
+/// whether the KV tile needs it, and pa.tile.store. K/V rows past `hi` are
+/// zero-filled. The op's operands are read through `map` (a kernel's
+/// arguments; identity when empty), its page table is `pages` (already
+/// mapped).
+void emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
+                          const IRMapping &map, const PageTable &pages,
+                          const QueryTileCoords &t, const PrefillTiles &tiles);
 
 } // namespace mlir::pa
 

@@ -238,9 +238,11 @@ def PA_TileStoreOp : PA_TileOp<"store"> {
   let summary = "final normalization of a tile state into o and lse";
   let description = [{
     For the valid rows of the tile (`r / group < rows`), writes
-    `o[row0 + r / g, kv_head * g + r % g, :] = acc / l` (o's element type)
-    and `lse = m + ln(l)` (base 2 with `lse_base2`); a row that saw no
-    visible key (`l = 0`) gets `o = 0`, `lse = -inf`.
+    `o[row0 + (r / g) * stride, kv_head * g + r % g, :] = acc / l` (o's
+    element type) and `lse = m + ln(l)` (base 2 with `lse_base2`); a row
+    that saw no visible key (`l = 0`) gets `o = 0`, `lse = -inf`. The row
+    stride is 1 unless `stride(%s)` gives it (the interleaved partial rows
+    of `pa.prefill_partial`).
 
     ```mlir
     pa.tile.store state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>)
@@ -251,13 +253,15 @@ def PA_TileStoreOp : PA_TileOp<"store"> {
   let arguments = (ins Arg<PA_F32Tile1D, "running max", [MemRead]>:$m,
                        Arg<PA_F32Tile1D, "running sum", [MemRead]>:$l,
                        Arg<PA_F32Tile2D, "accumulator", [MemRead]>:$acc,
-                       Index:$row0, Index:$rows, Index:$kv_head,
+                       Index:$row0, Index:$rows, Optional<Index>:$row_stride,
+                       Index:$kv_head,
                        Arg<AnyMemRef, "o", [MemWrite]>:$o,
                        Arg<AnyMemRef, "lse", [MemWrite]>:$lse,
                        I64Attr:$group, UnitAttr:$lse_base2);
   let assemblyFormat = [{
     `state` `(` $m `,` $l `,` $acc `:` type($m) `,` type($l) `,` type($acc) `)`
-    `rows` `(` $row0 `,` $rows `)` `kv_head` `(` $kv_head `)`
+    `rows` `(` $row0 `,` $rows `)` (`stride` `(` $row_stride^ `)`)?
+    `kv_head` `(` $kv_head `)`
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)` attr-dict
   }];
 }

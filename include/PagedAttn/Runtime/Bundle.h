@@ -108,14 +108,20 @@ enum class KernelKind {
   /// beside `prefill`, with the same arguments and the same prefill line
   /// but queries_per_tile.
   PrefillShort,
+  /// (prefill_partial) optional: split-KV prefill over the planner's work
+  /// list (pa.prefill_partial), one f32 partial state per (query, chunk),
+  /// which `merge_segments` merges per query row. The same arguments as
+  /// `prefill` but o / lse, plus the work list and o_part / lse_part.
+  PrefillPartial,
 };
-constexpr int kNumKernelKinds = 5;
+constexpr int kNumKernelKinds = 6;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
-/// True for the prefill kernels (prefill, prefill_short): they take the
-/// prefill roles and carry a `prefill` line.
+/// True for the prefill kernels (prefill, prefill_short, prefill_partial):
+/// they take the prefill roles and carry a `prefill` line.
 inline bool isPrefillKind(KernelKind k) {
-  return k == KernelKind::Prefill || k == KernelKind::PrefillShort;
+  return k == KernelKind::Prefill || k == KernelKind::PrefillShort ||
+         k == KernelKind::PrefillPartial;
 }
 
 /// Argument roles; the manifest spelling is toString(role).
@@ -140,8 +146,18 @@ enum class ArgRole {
   CustomMask,  ///< prefill (optional): [mask_bytes] i8, packed custom mask
   MaskIndptr,  ///< prefill (with custom_mask): [B+1] i32, byte offsets
   AlibiSlopes, ///< prefill (optional): [Hq] f32
+  /// prefill_partial: the rest of the work list ([W] i32 each, beside
+  /// work_request): queries [qo_start, qo_end) and keys [kv_start, kv_end)
+  /// of the item's request, the partial row of its first query and the
+  /// row stride.
+  WorkQOStart,
+  WorkQOEnd,
+  WorkKVStart,
+  WorkKVEnd,
+  WorkPartialRow,
+  WorkPartialStride,
 };
-constexpr int kNumArgRoles = 20;
+constexpr int kNumArgRoles = 26;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -344,8 +360,12 @@ struct ProblemDims {
   /// Bytes of a prefill's packed custom mask.
   int64_t maskBytes = 0;
   /// The prefill grid symbol q_tiles (max_b ceil(qo_len_b /
-  /// queries_per_tile)).
+  /// queries_per_tile); prefill_partial: the query tiles of the largest
+  /// work item).
   int64_t qTiles = 0;
+  /// Rows of o_part / lse_part when they differ from workCapacity (a split
+  /// prefill: one row per (query, chunk)); unset: workCapacity.
+  std::optional<int64_t> partialRows;
 
   /// Rows of q, o and lse: numQueryRows if set, else batch.
   int64_t queryRows() const { return numQueryRows ? *numQueryRows : batch; }

@@ -221,13 +221,21 @@ struct PrefillPlan {
 /// chunks (a multiple of `pageSize`, at least `minChunk`) whose partial
 /// states a merge combines. A tile with no visible key still gets one item
 /// (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
-/// qo_len may exceed kv_len and every tile sees all keys.
+/// qo_len may exceed kv_len and every tile sees all keys. `forceChunk` > 0
+/// fixes the chunk (rounded up to the page size) instead of the choice
+/// above; `forcePartial` makes the plan a split plan (partial rows and merge
+/// segments) even when no tile has more than one chunk.
 Status planPrefill(I32Span qoIndptr, I32Span kvIndptr, I32Span lastPageLen,
                    int64_t batch, int64_t numQueryRows, int64_t pageSize,
                    int64_t numKVHeads, int64_t queriesPerTile, bool causal,
                    bool explicitPositions, int64_t numSMs, int64_t ctasPerSM,
-                   PrefillPlan &plan,
-                   int64_t minChunk = kDefaultMinChunk);
+                   PrefillPlan &plan, int64_t minChunk = kDefaultMinChunk,
+                   int64_t forceChunk = 0, bool forcePartial = false);
+
+/// Smallest KV chunk of a split prefill in the runtime: a work item streams
+/// at least this many keys per query tile, so that the partial states and
+/// their merge stay small beside the K/V reads.
+inline constexpr int64_t kPrefillMinChunk = 512;
 
 /// Upper bound on the work items of any batch of `batch` requests owning
 /// `numPagesUsed` (= kv_indptr[batch]) pages in total, chunked by

@@ -73,16 +73,26 @@ typedef struct pa_bundle_config {
 enum {
   PA_PREFILL_KERNEL_AUTO = 0,
   PA_PREFILL_KERNEL_PREFILL = 1,
-  PA_PREFILL_KERNEL_SHORT = 2
+  PA_PREFILL_KERNEL_SHORT = 2,
+  /** Split-KV: prefill_partial over a work list of (request, query tile,
+   *  KV chunk), then merge_segments per query row (pa-compile adds both
+   *  to prefill bundles by default). */
+  PA_PREFILL_KERNEL_PARTIAL = 3
 };
 
 /** Options of pa_prefill_plan_ex(); a NULL pointer or zeros mean
  *  defaults. */
 typedef struct pa_prefill_plan_options {
-  /** PA_PREFILL_KERNEL_*: AUTO lets the planner choose; PREFILL or SHORT
-   *  forces that kernel (for tests and benchmarks; SHORT fails on a bundle
-   *  without prefill_short). */
+  /** PA_PREFILL_KERNEL_*: AUTO lets the planner choose (split-KV when the
+   *  query tiles x KV heads would leave SMs idle, else prefill or
+   *  prefill_short); PREFILL, SHORT or PARTIAL forces that kernel (for
+   *  tests and benchmarks; SHORT and PARTIAL fail on a bundle without
+   *  them). */
   int kernel;
+  /** > 0: the KV chunk of a split plan (tokens, rounded up to the page
+   *  size) instead of the planner's choice; with AUTO it forces split-KV
+   *  wherever a query tile sees more keys. Only with AUTO or PARTIAL. */
+  int64_t kv_chunk;
 } pa_prefill_plan_options;
 
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
@@ -137,9 +147,15 @@ typedef struct pa_prefill_plan_info {
   /** Grid x of the launch: max_b ceil(qo_len_b / queries_per_tile); 0 when
    *  every request is empty (pa_prefill_run then launches nothing). */
   int64_t q_tiles;
-  /** The kernel the plan launches: PA_PREFILL_KERNEL_PREFILL or
-   *  PA_PREFILL_KERNEL_SHORT (never AUTO). Added after q_tiles. */
+  /** The kernel the plan launches: PA_PREFILL_KERNEL_PREFILL, _SHORT or
+   *  _PARTIAL (split-KV, followed by merge_segments; never AUTO). Added
+   *  after q_tiles. */
   int kernel;
+  /** 1 for a split-KV plan (kernel PARTIAL). */
+  int split;
+  /** Split plans: tokens per KV chunk, work items (grid x of
+   *  prefill_partial) and rows of the partial states; 0 otherwise. */
+  int64_t kv_chunk, num_work_items, num_partial_rows;
 } pa_prefill_plan_info;
 
 /** Arguments of one batch prefill / append (device pointers, sizes). The
@@ -232,8 +248,11 @@ int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
  *  q_positions), picks the kernel (`prefill`, or `prefill_short` for a
  *  short batch when the bundle has it: see pa_prefill_plan_ex) and computes
  *  its grid (q_tiles x kv_heads x batch; batch above 65535 is rejected).
- *  Needs a bundle with a prefill kernel. Allocates
- *  nothing on the device; a plan serves every run with the same lengths
+ *  Needs a bundle with a prefill kernel. A split-KV plan (the bundle's
+ *  prefill_partial kernel, when the query tiles x KV heads would leave SMs
+ *  idle) allocates its work list and the f32 partial states on the device
+ *  (freed by pa_prefill_plan_free); other plans allocate nothing there. A
+ *  plan serves every run with the same lengths
  *  (e.g. all layers of a step). */
 int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
                     const int32_t *kv_indptr, const int32_t *kv_last_page_len,

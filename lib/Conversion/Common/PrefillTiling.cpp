@@ -4,12 +4,92 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace mlir::pa;
 
 using Pred = arith::CmpIPredicate;
 
-void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
+PrefillOperands::PrefillOperands(Operation *prefillOrPartial)
+    : op(prefillOrPartial) {
+  auto read = [&](auto p) {
+    q = p.getQ();
+    qoIndptr = p.getQoIndptr();
+    qPositions = p.getQPositions();
+    customMask = p.getCustomMask();
+    maskIndptr = p.getMaskIndptr();
+    alibiSlopes = p.getAlibiSlopes();
+    o = p.getOuts()[0];
+    lse = p.getOuts()[1];
+    kvCache.assign(p.getKvCache().begin(), p.getKvCache().end());
+    cache = p.getCache();
+    causal = p.getCausal();
+    options = cast<AttentionOpInterface>(p.getOperation())
+                  .getAttentionOptions();
+  };
+  llvm::TypeSwitch<Operation *>(prefillOrPartial)
+      .Case([&](PrefillOp p) { read(p); })
+      .Case([&](PrefillPartialOp p) { read(p); })
+      .DefaultUnreachable("pa.prefill or pa.prefill_partial expected");
+}
+
+int64_t PrefillOperands::group() const {
+  return cast<ShapedType>(q.getType()).getDimSize(1) / cache.getNumKVHeads();
+}
+
+PrefillWorkItem PrefillWorkItem::load(Emitter &e, PrefillPartialOp op,
+                                      Value w, const IRMapping &map) {
+  SmallVector<Value, 7> v;
+  for (Value array : op.getWorkList())
+    v.push_back(e.loadIdx(map.lookupOrDefault(array), w));
+  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+}
+
+Value PrefillWorkItem::rowOf(Emitter &e, Value i) const {
+  return e.add(partialRow, e.mul(e.sub(i, qoStart), partialStride));
+}
+
+void PrefillWorkItem::emitRequestCheck(Emitter &e, Value batch) const {
+  e.assertTrue(arith::AndIOp::create(e.b, e.loc,
+                                     e.cmpi(Pred::sge, request, e.idx(0)),
+                                     e.cmpi(Pred::slt, request, batch)),
+               "pa.prefill_partial: work_request[w] must be in [0, batch)");
+}
+
+void PrefillWorkItem::emitChecks(Emitter &e, Value qoLen, Value kvLen,
+                                 Value partialRows) const {
+  auto inOrder = [&](Value a, Value b, Value c) {
+    return arith::AndIOp::create(e.b, e.loc, e.cmpi(Pred::sle, a, b),
+                                 e.cmpi(Pred::sle, b, c));
+  };
+  e.assertTrue(arith::AndIOp::create(e.b, e.loc,
+                                     e.cmpi(Pred::sge, qoStart, e.idx(0)),
+                                     inOrder(qoStart, qoEnd, qoLen)),
+               "pa.prefill_partial: work item queries must satisfy 0 <= "
+               "qo_start <= qo_end <= qo_len");
+  e.assertTrue(arith::AndIOp::create(e.b, e.loc,
+                                     e.cmpi(Pred::sge, kvStart, e.idx(0)),
+                                     inOrder(kvStart, kvEnd, kvLen)),
+               "pa.prefill_partial: work item keys must satisfy 0 <= "
+               "kv_start <= kv_end <= kv_len");
+  // Rows are linear in the query: the first and last in range is enough.
+  Value none = e.cmpi(Pred::eq, qoStart, qoEnd);
+  auto inRows = [&](Value r) {
+    return arith::AndIOp::create(e.b, e.loc, e.cmpi(Pred::sge, r, e.idx(0)),
+                                 e.cmpi(Pred::slt, r, partialRows));
+  };
+  Value first = rowOf(e, qoStart);
+  Value last = rowOf(e, e.sub(qoEnd, e.idx(1)));
+  e.assertTrue(
+      arith::OrIOp::create(
+          e.b, e.loc, none,
+          arith::AndIOp::create(e.b, e.loc, inRows(first), inRows(last))),
+      "pa.prefill_partial: a work item's partial rows must lie in [0, rows "
+      "of o_part)");
+}
+
+void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
                                     const IRMapping &map,
                                     const PageTable &pages,
                                     const QueryTileCoords &t,
@@ -17,21 +97,19 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
   auto arg = [&](Value v) { return v ? map.lookupOrDefault(v) : v; };
   OpBuilder &b = e.b;
   Location loc = e.loc;
-  auto qt = cast<MemRefType>(op.getQ().getType());
-  PagedKVAttr cache = op.getCache();
-  int64_t group = qt.getDimSize(1) / cache.getNumKVHeads();
+  PagedKVAttr cache = op.cache;
+  int64_t group = op.group();
   int64_t tileKV = cast<MemRefType>(tiles.k.getType()).getDimSize(0);
-  AttentionOptions opts =
-      cast<AttentionOpInterface>(op.getOperation()).getAttentionOptions();
-  bool positions = bool(op.getQPositions());
-  bool causal = op.getCausal();
+  const AttentionOptions &opts = op.options;
+  bool positions = bool(op.qPositions);
+  bool causal = op.causal;
   Value row0 = e.add(t.qoStart, t.i0);
   // Without explicit positions, query i of the request sits at
   // kv_len - qo_len + i: the tile's queries span [pos0, lastPos].
   Value pos0 = e.sub(e.add(t.kvLen, t.i0), t.qoLen);
   Value lastPos = e.sub(e.add(pos0, t.rows), e.idx(1));
 
-  TileLoadQOp::create(b, loc, arg(op.getQ()), row0, t.rows, t.kvHead, tiles.q,
+  TileLoadQOp::create(b, loc, arg(op.q), row0, t.rows, t.kvHead, tiles.q,
                       b.getI64IntegerAttr(group),
                       b.getF32FloatAttr(opts.getSmScaleOr(cache.getHeadDim())));
   TileInitStateOp::create(b, loc, tiles.m, tiles.l, tiles.acc);
@@ -46,14 +124,22 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
         e.add(e.sub(pos0, e.idx(*opts.window)), e.idx(1)));
     lo = e.mul(e.divui(start, e.idx(tileKV)), e.idx(tileKV));
   }
+  // A work item's chunk: its keys only. `end` bounds the keys the masks let
+  // through (keys past it in the last KV tile are zero-filled, not absent).
+  Value end = t.kvLen;
+  if (t.kvBegin) {
+    lo = arith::MaxSIOp::create(b, loc, lo, t.kvBegin);
+    hi = arith::MinSIOp::create(b, loc, hi, t.kvEnd);
+    end = arith::MinSIOp::create(b, loc, end, t.kvEnd);
+  }
   // Every KV tile needs its masks with a custom mask, or with explicit
   // positions under causal / window; otherwise only the last tile (keys
   // past kv_len), the tiles crossing the causal diagonal of the first query
   // and those reaching left of the last query's window.
-  bool alwaysMask = op.getCustomMask() || (positions && (causal || opts.window));
-  Value maskBits = arg(op.getCustomMask());
+  bool alwaysMask = op.customMask || (positions && (causal || opts.window));
+  Value maskBits = arg(op.customMask);
   SmallVector<Value> kvCache;
-  for (Value v : op.getKvCache())
+  for (Value v : op.kvCache)
     kvCache.push_back(arg(v));
   scf::ForOp::create(
       b, loc, lo, hi, e.idx(tileKV), ValueRange{},
@@ -65,7 +151,7 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
         Value need;
         if (!alwaysMask) {
           Value tileEnd = e.add(t0, e.idx(tileKV));
-          need = e.cmpi(Pred::ugt, tileEnd, t.kvLen);
+          need = e.cmpi(Pred::ugt, tileEnd, end);
           if (causal)
             need = arith::OrIOp::create(
                 b, loc, need, e.cmpi(Pred::sgt, tileEnd, e.add(pos0, e.idx(1))));
@@ -75,8 +161,8 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
                 e.cmpi(Pred::sge, e.sub(lastPos, t0), e.idx(*opts.window)));
         }
         TileMaskOp::create(
-            b, loc, tiles.s, row0, t.rows, pos0, t0, t.kvLen, t.kvHead,
-            arg(op.getQPositions()), arg(op.getAlibiSlopes()), maskBits,
+            b, loc, tiles.s, row0, t.rows, pos0, t0, end, t.kvHead,
+            arg(op.qPositions), arg(op.alibiSlopes), maskBits,
             maskBits ? t.maskByte0 : Value(), maskBits ? t.i0 : Value(),
             maskBits ? t.kvLen : Value(), need, b.getI64IntegerAttr(group),
             causal ? b.getUnitAttr() : UnitAttr(),
@@ -87,8 +173,9 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, PrefillOp op,
         TilePVOp::create(b, loc, tiles.s, tiles.v, tiles.acc);
         scf::YieldOp::create(b, loc);
       });
-  TileStoreOp::create(b, loc, tiles.m, tiles.l, tiles.acc, row0, t.rows,
-                      t.kvHead, arg(op.getOuts()[0]), arg(op.getOuts()[1]),
+  TileStoreOp::create(b, loc, tiles.m, tiles.l, tiles.acc,
+                      t.outRow0 ? t.outRow0 : row0, t.rows, t.outStride,
+                      t.kvHead, arg(op.o), arg(op.lse),
                       b.getI64IntegerAttr(group),
                       opts.lseBase2 ? b.getUnitAttr() : UnitAttr());
 }

@@ -100,14 +100,15 @@ struct PrefillShape {
   int64_t warps = 0, tileKV = 0, warpRows = 0;
 };
 
-/// Checks that convert-pa-to-gpu can build the kernel of `op` (an error at
-/// the op naming what it cannot handle otherwise), before any IR changes.
-LogicalResult checkPrefill(PrefillOp op, const PrefillShape &shape);
+/// Checks that convert-pa-to-gpu can build the kernel of `op` (a
+/// pa.prefill or pa.prefill_partial; an error at the op naming what it
+/// cannot handle otherwise), before any IR changes.
+LogicalResult checkPrefill(Operation *op, const PrefillShape &shape);
 
-/// Builds the kernel of a memref-form pa.prefill (named `name`, in `kmod`)
-/// over tile ops, the first stage of the prefill pipeline, and replaces `op`
-/// by its launch (PrefillToGPU.cpp).
-LogicalResult buildPrefillKernel(PrefillOp op, gpu::GPUModuleOp kmod,
+/// Builds the kernel of a memref-form pa.prefill or pa.prefill_partial
+/// (named `name`, in `kmod`) over tile ops, the first stage of the prefill
+/// pipeline, and replaces `op` by its launch (PrefillToGPU.cpp).
+LogicalResult buildPrefillKernel(Operation *op, gpu::GPUModuleOp kmod,
                                  StringRef name, const PrefillShape &shape);
 
 } // namespace mlir::pa::gpukernel

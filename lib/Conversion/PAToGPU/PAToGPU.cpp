@@ -20,6 +20,7 @@
 
 #include "PagedAttn/Conversion/KernelABI.h"
 #include "PagedAttn/Conversion/PagedAttention.h"
+#include "PagedAttn/Conversion/PrefillTiling.h"
 #include "PagedAttn/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -565,11 +566,13 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                "kernel (use pa-lower-to-cpu)";
         return WalkResult::interrupt();
       }
-      if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp>(op)) {
+      if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
+               PrefillPartialOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
-               "pa.decode, pa.decode_partial, pa.merge_segments and "
-               "pa.prefill (use pa-lower-to-cpu for the other ops)";
+               "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill "
+               "and pa.prefill_partial (use pa-lower-to-cpu for the other "
+               "ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -585,8 +588,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "(use pa-lower-to-cpu)";
         return WalkResult::interrupt();
       }
-      if (auto p = dyn_cast<PrefillOp>(op);
-          p && failed(checkPrefill(p, prefillShape())))
+      if (isa<PrefillOp, PrefillPartialOp>(op) &&
+          failed(checkPrefill(op, prefillShape())))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -608,6 +611,10 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               })
               .Case([&](PrefillOp p) {
                 return buildPrefillKernel(p, kmod, "pa_prefill",
+                                          prefillShape());
+              })
+              .Case([&](PrefillPartialOp p) {
+                return buildPrefillKernel(p, kmod, "pa_prefill_partial",
                                           prefillShape());
               })
               .Case([&](MergeSegmentsOp d) {
@@ -667,7 +674,7 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
     roles.append(names.begin(), names.end());
   };
   if (auto a = dyn_cast<AttentionOpInterface>(op);
-      a && !isa<PrefillOp>(op)) {
+      a && !isa<PrefillOp, PrefillPartialOp>(op)) {
     bool partial = isa<DecodePartialOp>(op);
     add({"q"});
     if (a.getKvCache().size() == 1)
@@ -685,22 +692,29 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"o_part", "lse_part"});
     else
       add({"o", "lse"});
-  } else if (auto p = dyn_cast<PrefillOp>(op)) {
+  } else if (isa<PrefillOp, PrefillPartialOp>(op)) {
+    PrefillOperands p(op);
     add({"q", "qo_indptr"});
-    if (p.getKvCache().size() == 1)
+    if (p.kvCache.size() == 1)
       add({"kv"});
     else
       add({"k", "v"});
-    if (p.getKScale())
+    if (cast<AttentionOpInterface>(op).getKScale())
       add({"k_scale", "v_scale"});
     add({"kv_indptr", "kv_indices", "kv_last_page_len"});
-    if (p.getQPositions())
+    if (isa<PrefillPartialOp>(op))
+      add({"work_request", "work_qo_start", "work_qo_end", "work_kv_start",
+           "work_kv_end", "work_partial_row", "work_partial_stride"});
+    if (p.qPositions)
       add({"q_positions"});
-    if (p.getCustomMask())
+    if (p.customMask)
       add({"custom_mask", "mask_indptr"});
-    if (p.getAlibiSlopes())
+    if (p.alibiSlopes)
       add({"alibi_slopes"});
-    add({"o", "lse"});
+    if (isa<PrefillPartialOp>(op))
+      add({"o_part", "lse_part"});
+    else
+      add({"o", "lse"});
   } else if (isa<MergeSegmentsOp>(op)) {
     add({"o_part", "lse_part", "work_indptr", "o", "lse"});
   }

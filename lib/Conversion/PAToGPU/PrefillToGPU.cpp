@@ -4,7 +4,10 @@
 // pa.prefill becomes the kernel `pa_prefill`, a CTA per (query tile x, KV
 // head y, request z), whose body is the tile IR of its query tile
 // (emitPrefillQueryTile, the same tiling that pa-tile-attention runs on the
-// CPU), and a launch in its place:
+// CPU), and a launch in its place; a pa.prefill_partial becomes
+// `pa_prefill_partial`, a CTA per (work item x, KV head y, query tile z of
+// the item), whose tile sees only the item's keys and stores its f32
+// partial states to the item's rows:
 //
 //   tile row r (BM = warps x warp rows) = query q0 + r / g of query head
 //   hk * g + r % g (the GQA group packed into the rows), so each K/V tile is
@@ -46,25 +49,26 @@ struct PrefillConfig {
   int64_t queriesPerTile() const { return tileRows() / group; }
 };
 
-LogicalResult makePrefillConfig(PrefillOp op, const PrefillShape &shape,
-                                PrefillConfig &c) {
+LogicalResult makePrefillConfig(const PrefillOperands &p,
+                                const PrefillShape &shape, PrefillConfig &c) {
+  Operation *op = p.op;
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
-      return op.emitOpError()
+      return op->emitOpError()
              << "convert-pa-to-gpu expects identity-layout memrefs";
-  auto qt = cast<MemRefType>(op.getQ().getType());
+  auto qt = cast<MemRefType>(p.q.getType());
   if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
-    return op.emitOpError()
+    return op->emitOpError()
            << "convert-pa-to-gpu needs static query heads and head dim";
-  PagedKVAttr cache = op.getCache();
+  PagedKVAttr cache = p.cache;
   Type elem = qt.getElementType();
   if (!elem.isF16() && !elem.isBF16())
-    return op.emitOpError() << "pa.prefill on the GPU runs on tensor cores "
-                               "and needs f16 or bf16 data, got "
-                            << elem;
+    return op->emitOpError() << "pa.prefill on the GPU runs on tensor cores "
+                                "and needs f16 or bf16 data, got "
+                             << elem;
   c.headDim = cache.getHeadDim();
   if (c.headDim % 16 != 0 || c.headDim > 256)
-    return op.emitOpError() << "pa.prefill on the GPU needs a head dim that is "
+    return op->emitOpError() << "pa.prefill on the GPU needs a head dim that is "
                                "a multiple of 16 and at most 256, got "
                             << c.headDim;
   c.numKVHeads = cache.getNumKVHeads();
@@ -80,11 +84,11 @@ LogicalResult makePrefillConfig(PrefillOp op, const PrefillShape &shape,
                                 : (c.headDim <= 128 ? 2 : 1);
   if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128 ||
       (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32))
-    return op.emitOpError() << "prefill-warps must be 4 or 8, "
+    return op->emitOpError() << "prefill-warps must be 4 or 8, "
                                "prefill-tile-kv a multiple of 16 up to 128 "
                                "and prefill-warp-rows 16 or 32";
   if (c.group > c.tileRows())
-    return op.emitOpError() << "pa.prefill on the GPU packs a GQA group into "
+    return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
                                "the "
                             << c.tileRows() << " rows of a query tile; group "
                             << c.group << " is larger";
@@ -93,30 +97,37 @@ LogicalResult makePrefillConfig(PrefillOp op, const PrefillShape &shape,
 
 } // namespace
 
-LogicalResult mlir::pa::gpukernel::checkPrefill(PrefillOp op,
+LogicalResult mlir::pa::gpukernel::checkPrefill(Operation *op,
                                                 const PrefillShape &shape) {
   PrefillConfig c;
-  return makePrefillConfig(op, shape, c);
+  return makePrefillConfig(PrefillOperands(op), shape, c);
 }
 
-LogicalResult mlir::pa::gpukernel::buildPrefillKernel(PrefillOp op,
+LogicalResult mlir::pa::gpukernel::buildPrefillKernel(Operation *op,
                                                       gpu::GPUModuleOp kmod,
                                                       StringRef name,
                                                       const PrefillShape &shape) {
+  PrefillOperands p(op);
+  auto partial = dyn_cast<PrefillPartialOp>(op);
   PrefillConfig c;
-  if (failed(makePrefillConfig(op, shape, c)))
+  if (failed(makePrefillConfig(p, shape, c)))
     return failure();
   KernelABI abi;
-  abi.kind = "prefill";
+  abi.kind = partial ? "prefill_partial" : "prefill";
   abi.args = argRoles(op);
-  abi.grid = {GridExtentABI{"q_tiles"}, GridExtentABI{"kv_heads"},
-              GridExtentABI{"batch"}};
+  if (partial)
+    abi.grid = {GridExtentABI{"work_capacity"}, GridExtentABI{"kv_heads"},
+                GridExtentABI{"q_tiles"}};
+  else
+    abi.grid = {GridExtentABI{"q_tiles"}, GridExtentABI{"kv_heads"},
+                GridExtentABI{"batch"}};
   abi.block = {c.threads(), 1, 1};
   abi.tileQ = c.tileRows();
   abi.tileKV = c.keys;
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
-  Location loc = op.getLoc();
+  Location loc = op->getLoc();
+  int64_t qpt = c.queriesPerTile();
   {
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
@@ -129,50 +140,75 @@ LogicalResult mlir::pa::gpukernel::buildPrefillKernel(PrefillOp op,
     PrefillTiles tiles{tile({bm, d}), tile({bn, d}), tile({bn, d}),
                        tile({bm, bn}), tile({bm}),   tile({bm}),
                        tile({bm, d})};
-    PageTable pt = pageTableOf(cast<PagedOpInterface>(op.getOperation()),
-                               /*checked=*/false);
+    PageTable pt = pageTableOf(cast<PagedOpInterface>(op), /*checked=*/false);
     PageTable pages{m.lookup(pt.indptr), m.lookup(pt.indices),
                     m.lookup(pt.last), pt.pageSize, /*checked=*/false};
-    Value qoIndptr = m.lookup(op.getQoIndptr());
-    Value tileX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value qoIndptr = m.lookup(p.qoIndptr);
+    Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-    Value request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-    Value qoStart = e.loadIdx(qoIndptr, request);
-    Value qoLen =
-        e.sub(e.loadIdx(qoIndptr, e.add(request, e.idx(1))), qoStart);
-    int64_t qpt = c.queriesPerTile();
-    Value numTiles = e.divui(e.add(qoLen, e.idx(qpt - 1)), e.idx(qpt));
-    // CTAs past their request's query tiles exit.
-    e.ifThen(e.cmpi(Pred::ult, tileX, numTiles), [&]() {
+    Value blockZ = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+    // The tile of queries [i0, i0 + rows) of `request`, if i0 < `q1`.
+    auto queryTile = [&](Value request, Value i0, Value q1,
+                         function_ref<void(QueryTileCoords &)> item) {
+      Value qoStart = e.loadIdx(qoIndptr, request);
+      Value qoLen =
+          e.sub(e.loadIdx(qoIndptr, e.add(request, e.idx(1))), qoStart);
+      // CTAs past the tiles of their request (or item) exit.
+      e.ifThen(e.cmpi(Pred::ult, i0, q1), [&]() {
+        Value rows = arith::MinSIOp::create(b, loc, e.idx(qpt), e.sub(q1, i0));
+        Value kvLen = pages.kvLen(e, request);
+        Value maskByte0 =
+            p.maskIndptr ? e.loadIdx(m.lookup(p.maskIndptr), request)
+                         : Value();
+        QueryTileCoords t{request, kvHead, qoStart, i0,
+                          rows,    qoLen,  kvLen,   maskByte0};
+        if (item)
+          item(t);
+        emitPrefillQueryTile(e, p, m, pages, t, tiles);
+      });
+    };
+    if (partial) {
+      // Work item x, its query tile z. Unchecked: the runtime's planner
+      // (pa::rt::planPrefill) builds the list.
+      PrefillWorkItem item = PrefillWorkItem::load(e, partial, blockX, m);
+      Value i0 = e.add(item.qoStart, e.mul(blockZ, e.idx(qpt)));
+      queryTile(item.request, i0, item.qoEnd, [&](QueryTileCoords &t) {
+        t.kvBegin = item.kvStart;
+        t.kvEnd = item.kvEnd;
+        t.outRow0 = item.rowOf(e, i0);
+        t.outStride = item.partialStride;
+      });
+    } else {
+      Value request = blockZ;
+      Value qoLen = e.sub(e.loadIdx(qoIndptr, e.add(request, e.idx(1))),
+                          e.loadIdx(qoIndptr, request));
+      Value numTiles = e.divui(e.add(qoLen, e.idx(qpt - 1)), e.idx(qpt));
       // Under a causal mask the last tiles see the most keys: run them
-      // first.
+      // first. CTAs past the request's tiles get i0 = qo_len and exit.
+      Value inRange = e.cmpi(Pred::ult, blockX, numTiles);
       Value tileIdx =
-          op.getCausal() ? e.sub(e.sub(numTiles, e.idx(1)), tileX) : tileX;
-      Value i0 = e.mul(tileIdx, e.idx(qpt));
-      Value rows = arith::MinSIOp::create(b, loc, e.idx(qpt), e.sub(qoLen, i0));
-      Value kvLen = pages.kvLen(e, request);
-      Value maskByte0 =
-          op.getMaskIndptr()
-              ? e.loadIdx(m.lookup(op.getMaskIndptr()), request)
-              : Value();
-      emitPrefillQueryTile(e, op, m, pages,
-                           QueryTileCoords{request, kvHead, qoStart, i0, rows,
-                                           qoLen, kvLen, maskByte0},
-                           tiles);
-    });
+          p.causal ? e.sub(e.sub(numTiles, e.idx(1)), blockX) : blockX;
+      Value i0 = e.select(inRange, e.mul(tileIdx, e.idx(qpt)), qoLen);
+      queryTile(request, i0, qoLen, nullptr);
+    }
     gpu::ReturnOp::create(b, loc);
   }
-  // Host launch: a bound on every request's query tiles (the runtime
-  // launches the exact maximum, "q_tiles"), the KV heads, the requests. The
-  // dynamic shared memory is set by pa-promote-tiles.
+  // Host launch: a bound on the query tiles of every request (or item; the
+  // runtime launches the exact maximum, "q_tiles"), the KV heads, the
+  // requests (or items). The dynamic shared memory is set by
+  // pa-promote-tiles.
   OpBuilder b(op);
   Emitter e{b, loc};
-  Value n = e.dim(op.getQ(), 0);
+  Value n = e.dim(p.q, 0);
   Value tiles = arith::MaxSIOp::create(
-      b, loc, e.idx(1),
-      e.divui(e.add(n, e.idx(c.queriesPerTile() - 1)),
-              e.idx(c.queriesPerTile())));
-  Value batch = e.sub(e.dim(op.getQoIndptr(), 0), e.idx(1));
-  launch(b, op, func, {tiles, e.idx(c.numKVHeads), batch}, c.threads());
+      b, loc, e.idx(1), e.divui(e.add(n, e.idx(qpt - 1)), e.idx(qpt)));
+  if (partial)
+    launch(b, op, func, {e.dim(partial.getWorkRequest(), 0),
+                         e.idx(c.numKVHeads), tiles},
+           c.threads());
+  else
+    launch(b, op, func,
+           {tiles, e.idx(c.numKVHeads), e.sub(e.dim(p.qoIndptr, 0), e.idx(1))},
+           c.threads());
   return success();
 }

@@ -213,8 +213,10 @@ private:
   /// Computes what every KV tile reuses (the rows a thread holds for the
   /// masks, Q fragments) once, before `before`.
   LogicalResult emitPrelude(Operation *before);
+  /// The rows a thread holds: tile query i writes row row0 + i * stride
+  /// (stride 1 when `rowStride` is null; stores only).
   void computeRows(bool forStore, Value row0, Value rows, Value kvHead,
-                   Value pos0, Value qrow0);
+                   Value pos0, Value qrow0, Value rowStride = Value());
   Value qFragment(const SharedTile &q, int64_t mt, int64_t kk);
   void qk(TileQKOp op, Env &env);
   void applyMask(TileMaskOp op, Env &env);
@@ -283,7 +285,8 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
 }
 
 void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
-                              Value kvHead, Value pos0, Value qrow0) {
+                              Value kvHead, Value pos0, Value qrow0,
+                              Value rowStride) {
   rowInfo.assign(c.rowHalves(), Row());
   for (int64_t h = 0; h < c.rowHalves(); ++h) {
     Row &row = rowInfo[h];
@@ -309,7 +312,7 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
                      e.remui(r, e.idx(c.group)));
     row.valid = e.cmpi(Pred::ult, qi, rows);
     Value qiSafe = e.select(row.valid, qi, e.idx(0));
-    row.row = e.add(row0, qiSafe);
+    row.row = e.add(row0, rowStride ? e.mul(qiSafe, rowStride) : qiSafe);
     if (forStore)
       continue;
     row.pos32 = e.toI32(maskOp.getQPositions()
@@ -538,8 +541,10 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
 
 void MmaLowering::store(TileStoreOp op, Env &env) {
   computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
-              Value(), Value());
+              Value(), Value(), op.getRowStride());
   ArrayRef<Value> state = env.state;
+  // o's element type: the data type, or f32 for partial states.
+  Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
   Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
   Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
   int64_t halves = c.rowHalves();
@@ -553,18 +558,19 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
       Value lseV = e.select(some, e.mul(e.add(state[r], e.lg2(l)), toBase),
                             e.negInf());
       e.ifThen(row.valid, [&]() {
-        VectorType out = VectorType::get({2}, c.elem);
+        VectorType out = VectorType::get({2}, oElem);
         for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
           Value acc = state[accIndex(mt, dn)];
           Value v = vector::FromElementsOp::create(
               b, loc, out,
-              ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), c.elem),
-                         e.fromF32(e.mul(elem(acc, h, 1), inv), c.elem)});
-          // Two elements at an even column: 4-byte aligned.
+              ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), oElem),
+                         e.fromF32(e.mul(elem(acc, h, 1), inv), oElem)});
+          // Two elements at an even column: aligned to two elements.
           vector::StoreOp::create(
               b, loc, v, op.getO(),
               ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
-              /*nontemporal=*/false, llvm::MaybeAlign(4));
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * oElem.getIntOrFloatBitWidth() / 8));
         }
         e.ifThen(quad0,
                  [&]() { e.store(lseV, op.getLse(), {row.row, row.head}); });

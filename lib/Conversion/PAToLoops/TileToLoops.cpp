@@ -297,7 +297,9 @@ struct StoreToLoops final : OpRewritePattern<TileStoreOp> {
       Value i, h;
       std::tie(i, h) = packedRow(e, r, g, op.getKvHead());
       e.ifThen(e.cmpi(Pred::slt, i, op.getRows()), [&]() {
-        Value row = e.add(op.getRow0(), i);
+        Value row = e.add(op.getRow0(), op.getRowStride()
+                                            ? e.mul(i, op.getRowStride())
+                                            : i);
         Value l = e.load(op.getL(), {r});
         Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0));
         Value inv = e.select(nonEmpty, e.divf(e.f32(1), l), e.f32(0));
