@@ -334,14 +334,30 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
   if (forceChunk > 0) {
     chunk = roundUp(forceChunk, pageSize);
   } else if (tileCTAs > 0 && tileCTAs < slots && maxKeys > minC) {
-    // Enough chunks to fill the CTA slots: the total keys over the slots
-    // per KV head, at least the minimum chunk.
-    int64_t totalKeys = 0;
-    for (const Tile &t : tiles)
-      totalKeys += t.keys;
-    int64_t target = std::max<int64_t>(slots / numKVHeads, 1);
-    chunk = std::min(chunk, std::max(minC, roundUp(ceilDiv(totalKeys, target),
-                                                   pageSize)));
+    // The chunk with the least modelled time: the CTAs run in waves of
+    // `slots`, and a wave lasts as long as its longest item (about the
+    // chunk). Candidates cut the longest tile into n = 1, 2, ... chunks
+    // (n = 1: no split), down to the minimum chunk; ties go to the larger
+    // chunk (fewer partial states to merge). Wave quantization decides:
+    // H200, 2026-11-23, GQA-4 1 x 128 queries over 16384 keys: 36 items x
+    // 8 heads on 264 slots (two waves) 151 us, 32 items (one) 132 us
+    // (docs/PERFORMANCE.md).
+    int64_t bestCost = std::numeric_limits<int64_t>::max();
+    for (int64_t n = 1;; ++n) {
+      int64_t c = roundUp(ceilDiv(maxKeys, n), pageSize);
+      if (n > 1 && c < minC)
+        break;
+      int64_t items = 0;
+      for (const Tile &t : tiles)
+        items += std::max<int64_t>(ceilDiv(t.keys, c), 1);
+      int64_t cost = ceilDiv(items * numKVHeads, slots) * std::min(c, maxKeys);
+      if (cost < bestCost) {
+        bestCost = cost;
+        chunk = c;
+      }
+      if (c <= pageSize)
+        break;
+    }
   }
   result.kvChunk = chunk;
   result.split = forcePartial && !tiles.empty();

@@ -771,6 +771,8 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
     shapes.push_back({"few tiles: 4 x 16 over 8192", 4, 16, 8192});
 
     for (const BenchShape &sh : shapes) {
+      if (sh.name.find(o.only) == std::string::npos)
+        continue;
       const int64_t B = sh.batch;
       std::vector<int64_t> qoLens(static_cast<size_t>(B), sh.qoLen),
           kvLens(static_cast<size_t>(B), sh.kvLen);
@@ -834,6 +836,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       pa_prefill_plan_t *plan = nullptr;
       pa_prefill_plan_options po{};
       po.kernel = forced;
+      po.kv_chunk = o.kvChunk;
       PA_RT(pa_prefill_plan_ex(bundle, qoIndptr.data(),
                                tables[0].indptr.data(),
                                tables[0].lastPageLen.data(), B, rows, &po,

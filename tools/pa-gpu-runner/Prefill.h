@@ -47,8 +47,13 @@ struct BenchPrefillOptions {
   uint32_t seed = 1;
   int device = 0;
   /// The prefill kernel: "auto" (the planner's choice per shape),
-  /// "prefill" or "short" (forced).
+  /// "prefill", "short" or "partial" (forced).
   std::string kernel = "auto";
+  /// > 0: the KV chunk of split-KV plans (pa_prefill_plan_options.kv_chunk;
+  /// with "auto" or "partial").
+  int64_t kvChunk = 0;
+  /// Only the shapes whose name contains this ("" = all).
+  std::string only;
 };
 
 /// Times the bundle's prefill kernels on the benchmark shapes (the

@@ -114,6 +114,11 @@ void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
          "prefill kernel: auto (the planner's choice per shape), prefill, "
          "short (prefill_short) or partial (split-KV: prefill_partial + "
          "merge_segments)");
+  p.integer("--kv-chunk", o.kvChunk, 0, std::numeric_limits<int32_t>::max(),
+            "split-KV chunk in tokens (0: the planner's; with --kernel auto "
+            "or partial)");
+  p.text("--only", "TEXT", o.only,
+         "time only the shapes whose name contains TEXT");
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
             "CUDA device ordinal");
   p.operands("BUNDLE_DIR", operands, 1, 1);

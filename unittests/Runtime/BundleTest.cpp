@@ -320,7 +320,9 @@ TEST(BundleManifest, StructureErrors) {
   {
     std::vector<std::string> lines(kExample.begin(), kExample.begin() + 24);
     lines.push_back("end");
-    expectError(join(lines), 25, "come together");
+    expectError(join(lines), 25,
+                "'decode_partial' and 'prefill_partial' need "
+                "'merge_segments'");
   }
   // A kernel's missing role is found when 'end' closes it.
   expectError(removed(30), 25, "missing argument role 'lse'");
@@ -1120,8 +1122,7 @@ TEST(BundlePrefill, KernelSetErrors) {
     std::vector<std::string> lines(kPrefill.begin(), kPrefill.end() - 1);
     lines.insert(lines.end(), kExample.begin() + 11, kExample.end());
     expectError(join(lines), 36,
-                "'decode_partial' and 'merge_segments' need a 'decode' "
-                "kernel");
+                "'decode_partial' needs a 'decode' kernel");
   }
   // Both kinds, each once.
   {
@@ -1356,3 +1357,93 @@ TEST(BundlePrefillShort, MustAgreeWithPrefill) {
 }
 
 } // namespace
+
+namespace {
+/// kPrefill plus split-KV prefill: prefill_partial (the prefill's optional
+/// inputs, the work list, the partial states) and merge_segments.
+std::vector<std::string> prefillSplitLines() {
+  std::vector<std::string> lines(kPrefill.begin(), kPrefill.end() - 1);
+  std::vector<std::string> split = {
+      "kernel prefill_partial prefill_short.cubin pa_prefill_partial", // 16
+      "prefill queries_per_tile 8 causal 1 window 0 soft_cap 0 sm_scale "
+      "0.0883883461 lse_base2 0",                                      // 17
+      "arg q memref 3 f16",                                            // 18
+      "arg qo_indptr memref 1 i32",                                    // 19
+      "arg kv memref 5 f16",                                           // 20
+      "arg kv_indptr memref 1 i32",                                    // 21
+      "arg kv_indices memref 1 i32",                                   // 22
+      "arg kv_last_page_len memref 1 i32",                             // 23
+      "arg work_request memref 1 i32",                                 // 24
+      "arg work_qo_start memref 1 i32",                                // 25
+      "arg work_qo_end memref 1 i32",                                  // 26
+      "arg work_kv_start memref 1 i32",                                // 27
+      "arg work_kv_end memref 1 i32",                                  // 28
+      "arg work_partial_row memref 1 i32",                             // 29
+      "arg work_partial_stride memref 1 i32",                          // 30
+      "arg q_positions memref 1 i32",                                  // 31
+      "arg alibi_slopes memref 1 f32",                                 // 32
+      "arg o_part memref 3 f32",                                       // 33
+      "arg lse_part memref 2 f32",                                     // 34
+      "launch grid work_capacity kv_heads q_tiles block 128 1 1 smem 0", // 35
+      "kernel merge_segments prefill_short.cubin pa_merge_segments",   // 36
+      "arg o_part memref 3 f32",                                       // 37
+      "arg lse_part memref 2 f32",                                     // 38
+      "arg work_indptr memref 1 i32",                                  // 39
+      "arg o memref 3 f16",                                            // 40
+      "arg lse memref 2 f32",                                          // 41
+      "launch grid batch num_q_heads 1 block 128 1 1 smem 0",          // 42
+      "end"};                                                          // 43
+  lines.insert(lines.end(), split.begin(), split.end());
+  return lines;
+}
+} // namespace
+
+TEST(BundlePrefillSplit, ParsesWithItsRolesAndShapes) {
+  Manifest m;
+  Status s = parseManifest(join(prefillSplitLines()), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::PrefillPartial);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->prefill.has_value());
+  EXPECT_EQ(k->prefill->queriesPerTile, 8);
+  EXPECT_TRUE(k->hasRole(ArgRole::WorkPartialStride));
+  EXPECT_FALSE(k->hasRole(ArgRole::O));
+  ASSERT_NE(m.find(KernelKind::MergeSegments), nullptr);
+  // The work arrays have one entry per item, the partial states one row per
+  // (query, chunk) when partialRows is set.
+  ProblemDims d;
+  d.workCapacity = 12;
+  d.partialRows = 50;
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(roleShape(m.config, ArgRole::WorkKVEnd, d), (V{12}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::OPart, d), (V{50, 32, 128}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::LSEPart, d), (V{50, 32}));
+  d.partialRows.reset();
+  EXPECT_EQ(roleShape(m.config, ArgRole::OPart, d), (V{12, 32, 128}));
+}
+
+TEST(BundlePrefillSplit, StructureErrors) {
+  std::vector<std::string> lines = prefillSplitLines();
+  auto without = [&](int from, int to) { // 1-based, inclusive
+    std::vector<std::string> l = lines;
+    l.erase(l.begin() + from - 1, l.begin() + to);
+    return join(l);
+  };
+  // prefill_partial without merge_segments, and merge_segments alone.
+  expectError(without(36, 42), 36, "need 'merge_segments'");
+  expectError(without(16, 35), 23,
+              "'merge_segments' needs 'decode_partial' or 'prefill_partial'");
+  // Its roles: the work list and the partial states.
+  expectError(without(30, 30), 16, "missing argument role "
+                                   "'work_partial_stride'");
+  expectError(without(33, 33), 16, "missing argument role 'o_part'");
+  // The prefill kernel's optional inputs, no more and no fewer.
+  expectError(without(31, 31), 16,
+              "kernel 'prefill_partial': lacks 'q_positions' but kernel "
+              "'prefill' takes it");
+  // The same attention as prefill (only the tile may differ).
+  std::vector<std::string> window = lines;
+  window[16] = "prefill queries_per_tile 8 causal 1 window 7 soft_cap 0 "
+               "sm_scale 0.0883883461 lse_base2 0";
+  expectError(join(window), 16, "differs from kernel 'prefill''s");
+}

@@ -797,6 +797,40 @@ TEST(PrefillPlan, SplitsLongKeysWhenSMsWouldIdle) {
   EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, false));
 }
 
+TEST(PrefillPlan, ChunksFillWholeWaves) {
+  // 4 requests x 16 queries over 8192 keys, 8 KV heads, 132 SMs x 2: four
+  // tiles. 1024-key chunks give 32 items x 8 = 256 CTAs (one wave of 264);
+  // 1008 would give 36 items, a second wave for 24 CTAs (H200: 83 vs 73
+  // us). Forced chunks override the choice.
+  std::vector<int64_t> lens = {8192, 8192, 8192, 8192};
+  Rng rng(5);
+  pa::ref::PageTable t = makeTable(rng, lens, 16);
+  std::vector<int32_t> qo = {0, 16, 32, 48, 64};
+  PrefillPlan plan;
+  Status s = planPrefill(qo, t.indptr, t.lastPageLen, 4, 64, 16, 8, 32,
+                         /*causal=*/true, false, 132, 2, plan,
+                         kPrefillMinChunk);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.kvChunk, 1024);
+  EXPECT_EQ(plan.work.size(), 32);
+  EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+  s = planPrefill(qo, t.indptr, t.lastPageLen, 4, 64, 16, 8, 32, true, false,
+                  132, 2, plan, kPrefillMinChunk, /*forceChunk=*/100);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_EQ(plan.kvChunk, 112); // rounded up to the page size
+  EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+  // forcePartial: a split plan even where no tile is cut.
+  s = planPrefill(qo, t.indptr, t.lastPageLen, 4, 64, 16, 8, 32, true, false,
+                  132, 2, plan, kPrefillMinChunk, /*forceChunk=*/8192,
+                  /*forcePartial=*/true);
+  ASSERT_TRUE(s) << s.message;
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.work.size(), 4);
+  EXPECT_EQ(plan.numPartialRows, 64);
+  EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+}
+
 TEST(PrefillPlan, RejectsBadQueries) {
   std::vector<int64_t> lens = {10};
   Rng rng(1);

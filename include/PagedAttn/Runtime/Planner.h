@@ -219,8 +219,10 @@ struct PrefillPlan {
 /// position), and, when the tiles times `numKVHeads` leave the
 /// `numSMs * ctasPerSM` CTA slots idle, splits the tiles' key ranges into
 /// chunks (a multiple of `pageSize`, at least `minChunk`) whose partial
-/// states a merge combines. A tile with no visible key still gets one item
-/// (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
+/// states a merge combines: the chunk that cuts the longest tile into n
+/// pieces for the n with the least modelled time, waves of CTA slots x the
+/// chunk (ties to the larger chunk; n = 1 is no split). A tile with no
+/// visible key still gets one item (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
 /// qo_len may exceed kv_len and every tile sees all keys. `forceChunk` > 0
 /// fixes the chunk (rounded up to the page size) instead of the choice
 /// above; `forcePartial` makes the plan a split plan (partial rows and merge
