@@ -335,13 +335,16 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
     chunk = roundUp(forceChunk, pageSize);
   } else if (tileCTAs > 0 && tileCTAs < slots && maxKeys > minC) {
     // The chunk with the least modelled time: the CTAs run in waves of
-    // `slots`, and a wave lasts as long as its longest item (about the
-    // chunk). Candidates cut the longest tile into n = 1, 2, ... chunks
-    // (n = 1: no split), down to the minimum chunk; ties go to the larger
-    // chunk (fewer partial states to merge). Wave quantization decides:
-    // H200, 2026-11-23, GQA-4 1 x 128 queries over 16384 keys: 36 items x
-    // 8 heads on 264 slots (two waves) 151 us, 32 items (one) 132 us
-    // (docs/PERFORMANCE.md).
+    // `slots`, and a wave lasts as long as its longest item, about the
+    // chunk plus a fixed cost per item (the Q tile, the pipeline's
+    // prologue, the partial state and its merge) worth
+    // kPrefillItemOverheadKeys keys. Candidates cut the longest tile into
+    // n = 1, 2, ... chunks (n = 1: no split), down to the minimum chunk;
+    // ties go to the larger chunk. H200, 2026-11-23
+    // (bench/results/prefill-split-chunk-sweep_*): GQA-4 1 x 128 queries
+    // over 16384 keys, 36 items x 8 heads on 264 slots (two waves) 151 us,
+    // 32 items (one) 132 us; 1 x 512 over 32768, 2 waves of 8192-key items
+    // 925 us, 32 waves of 512 1155 us, 128 waves of 128 2227 us.
     int64_t bestCost = std::numeric_limits<int64_t>::max();
     for (int64_t n = 1;; ++n) {
       int64_t c = roundUp(ceilDiv(maxKeys, n), pageSize);
@@ -350,7 +353,8 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
       int64_t items = 0;
       for (const Tile &t : tiles)
         items += std::max<int64_t>(ceilDiv(t.keys, c), 1);
-      int64_t cost = ceilDiv(items * numKVHeads, slots) * std::min(c, maxKeys);
+      int64_t cost = ceilDiv(items * numKVHeads, slots) *
+                     (std::min(c, maxKeys) + kPrefillItemOverheadKeys);
       if (cost < bestCost) {
         bestCost = cost;
         chunk = c;

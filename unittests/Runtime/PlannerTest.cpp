@@ -815,6 +815,22 @@ TEST(PrefillPlan, ChunksFillWholeWaves) {
   EXPECT_EQ(plan.kvChunk, 1024);
   EXPECT_EQ(plan.work.size(), 32);
   EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+  // One request of 512 queries over 32768 keys (16 causal tiles of 32
+  // queries): two 16384-key chunks per tile fill one wave (256 CTAs); many
+  // small chunks would pay the per-item cost (H200: 592-key chunks, 27
+  // waves, 1161 us; 8192, 2 waves, 925 us).
+  {
+    std::vector<int64_t> one = {32768};
+    pa::ref::PageTable t1 = makeTable(rng, one, 16);
+    std::vector<int32_t> qo1 = {0, 512};
+    PrefillPlan p1;
+    Status s1 = planPrefill(qo1, t1.indptr, t1.lastPageLen, 1, 512, 16, 8, 32,
+                            true, false, 132, 2, p1, kPrefillMinChunk);
+    ASSERT_TRUE(s1) << s1.message;
+    EXPECT_EQ(p1.kvChunk, 16384);
+    EXPECT_EQ(p1.work.size(), 32);
+    EXPECT_TRUE(checkPrefillPlan(p1, qo1, one, true));
+  }
   s = planPrefill(qo, t.indptr, t.lastPageLen, 4, 64, 16, 8, 32, true, false,
                   132, 2, plan, kPrefillMinChunk, /*forceChunk=*/100);
   ASSERT_TRUE(s) << s.message;

@@ -220,8 +220,9 @@ struct PrefillPlan {
 /// `numSMs * ctasPerSM` CTA slots idle, splits the tiles' key ranges into
 /// chunks (a multiple of `pageSize`, at least `minChunk`) whose partial
 /// states a merge combines: the chunk that cuts the longest tile into n
-/// pieces for the n with the least modelled time, waves of CTA slots x the
-/// chunk (ties to the larger chunk; n = 1 is no split). A tile with no
+/// pieces for the n with the least modelled time, waves of CTA slots x
+/// (the chunk + kPrefillItemOverheadKeys) (ties to the larger chunk; n = 1
+/// is no split). A tile with no
 /// visible key still gets one item (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
 /// qo_len may exceed kv_len and every tile sees all keys. `forceChunk` > 0
 /// fixes the chunk (rounded up to the page size) instead of the choice
@@ -233,6 +234,11 @@ Status planPrefill(I32Span qoIndptr, I32Span kvIndptr, I32Span lastPageLen,
                    bool explicitPositions, int64_t numSMs, int64_t ctasPerSM,
                    PrefillPlan &plan, int64_t minChunk = kDefaultMinChunk,
                    int64_t forceChunk = 0, bool forcePartial = false);
+
+/// The fixed cost of a split-prefill work item in the planner's model, in
+/// keys streamed (fit to an H200 sweep of chunk sizes: a wave of items of
+/// C keys takes about C + 187 keys' time; rounded up).
+inline constexpr int64_t kPrefillItemOverheadKeys = 256;
 
 /// Smallest KV chunk of a split prefill in the runtime: a work item streams
 /// at least this many keys per query tile, so that the partial states and
