@@ -92,3 +92,29 @@ func.func @positions(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x
   pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) positions(%pos : memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache, causal}
   return
 }
+
+// -----
+
+// pa.prefill_partial: a loop over the work items; each item's seven
+// entries, checked against its request (queries, keys, partial rows); its
+// query tiles from qo_start to qo_end; the KV loop clamped to the item's
+// keys; the masks stop at min(kv_len, kv_end); the state stored to the
+// item's partial rows with its stride.
+// CHECK-LABEL: func.func @prefill_partial(
+// CHECK: cf.assert {{.*}} "work_partial_stride must have as many as work_request entries"
+// CHECK: scf.for %[[W:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-COUNT-7: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
+// CHECK: cf.assert {{.*}} "pa.prefill_partial: work_request[w] must be in [0, batch)"
+// CHECK: cf.assert {{.*}} "pa.prefill_partial: work item queries must satisfy 0 <= qo_start <= qo_end <= qo_len"
+// CHECK: cf.assert {{.*}} "pa.prefill_partial: work item keys must satisfy 0 <= kv_start <= kv_end <= kv_len"
+// CHECK: cf.assert {{.*}} "pa.prefill_partial: a work item's partial rows must lie in [0, rows of o_part)"
+// CHECK: %[[LO:.*]] = arith.maxsi
+// CHECK: %[[HI:.*]] = arith.minsi
+// CHECK: %[[END:.*]] = arith.minsi
+// CHECK: scf.for %[[T0:.*]] = %[[LO]] to %[[HI]] step %{{.*}}
+// CHECK: pa.tile.mask {{.*}} keys(%[[T0]], %[[END]])
+// CHECK: pa.tile.store {{.*}} stride(%{{.*}}) {{.*}} outs(%{{.*}}, %{{.*}} : memref<?x32x128xf32>, memref<?x32xf32>)
+func.func @prefill_partial(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %w0: memref<?xi32>, %w1: memref<?xi32>, %w2: memref<?xi32>, %w3: memref<?xi32>, %w4: memref<?xi32>, %w5: memref<?xi32>, %w6: memref<?xi32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>) {
+  pa.prefill_partial q(%q, %qi : memref<?x32x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
+  return
+}

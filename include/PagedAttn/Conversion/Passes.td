@@ -41,12 +41,13 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
 }
 
 def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Tile memref-form decode, decode_partial, merge_segments and prefill into GPU kernels";
+  let summary = "Tile memref-form decode, decode_partial, merge_segments, prefill and prefill_partial into GPU kernels";
   let description = [{
-    Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments` and
-    `pa.prefill` (memref form) becomes a `gpu.func` kernel in the
-    `gpu.module @pa_kernels` (named `pa_decode`, `pa_decode_partial`,
-    `pa_merge_segments`, `pa_prefill`; a suffix is added
+    Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments`,
+    `pa.prefill` and `pa.prefill_partial` (memref form) becomes a `gpu.func`
+    kernel in the `gpu.module @pa_kernels` (named `pa_decode`,
+    `pa_decode_partial`, `pa_merge_segments`, `pa_prefill`,
+    `pa_prefill_partial`; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
     a `gpu.launch_func` in its place. Any other pa op is an error at the op
     ("is not supported on the GPU yet"), checked before the IR changes.

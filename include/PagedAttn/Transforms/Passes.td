@@ -72,7 +72,7 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
 }
 
 def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
-  let summary = "Tile memref-form pa.prefill into tile-level pa.tile ops";
+  let summary = "Tile memref-form pa.prefill and pa.prefill_partial into tile-level pa.tile ops";
   let description = [{
     The first stage of the prefill pipeline: each memref-form `pa.prefill`
     becomes loops over (request, KV head, query tile) with a loop over KV
@@ -103,7 +103,12 @@ def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
     The tiled program lowers to loops (`convert-pa-to-loops`) and runs in the
     CPU differential suite (`pa-lower-to-cpu{tile-attention=true}`).
     Every option of `pa.prefill` is kept (custom masks, q_positions, ALiBi,
-    soft-cap, window, causal, lse_base2). Rejected at the op: dynamic query
+    soft-cap, window, causal, lse_base2). `pa.prefill_partial` tiles the
+    same way inside a loop over its work items: each item's queries in
+    query tiles, its keys only (the KV loop and the masks stop at its
+    `kv_end`), each query's state stored to its partial row (`pa.tile.store`
+    with a row stride); every item is checked at run time (request,
+    query and key ranges, partial rows). Rejected at the op: dynamic query
     heads or head dim, `tile-q` not a multiple of the group.
   }];
   let options = [
