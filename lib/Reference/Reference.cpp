@@ -184,6 +184,43 @@ struct CustomMask {
   const std::vector<int32_t> *indptr = nullptr;
 };
 
+/// Query i of request b (row qoIndptr[b] + i of q) over the request's keys
+/// in [keyLo, keyHi) that its masks let through, into state row `outRow`
+/// of `out` (every head). Everything is already validated.
+void attendQuery(const std::vector<double> &q, int64_t numQHeads,
+                 const std::vector<int32_t> &qoIndptr, const PagedKV &kv,
+                 const PageTable &pt, const AttnOptions &opts, bool causal,
+                 const std::vector<int32_t> *qPositions, CustomMask mask,
+                 int64_t b, int64_t i, int64_t keyLo, int64_t keyHi,
+                 States &out, int64_t outRow, std::vector<double> &scores,
+                 std::vector<int64_t> &keys) {
+  const int64_t d = kv.headDim;
+  const int64_t group = numQHeads / kv.numHeads;
+  const int64_t kvLen = pt.kvLen(b);
+  const int64_t qoLen = qoIndptr[b + 1] - qoIndptr[b];
+  const int64_t row = qoIndptr[b] + i;
+  const int64_t pos = qPositions ? (*qPositions)[row] : kvLen - qoLen + i;
+  auto visible = [&](int64_t t) {
+    if (t < keyLo || t >= keyHi)
+      return false;
+    if (causal && t > pos)
+      return false;
+    if (opts.window && t <= pos - *opts.window)
+      return false;
+    if (mask.bytes) {
+      int64_t bit = i * kvLen + t;
+      uint8_t byte = (*mask.bytes)[(*mask.indptr)[b] + bit / 8];
+      if (!((byte >> (bit % 8)) & 1))
+        return false;
+    }
+    return true;
+  };
+  for (int64_t h = 0; h < numQHeads; ++h)
+    attendRow(&q[(row * numQHeads + h) * d], h, pos, kv, pt, b, h / group,
+              opts, visible, &out.o[(outRow * numQHeads + h) * d],
+              out.lse[outRow * numQHeads + h], scores, keys);
+}
+
 /// Ragged attention of all rows of q over `pt` (already validated, as are q
 /// and `qoIndptr`). `causal` enables the causal mask; `mask.bytes` (if set)
 /// the custom mask. `checkQoLen` makes qo_len > kv_len (without qPositions)
@@ -194,9 +231,7 @@ States attendRagged(const std::vector<double> &q, int64_t numQHeads,
                     const std::vector<int32_t> *qPositions, CustomMask mask,
                     bool checkQoLen, const std::string &ctx) {
   const int64_t numRows = qoIndptr.back();
-  const int64_t d = kv.headDim;
-  const int64_t group = numQHeads / kv.numHeads;
-  States out = States::identity(numRows, numQHeads, d);
+  States out = States::identity(numRows, numQHeads, kv.headDim);
   std::vector<double> scores;
   std::vector<int64_t> keys;
   for (int64_t b = 0; b < pt.batch(); ++b) {
@@ -205,27 +240,9 @@ States attendRagged(const std::vector<double> &q, int64_t numQHeads,
     if (checkQoLen && !qPositions && qoLen > kvLen)
       fail(ctx, "qo_len > kv_len for request ", b, " (", qoLen, " > ", kvLen,
            ")");
-    for (int64_t i = 0; i < qoLen; ++i) {
-      const int64_t row = qoIndptr[b] + i;
-      const int64_t pos = qPositions ? (*qPositions)[row] : kvLen - qoLen + i;
-      auto visible = [&](int64_t t) {
-        if (causal && t > pos)
-          return false;
-        if (opts.window && t <= pos - *opts.window)
-          return false;
-        if (mask.bytes) {
-          int64_t bit = i * kvLen + t;
-          uint8_t byte = (*mask.bytes)[(*mask.indptr)[b] + bit / 8];
-          if (!((byte >> (bit % 8)) & 1))
-            return false;
-        }
-        return true;
-      };
-      for (int64_t h = 0; h < numQHeads; ++h)
-        attendRow(&q[(row * numQHeads + h) * d], h, pos, kv, pt, b, h / group,
-                  opts, visible, &out.o[(row * numQHeads + h) * d],
-                  out.lse[row * numQHeads + h], scores, keys);
-    }
+    for (int64_t i = 0; i < qoLen; ++i)
+      attendQuery(q, numQHeads, qoIndptr, kv, pt, opts, causal, qPositions,
+                  mask, b, i, 0, kvLen, out, qoIndptr[b] + i, scores, keys);
   }
   return out;
 }
@@ -527,12 +544,16 @@ States pa::ref::mlaDecode(const std::vector<double> &qNope,
   return out;
 }
 
-States pa::ref::prefill(const std::vector<double> &q, int64_t numQHeads,
-                        const std::vector<int32_t> &qoIndptr, const PagedKV &kv,
-                        const PageTable &pt, const AttnOptions &opts,
-                        const std::vector<int32_t> *qPositions,
-                        const std::vector<uint8_t> *packedMask,
-                        const std::vector<int32_t> *maskIndptr) {
+namespace {
+/// The checks of pa::ref::prefill and prefillPartial; returns the custom
+/// mask operands.
+CustomMask validatePrefill(const std::vector<double> &q, int64_t numQHeads,
+                           const std::vector<int32_t> &qoIndptr,
+                           const PagedKV &kv, const PageTable &pt,
+                           const AttnOptions &opts,
+                           const std::vector<int32_t> *qPositions,
+                           const std::vector<uint8_t> *packedMask,
+                           const std::vector<int32_t> *maskIndptr) {
   validateTableFor(pt, kv, "");
   const int64_t batch = pt.batch();
   checkIndptr("", "qo_indptr", qoIndptr, batch + 1, -1, "");
@@ -562,9 +583,71 @@ States pa::ref::prefill(const std::vector<double> &q, int64_t numQHeads,
   } else if (packedMask || maskIndptr) {
     fail("packed_mask / mask_indptr given but mask mode is not Custom");
   }
+  if (!qPositions)
+    for (int64_t b = 0; b < batch; ++b)
+      if (qoIndptr[b + 1] - qoIndptr[b] > pt.kvLen(b))
+        fail("qo_len > kv_len for request ", b, " (",
+             qoIndptr[b + 1] - qoIndptr[b], " > ", pt.kvLen(b), ")");
+  return mask;
+}
+} // namespace
+
+States pa::ref::prefill(const std::vector<double> &q, int64_t numQHeads,
+                        const std::vector<int32_t> &qoIndptr, const PagedKV &kv,
+                        const PageTable &pt, const AttnOptions &opts,
+                        const std::vector<int32_t> *qPositions,
+                        const std::vector<uint8_t> *packedMask,
+                        const std::vector<int32_t> *maskIndptr) {
+  CustomMask mask = validatePrefill(q, numQHeads, qoIndptr, kv, pt, opts,
+                                    qPositions, packedMask, maskIndptr);
+  // (validatePrefill checked qo_len <= kv_len.)
   States out = attendRagged(q, numQHeads, qoIndptr, kv, pt, opts,
                             opts.mask == MaskMode::Causal, qPositions, mask,
-                            /*checkQoLen=*/true, "");
+                            /*checkQoLen=*/false, "");
+  finishLse(out, opts);
+  return out;
+}
+
+States pa::ref::prefillPartial(const std::vector<double> &q, int64_t numQHeads,
+                               const std::vector<int32_t> &qoIndptr,
+                               const PagedKV &kv, const PageTable &pt,
+                               const AttnOptions &opts,
+                               const std::vector<PrefillWorkItem> &work,
+                               int64_t numPartialRows,
+                               const std::vector<int32_t> *qPositions,
+                               const std::vector<uint8_t> *packedMask,
+                               const std::vector<int32_t> *maskIndptr) {
+  CustomMask mask = validatePrefill(q, numQHeads, qoIndptr, kv, pt, opts,
+                                    qPositions, packedMask, maskIndptr);
+  if (numPartialRows < 0)
+    fail("numPartialRows = ", numPartialRows, " is negative");
+  States out = States::identity(numPartialRows, numQHeads, kv.headDim);
+  std::vector<double> scores;
+  std::vector<int64_t> keys;
+  for (size_t w = 0; w < work.size(); ++w) {
+    const PrefillWorkItem &it = work[w];
+    if (it.request < 0 || it.request >= pt.batch())
+      fail("work item ", w, ": request ", it.request, " is not in [0, ",
+           pt.batch(), ")");
+    const int64_t qoLen = qoIndptr[it.request + 1] - qoIndptr[it.request];
+    const int64_t kvLen = pt.kvLen(it.request);
+    if (it.qoStart < 0 || it.qoStart > it.qoEnd || it.qoEnd > qoLen)
+      fail("work item ", w, ": queries [", it.qoStart, ", ", it.qoEnd,
+           ") not within [0, qo_len = ", qoLen, "]");
+    if (it.kvStart < 0 || it.kvStart > it.kvEnd || it.kvEnd > kvLen)
+      fail("work item ", w, ": keys [", it.kvStart, ", ", it.kvEnd,
+           ") not within [0, kv_len = ", kvLen, "]");
+    for (int64_t i = it.qoStart; i < it.qoEnd; ++i) {
+      int64_t row = it.partialRow +
+                    (i - it.qoStart) * static_cast<int64_t>(it.partialStride);
+      if (row < 0 || row >= numPartialRows)
+        fail("work item ", w, ": query ", i, " writes partial row ", row,
+             ", not in [0, ", numPartialRows, ")");
+      attendQuery(q, numQHeads, qoIndptr, kv, pt, opts,
+                  opts.mask == MaskMode::Causal, qPositions, mask, it.request,
+                  i, it.kvStart, it.kvEnd, out, row, scores, keys);
+    }
+  }
   finishLse(out, opts);
   return out;
 }

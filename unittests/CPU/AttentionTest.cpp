@@ -19,6 +19,8 @@
 
 #include "JitHarness.h"
 
+#include "PagedAttn/Runtime/Planner.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -335,6 +337,48 @@ std::string partialFunc(const AttnConfig &c) {
      << c.attrDict() << "\n";
   os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
      << t.lse << ") segments(%wi : " << t.idx << ") outs(%o0, %l0 : " << t.q
+     << ", " << t.lse << ")" << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
+  os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
+     << ", " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
+/// prefill_partial over a work list, then merge_segments over the merge
+/// segments; returns both the partial states and the merged ones.
+std::string prefillPartialFunc(const AttnConfig &c) {
+  Types t(c);
+  std::ostringstream os;
+  os << "func.func @prefill_partial(%q: " << t.q << ", %qo: " << t.idx << ", "
+     << kvArgs(c, t) << ", %ip: " << t.idx << ", %ix: " << t.idx
+     << ", %lp: " << t.idx;
+  for (int i = 0; i < 7; ++i)
+    os << ", %w" << i << ": " << t.idx;
+  if (c.positions)
+    os << ", %pos: " << t.idx;
+  if (c.customMask)
+    os << ", %m: " << t.mask << ", %mi: " << t.idx;
+  if (c.alibi)
+    os << ", %al: " << t.f32v;
+  os << ", %seg: " << t.idx << ", %op0: " << t.oPart << ", %lp0: " << t.lse
+     << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.oPart << ", "
+     << t.lse << ", " << t.q << ", " << t.lse
+     << ") attributes {llvm.emit_c_interface} {\n";
+  os << "  %p:2 = pa.prefill_partial q(%q, %qo : " << t.q << ", " << t.idx
+     << ") " << kvOperands(c, t) << " pages(%ip, %ix, %lp : " << t.idx << ", "
+     << t.idx << ", " << t.idx << ") work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : ";
+  for (int i = 0; i < 7; ++i)
+    os << (i ? ", " : "") << t.idx;
+  os << ")";
+  if (c.positions)
+    os << " positions(%pos : " << t.idx << ")";
+  if (c.customMask)
+    os << " mask(%m, %mi : " << t.mask << ", " << t.idx << ")";
+  if (c.alibi)
+    os << " alibi(%al : " << t.f32v << ")";
+  os << " outs(%op0, %lp0 : " << t.oPart << ", " << t.lse << ") "
+     << c.attrDict() << "\n";
+  os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
+     << t.lse << ") segments(%seg : " << t.idx << ") outs(%o0, %l0 : " << t.q
      << ", " << t.lse << ")" << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
   os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
      << ", " << t.q << ", " << t.lse << "\n}\n";
@@ -850,6 +894,143 @@ std::string runPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
   return "";
 }
 
+/// A random ragged prefill split by the runtime's planner
+/// (pa::rt::planPrefill, with few CTA slots and small or forced chunks so
+/// that tiles split, items shuffled): pa.prefill_partial's rows against
+/// ref::prefillPartial, and merge_segments of them against ref::prefill.
+std::string runPrefillPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                                  int caseIdx, OpStats &partialStats,
+                                  OpStats &chainStats) {
+  const int64_t P = c.cache.pageSize, D = c.cache.headDim;
+  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 80);
+  if (lens.size() > 5)
+    lens.resize(5);
+  const int64_t B = static_cast<int64_t>(lens.size());
+  std::vector<int64_t> qoLens(B);
+  for (int64_t b = 0; b < B; ++b)
+    qoLens[b] = c.positions
+                    ? rng.uniformInt(0, 6)
+                    : rng.uniformInt(0, std::min<int64_t>(lens[b], 6));
+  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
+  const int64_t Nq = qoIndptr.back();
+  PagedInputs in;
+  randomPagedInputs(rng, c, totalPages(lens, P), Nq, in);
+  PagePool pool(rng, in.numPages);
+  ref::PageTable pt = makePageTable(rng, P, lens, pool);
+  PageTableArrays pta = pageTableArrays(pt);
+  HostArray qoArr = HostArray::fromI32(qoIndptr);
+  std::vector<int32_t> positions;
+  if (c.positions)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < qoLens[b]; ++i)
+        positions.push_back(
+            static_cast<int32_t>(rng.uniformInt(0, lens[b] + 1)));
+  HostArray posArr = HostArray::fromI32(positions);
+  std::vector<uint8_t> packed;
+  std::vector<int32_t> maskIndptr;
+  if (c.customMask) {
+    std::vector<uint8_t> bits;
+    std::vector<int64_t> bitLens;
+    for (int64_t b = 0; b < B; ++b) {
+      bitLens.push_back(qoLens[b] * lens[b]);
+      for (int64_t i = 0; i < qoLens[b] * lens[b]; ++i)
+        bits.push_back(rng.chance(0.6) ? 1 : 0);
+    }
+    std::tie(packed, maskIndptr) = ref::packMask(bits, indptrOf(bitLens));
+  }
+  HostArray maskArr = HostArray::fromBytes(Elem::I8, packed);
+  HostArray maskIndptrArr = HostArray::fromI32(maskIndptr);
+
+  // The work list: the planner's, on 1 SM with a few slots so that it
+  // splits, sometimes with a forced chunk that is no multiple of anything.
+  int64_t hkv = c.cache.kvHeads, qpt = rng.uniformInt(1, 4);
+  int64_t forceChunk = rng.pick(std::vector<int64_t>{0, 0, 1, 3, 7, P + 1});
+  pa::rt::PrefillPlan plan;
+  pa::rt::Status st = pa::rt::planPrefill(
+      qoIndptr, pt.indptr, pt.lastPageLen, B, Nq, P, hkv, qpt, c.causal,
+      c.positions, 1, rng.uniformInt(hkv, 64), plan,
+      rng.pick(std::vector<int64_t>{1, 2, 5, P}), forceChunk,
+      /*forcePartial=*/true);
+  if (!st)
+    return "harness bug: the planner rejected the batch: " + st.message;
+  if (!plan.split) // only a batch without queries has no split plan
+    return Nq == 0 ? "" : "harness bug: the plan is not a split plan";
+  pa::rt::PrefillWorkList w = plan.work;
+  const int64_t W = w.size(), R = plan.numPartialRows;
+  // The order of the items does not matter: shuffle them.
+  std::vector<int64_t> order(W);
+  std::iota(order.begin(), order.end(), 0);
+  rng.shuffle(order);
+  std::vector<std::vector<int32_t>> arrays(7);
+  std::vector<ref::PrefillWorkItem> items;
+  for (int64_t k : order) {
+    ref::PrefillWorkItem it{w.request[k], w.qoStart[k],    w.qoEnd[k],
+                            w.kvStart[k], w.kvEnd[k],      w.partialRow[k],
+                            w.partialStride[k]};
+    items.push_back(it);
+    int32_t fields[7] = {it.request, it.qoStart,    it.qoEnd,
+                         it.kvStart, it.kvEnd,      it.partialRow,
+                         it.partialStride};
+    for (int f = 0; f < 7; ++f)
+      arrays[f].push_back(fields[f]);
+  }
+  std::vector<HostArray> workArr;
+  for (const std::vector<int32_t> &a : arrays)
+    workArr.push_back(HostArray::fromI32(a));
+  HostArray seg = HostArray::fromI32(w.mergeIndptr);
+  const int64_t Hq = in.numQHeads;
+  HostArray op(Elem::F32, {R, Hq, D}), lp(Elem::F32, {R, Hq});
+  HostArray o(c.cache.elem, {Nq, Hq, D}), lse(Elem::F32, {Nq, Hq});
+  for (HostArray *a : {&op, &lp, &o, &lse})
+    a->fillBytes(0xFF);
+
+  std::string desc = "B=" + std::to_string(B) + " Hq=" + std::to_string(Hq) +
+                     " qo_len=" + join(qoLens) + " " + describeTable(pt) +
+                     " queries/tile=" + std::to_string(qpt) +
+                     " chunk=" + std::to_string(plan.kvChunk) +
+                     " W=" + std::to_string(W) + " R=" + std::to_string(R);
+  std::vector<HostArray *> args{&in.qArr, &qoArr};
+  for (HostArray &a : in.cache)
+    args.push_back(&a);
+  args.insert(args.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
+  for (HostArray &a : workArr)
+    args.push_back(&a);
+  if (c.positions)
+    args.push_back(&posArr);
+  if (c.customMask)
+    args.insert(args.end(), {&maskArr, &maskIndptrArr});
+  if (c.alibi)
+    args.push_back(&in.slopesArr);
+  args.insert(args.end(), {&seg, &op, &lp, &o, &lse});
+  if (std::string err = m.call("prefill_partial", args); !err.empty())
+    return err + " (" + desc + ")";
+
+  ref::States expectedFull, expectedPart;
+  try {
+    ref::AttnOptions opts = c.refOptions(in.slopes);
+    const std::vector<int32_t> *pos = c.positions ? &positions : nullptr;
+    const std::vector<uint8_t> *mask = c.customMask ? &packed : nullptr;
+    const std::vector<int32_t> *mi = c.customMask ? &maskIndptr : nullptr;
+    expectedFull =
+        ref::prefill(in.q, Hq, qoIndptr, in.kv, pt, opts, pos, mask, mi);
+    expectedPart = ref::prefillPartial(in.q, Hq, qoIndptr, in.kv, pt, opts,
+                                       items, R, pos, mask, mi);
+  } catch (const ref::Error &e) {
+    return std::string("harness bug: the oracle rejected the input: ") +
+           e.what() + " (" + desc + ")";
+  }
+  StateResult rp = compareStates(op, lp, expectedPart, R);
+  partialStats.add(rp, c.cache.elem);
+  if (!rp.ok(c.cache.elem == Elem::F32 ? Elem::F32 : Elem::F16))
+    return "prefill_partial rows: " + rp.str() + " (" + desc + ")";
+  StateResult rf = compareStates(o, lse, expectedFull, Nq);
+  chainStats.add(rf, c.cache.elem);
+  if (!rf.ok(c.cache.elem))
+    return "prefill_partial + merge_segments vs prefill: " + rf.str() + " (" +
+           desc + ")";
+  return "";
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -943,6 +1124,29 @@ TEST(PACPUDifferential, DecodePartialMergeSegments) {
             c.str(), partialFunc(c), PipelineConfig{},
             [c, &partialStats, &chainStats](JitModule &m, Rng &rng, int k) {
               return runPartialCase(m, c, rng, k, partialStats, chainStats);
+            }};
+      });
+}
+
+TEST(PACPUDifferential, PrefillPartialMergeSegments) {
+  OpStats partialStats("pa.prefill_partial (rows vs reference)");
+  OpStats chainStats("pa.prefill_partial + pa.merge_segments (vs prefill)");
+  // The prefill configurations (every mask mode, 9 of each), through the
+  // loops lowering and through pa-tile-attention (every other config).
+  runDifferentialTest(
+      "PrefillPartialMergeSegments", 6, kConfigSalt, 30, kCasesPerConfig,
+      {&partialStats, &chainStats}, [&](Rng &crng, int ci) {
+        AttnConfig c = randomPrefillConfig(crng, ci);
+        PipelineConfig pc;
+        if (ci % 2) {
+          pc.tileQ = c.group * crng.pick(std::vector<int64_t>{1, 2, 3});
+          pc.tileKV = crng.pick(std::vector<int64_t>{1, 3, 16});
+        }
+        return DiffConfig{
+            c.str() + (ci % 2 ? " tiled" : ""), prefillPartialFunc(c), pc,
+            [c, &partialStats, &chainStats](JitModule &m, Rng &rng, int k) {
+              return runPrefillPartialCase(m, c, rng, k, partialStats,
+                                           chainStats);
             }};
       });
 }

@@ -365,8 +365,10 @@ def PA_PrefillPartialOp : PA_Op<"prefill_partial", [AttrSizedOperandSegments,
     `q_positions`). Query `i` of the item writes its state to row
     `work_partial_row[w] + (i - work_qo_start[w]) * work_partial_stride[w]`
     of `o_part[R, Hq, D]` (f32) and `lse_part[R, Hq]` (f32); a query with no
-    visible key in the chunk gets `(0, -inf)`. Rows no item writes are left
-    as they were. When the items of a query cover its keys disjointly,
+    visible key in the chunk gets `(0, -inf)`. Each row is written by at
+    most one (item, query); rows no item writes are unspecified (the CPU
+    lowering gives them the identity, the GPU kernel leaves them). When the
+    items of a query cover its keys disjointly,
     `pa.merge_segments` over the rows of each query gives `pa.prefill`'s
     result (`pa::rt::planPrefill` builds such a list and its segments).
     Requires `0 <= qo_start <= qo_end <= qo_len`, `0 <= kv_start <= kv_end

@@ -191,6 +191,28 @@ States prefill(const std::vector<double> &q, int64_t numQHeads,
                const std::vector<uint8_t> *packedMask = nullptr,
                const std::vector<int32_t> *maskIndptr = nullptr);
 
+/// One work item of a split-KV prefill (pa.prefill_partial): queries
+/// [qoStart, qoEnd) of `request` (request-local) over its keys [kvStart,
+/// kvEnd); query i's state goes to row partialRow + (i - qoStart) *
+/// partialStride.
+struct PrefillWorkItem {
+  int32_t request = 0, qoStart = 0, qoEnd = 0, kvStart = 0, kvEnd = 0,
+          partialRow = 0, partialStride = 1;
+};
+
+/// pa.prefill_partial: prefill's attention (same arguments and checks),
+/// each work item's queries restricted to its keys, into numPartialRows
+/// state rows (rows no item writes: the identity). Fails on an item out of
+/// range (request, queries, keys, rows).
+States prefillPartial(const std::vector<double> &q, int64_t numQHeads,
+                      const std::vector<int32_t> &qoIndptr, const PagedKV &kv,
+                      const PageTable &pt, const AttnOptions &opts,
+                      const std::vector<PrefillWorkItem> &work,
+                      int64_t numPartialRows,
+                      const std::vector<int32_t> *qPositions = nullptr,
+                      const std::vector<uint8_t> *packedMask = nullptr,
+                      const std::vector<int32_t> *maskIndptr = nullptr);
+
 /// Multi-level cascade attention. Level l: queries qoIndptrs[l][b] ..
 /// qoIndptrs[l][b+1]-1 attend to levels[l]'s pages of segment b, with
 /// positions relative to that level (pos = kv_len - qo_len + i). A Causal

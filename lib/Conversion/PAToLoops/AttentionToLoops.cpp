@@ -18,6 +18,7 @@
 
 #include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
+#include "PagedAttn/Conversion/PrefillTiling.h"
 
 #include <cmath>
 
@@ -172,6 +173,27 @@ void emitKeyLoop(Emitter &e, const AttnSpec &s, const PageTable &pt,
   e.store(loop.getResult(1), s.l, {kr.stateRow, h});
 }
 
+/// The keys of query i of a request (row qRow of q): its position
+/// (q_positions, or kv_len - qo_len + i), all kv_len keys, the causal flag
+/// and the custom mask's bit row.
+KeyRange raggedQueryKeys(Emitter &e, const AttnSpec &s, Value base, Value qRow,
+                         Value i, Value qoLen, Value kvLen, Value qPositions,
+                         bool causal, Value maskByteBase) {
+  KeyRange kr;
+  kr.qRow = kr.stateRow = qRow;
+  kr.pageBase = base;
+  kr.pos = qPositions ? e.loadIdx(qPositions, qRow)
+                      : e.add(e.sub(kvLen, qoLen), i);
+  kr.begin = e.idx(0);
+  kr.end = kvLen;
+  kr.causal = causal;
+  if (s.mask.bits) {
+    kr.maskByteBase = maskByteBase;
+    kr.maskRowBit = e.mul(i, kvLen);
+  }
+  return kr;
+}
+
 /// Ragged queries of one request group (prefill or a cascade level): request
 /// b's queries qo_indptr[b] .. qo_indptr[b+1]-1 attend to its pages.
 void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
@@ -194,19 +216,8 @@ void emitRaggedQueries(Emitter &e, AttnSpec &s, const PageTable &pt,
     if (s.mask.bits)
       maskByteBase = s.mask.segmentBase(e, b, qoLen, kvLen);
     e.forEach(e.idx(0), qoLen, [&](Value i) {
-      Value r = e.add(qs, i);
-      KeyRange kr;
-      kr.qRow = kr.stateRow = r;
-      kr.pageBase = base;
-      kr.pos = qPositions ? e.loadIdx(qPositions, r)
-                          : e.add(e.sub(kvLen, qoLen), i);
-      kr.begin = e.idx(0);
-      kr.end = kvLen;
-      kr.causal = causal;
-      if (s.mask.bits) {
-        kr.maskByteBase = maskByteBase;
-        kr.maskRowBit = e.mul(i, kvLen);
-      }
+      KeyRange kr = raggedQueryKeys(e, s, base, e.add(qs, i), i, qoLen, kvLen,
+                                    qPositions, causal, maskByteBase);
       e.forEach(e.idx(0), hq, [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
     });
   });
@@ -360,9 +371,68 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
   }
 };
 
+/// pa.prefill_partial: a state row per partial row; every work item's
+/// queries fold the item's keys into their rows (prefill's masks at the
+/// query's position in the whole request). Rows no item writes get the
+/// identity (0, -inf).
+struct PrefillPartialToLoops final : OpRewritePattern<PrefillPartialOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PrefillPartialOp op,
+                                PatternRewriter &rewriter) const override {
+    PageTable pt = pageTableOf(op);
+    return lowerAttention(
+        rewriter, op,
+        [&](Emitter &e, AttnSpec &) { return e.dim(op.getO(), 0); },
+        [&](Emitter &e, AttnSpec &s, Value rows) {
+          s.mask = PackedMask{op.getCustomMask(), op.getMaskIndptr()};
+          Value qoIndptr = op.getQoIndptr();
+          pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(s.q, 0), "q");
+          if (s.mask.bits)
+            s.mask.emitChecks(e, qoIndptr);
+          SmallVector<Value, 7> work = op.getWorkList();
+          Value items = e.dim(work[0], 0);
+          static constexpr const char *names[] = {
+              "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end",
+              "work_partial_row", "work_partial_stride"};
+          for (auto [array, name] :
+               llvm::zip_equal(ArrayRef(work).drop_front(), names))
+            emitEntryCount(e, array, name, items, "as many as work_request");
+          Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
+          bool positionsMatter = op.getCausal() || s.window || s.alibi;
+          Value hq = e.dim(s.q, 1);
+          e.forEach(e.idx(0), items, [&](Value w) {
+            PrefillWorkItem item = PrefillWorkItem::load(e, op, w);
+            item.emitRequestCheck(e, batch);
+            Value b = item.request;
+            Value qs = e.loadIdx(qoIndptr, b);
+            Value qoLen = e.sub(e.loadIdx(qoIndptr, e.add(b, e.idx(1))), qs);
+            Value kvLen = pt.kvLen(e, b);
+            item.emitChecks(e, qoLen, kvLen, rows);
+            if (!op.getQPositions() && positionsMatter)
+              emitQueriesAreLastTokens(e, qoLen, kvLen);
+            Value base = pt.pageBase(e, b);
+            Value maskByteBase =
+                s.mask.bits ? s.mask.segmentBase(e, b, qoLen, kvLen) : Value();
+            e.forEach(item.qoStart, item.qoEnd, [&](Value i) {
+              KeyRange kr = raggedQueryKeys(e, s, base, e.add(qs, i), i, qoLen,
+                                            kvLen, op.getQPositions(),
+                                            op.getCausal(), maskByteBase);
+              kr.stateRow = item.rowOf(e, i);
+              kr.begin = item.kvStart;
+              kr.end = item.kvEnd;
+              e.forEach(e.idx(0), hq,
+                        [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
+            });
+          });
+          return rows;
+        });
+  }
+};
+
 } // namespace
 
 void mlir::pa::populatePAAttentionToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<DecodeToLoops, PrefillToLoops, CascadeToLoops,
-               DecodePartialToLoops>(patterns.getContext());
+               DecodePartialToLoops, PrefillPartialToLoops>(
+      patterns.getContext());
 }
