@@ -73,3 +73,14 @@ func.func @mla_decode(%qn: tensor<?x128x512xbf16>, %qp: tensor<?x128x64xbf16>, %
   %r:2 = pa.mla_decode q(%qn, %qp : tensor<?x128x512xbf16>, tensor<?x128x64xbf16>) kv(%kv : tensor<?x64x576xbf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x128x512xbf16>, tensor<?x128xf32>) {cache = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
   return %r#0, %r#1 : tensor<?x128x512xbf16>, tensor<?x128xf32>
 }
+
+// -----
+
+// pa.prefill_partial writes its partial-state outs in place.
+// CHECK-LABEL: func.func @prefill_partial(
+// CHECK-SAME: %[[OP:[a-z0-9]+]]: memref<?x32x128xf32>, %[[LP:[a-z0-9]+]]: memref<?x32xf32>)
+// CHECK: pa.prefill_partial {{.*}} outs(%[[OP]], %[[LP]] : memref<?x32x128xf32>, memref<?x32xf32>)
+func.func @prefill_partial(%q: tensor<?x32x128xf16>, %qi: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %w0: tensor<?xi32>, %w1: tensor<?xi32>, %w2: tensor<?xi32>, %w3: tensor<?xi32>, %w4: tensor<?xi32>, %w5: tensor<?xi32>, %w6: tensor<?xi32>, %o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf32>, tensor<?x32xf32>) {
+  %p:2 = pa.prefill_partial q(%q, %qi : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
+  return %p#0, %p#1 : tensor<?x32x128xf32>, tensor<?x32xf32>
+}

@@ -176,3 +176,10 @@ func.func @scatter_kv_fp8(%kr: tensor<?x8x128xbf16>, %vr: tensor<?x8x128xbf16>, 
   %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<3xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) outs(%kv : tensor<?x2x16x8x128xf8E4M3FN>) {cache = #nhd}
   return %r : tensor<?x2x16x8x128xf8E4M3FN>
 }
+
+// CHECK-LABEL: func @prefill_partial
+// CHECK: pa.prefill_partial q(%{{.*}}, %{{.*}} : tensor<?x32x128xf16>, tensor<3xi32>) kv({{.*}}) pages({{.*}}) work(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) alibi(%{{.*}} : tensor<32xf32>) outs(%{{.*}}, %{{.*}} : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal, lse_base2, window = 64 : i64}
+func.func @prefill_partial(%q: tensor<?x32x128xf16>, %qi: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %w0: tensor<?xi32>, %w1: tensor<?xi32>, %w2: tensor<?xi32>, %w3: tensor<?xi32>, %w4: tensor<?xi32>, %w5: tensor<?xi32>, %w6: tensor<?xi32>, %al: tensor<32xf32>, %o: tensor<?x32x128xf32>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf32>, tensor<?x32xf32>) {
+  %p:2 = pa.prefill_partial q(%q, %qi : tensor<?x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) alibi(%al : tensor<32xf32>) outs(%o, %l : tensor<?x32x128xf32>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal, window = 64 : i64, lse_base2}
+  return %p#0, %p#1 : tensor<?x32x128xf32>, tensor<?x32xf32>
+}
