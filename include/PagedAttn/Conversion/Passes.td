@@ -96,7 +96,9 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     the tile needs its masks), `softmax_update`, `pv`, then `store`), the
     same tiling `pa-tile-attention` runs on the CPU. `pa-promote-tiles` and
     `pa-tile-to-mma` turn it into the tensor-core kernel (docs/GPU.md). Grid
-    (`q_tiles`, `kv_heads`, `batch`).
+    (`q_tiles`, `kv_heads`, `batch`). `pa.prefill_partial` tiles the same
+    way per work item (grid `work_capacity`, `kv_heads`, `q_tiles`), with 16
+    rows per warp by default (split-KV serves batches of few queries).
 
     Requirements (checked, with an error): identity-layout memrefs, static
     head dim and query heads, `D / V` a power of two <= 32, the cross-group
@@ -121,7 +123,7 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"0",
            "Query-tile rows per warp of the prefill kernel: 16 or 32 (two "
            "m16 blocks sharing each K/V fragment; 0: 32 up to head dim 128, "
-           "else 16)">,
+           "else 16; pa.prefill_partial: 16)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
