@@ -64,8 +64,7 @@ func.func @prefill_all(%q: memref<?x8x64xbf16>, %qi: memref<?xi32>, %k: memref<?
 // qo_start) * stride, stored with that stride into the f32 states).
 // CHECK-LABEL: func.func @prefill_partial(
 // CHECK: gpu.launch_func @pa_kernels::@pa_prefill_partial blocks in (%{{.*}}, %c8, %{{.*}})
-// 16 rows a warp by default (8 warps: 128 rows, 32 queries of the group 4).
-// CHECK: gpu.func @pa_prefill_partial({{.*}}) kernel attributes {pa.kernel = {args = ["q", "qo_indptr", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "work_request", "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end", "work_partial_row", "work_partial_stride", "o_part", "lse_part"], block = array<i64: 256, 1, 1>, grid = ["work_capacity", "kv_heads", "q_tiles"], kind = "prefill_partial", smem = 0 : i64, tile_kv = 32 : i64, tile_q = 128 : i64}
+// CHECK: gpu.func @pa_prefill_partial({{.*}}) kernel attributes {pa.kernel = {args = ["q", "qo_indptr", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "work_request", "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end", "work_partial_row", "work_partial_stride", "o_part", "lse_part"], block = array<i64: 256, 1, 1>, grid = ["work_capacity", "kv_heads", "q_tiles"], kind = "prefill_partial", smem = 0 : i64, tile_kv = 32 : i64, tile_q = 256 : i64}
 // CHECK: %[[W:.*]] = gpu.block_id x
 // CHECK: %[[Z:.*]] = gpu.block_id z
 // CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
@@ -79,7 +78,7 @@ func.func @prefill_all(%q: memref<?x8x64xbf16>, %qi: memref<?xi32>, %k: memref<?
 // CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK-NEXT: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
 // CHECK-NEXT: %[[STRIDE:.*]] = arith.index_cast %{{.*}} : i32 to index
-// CHECK: arith.muli %[[Z]], %c32
+// CHECK: arith.muli %[[Z]], %c64
 // CHECK: scf.if
 // CHECK: %[[LO:.*]] = arith.maxsi %{{.*}}, %[[KS]]
 // CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %[[KE]]

@@ -58,7 +58,7 @@
 // Split-KV prefill comes with the short shape: its prefill line, the
 // arguments of prefill but o / lse, the work list and the partial states.
 // TWO-NEXT: kernel prefill_partial prefill_short.cubin pa_prefill_partial
-// TWO-NEXT: prefill queries_per_tile 16 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
+// TWO-NEXT: prefill queries_per_tile 32 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
 // TWO-NEXT: arg q memref 3 f16
 // TWO-NEXT: arg qo_indptr memref 1 i32
 // TWO-NEXT: arg kv memref 5 f16

@@ -97,8 +97,7 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     same tiling `pa-tile-attention` runs on the CPU. `pa-promote-tiles` and
     `pa-tile-to-mma` turn it into the tensor-core kernel (docs/GPU.md). Grid
     (`q_tiles`, `kv_heads`, `batch`). `pa.prefill_partial` tiles the same
-    way per work item (grid `work_capacity`, `kv_heads`, `q_tiles`), with 16
-    rows per warp by default (split-KV serves batches of few queries).
+    way per work item (grid `work_capacity`, `kv_heads`, `q_tiles`).
 
     Requirements (checked, with an error): identity-layout memrefs, static
     head dim and query heads, `D / V` a power of two <= 32, the cross-group
@@ -123,7 +122,7 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"0",
            "Query-tile rows per warp of the prefill kernel: 16 or 32 (two "
            "m16 blocks sharing each K/V fragment; 0: 32 up to head dim 128, "
-           "else 16; pa.prefill_partial: 16)">,
+           "else 16)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

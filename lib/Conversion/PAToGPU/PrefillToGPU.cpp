@@ -80,17 +80,8 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
   // fill the registers: 4 warps of 16 rows, 32 keys.
   c.warps = shape.warps > 0 ? shape.warps : (c.headDim <= 128 ? 8 : 4);
   c.keys = shape.tileKV > 0 ? shape.tileKV : 32;
-  // pa.prefill_partial defaults to 16 rows a warp: split-KV serves batches
-  // of few queries (a chunked prefill's chunk, speculative decoding's
-  // drafts), where larger tiles compute rows that hold no query (H200,
-  // 2026-11-23, docs/PERFORMANCE.md "Split-KV prefill").
-  // (A group larger than 16 rows a warp takes 32 where D allows it.)
-  bool partial = isa<PrefillPartialOp>(op);
   c.mTiles = shape.warpRows > 0 ? shape.warpRows / 16
-                                : (c.headDim <= 128 && !partial ? 2 : 1);
-  if (partial && shape.warpRows == 0 && c.headDim <= 128 &&
-      c.group > c.warps * 16)
-    c.mTiles = 2;
+                                : (c.headDim <= 128 ? 2 : 1);
   if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128 ||
       (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32))
     return op->emitOpError() << "prefill-warps must be 4 or 8, "
