@@ -523,6 +523,34 @@ LogicalResult MLADecodeOp::verify() {
   return success();
 }
 
+/// The partial-state outs of decode_partial and prefill_partial: o_part
+/// [rows, Hq, D] and lse_part [rows, Hq], f32, their rows named `rows` and
+/// the query's row dimension named `queries` ("batch" or "tokens").
+static LogicalResult verifyPartialOuts(Checker &c, AttentionOpInterface op,
+                                       StringRef rows, StringRef queries) {
+  if (op.getOuts().size() != 2)
+    return c.error() << "expects 2 outs (o_part, lse_part), got "
+                     << op.getOuts().size();
+  Value o = op.getOuts()[0], lse = op.getOuts()[1];
+  std::string oShape = ("[" + rows + ", Hq, D]").str();
+  std::string lseShape = ("[" + rows + ", Hq]").str();
+  if (failed(c.rank(o, "o_part", 3, oShape)) ||
+      failed(c.rank(lse, "lse_part", 2, lseShape)))
+    return failure();
+  if (!Checker::shaped(o).getElementType().isF32() ||
+      !Checker::shaped(lse).getElementType().isF32())
+    return c.error() << "o_part and lse_part must be f32";
+  if (failed(c.bind(queries, op.getQ(), "q", 0)) ||
+      failed(c.bind("D", op.getQ(), "q", 2)) ||
+      failed(c.bind(rows, o, "o_part", 0)) ||
+      failed(c.bind("Hq", o, "o_part", 1)) ||
+      failed(c.bind("D", o, "o_part", 2)) ||
+      failed(c.bind(rows, lse, "lse_part", 0)) ||
+      failed(c.bind("Hq", lse, "lse_part", 1)))
+    return failure();
+  return verifyOptions(c, op);
+}
+
 /// The query segments, positions and masks of pa.prefill and
 /// pa.prefill_partial.
 template <typename PrefillLike>
@@ -567,28 +595,8 @@ LogicalResult PrefillOp::verify() {
 
 LogicalResult PrefillPartialOp::verify() {
   Checker c(*this);
-  if (failed(verifyAttentionInputs(c, *this)))
-    return failure();
-  if (getOuts().size() != 2)
-    return emitOpError() << "expects 2 outs (o_part, lse_part), got "
-                         << getOuts().size();
-  // Partial states: f32 rows addressed by the work list.
-  Value o = getOuts()[0], lse = getOuts()[1];
-  if (failed(c.rank(o, "o_part", 3, "[partial rows, Hq, D]")) ||
-      failed(c.rank(lse, "lse_part", 2, "[partial rows, Hq]")))
-    return failure();
-  if (!Checker::shaped(o).getElementType().isF32() ||
-      !Checker::shaped(lse).getElementType().isF32())
-    return emitOpError() << "o_part and lse_part must be f32";
-  if (failed(c.bind("tokens", getQ(), "q", 0)) ||
-      failed(c.bind("D", getQ(), "q", 2)) ||
-      failed(c.bind("partial rows", o, "o_part", 0)) ||
-      failed(c.bind("Hq", o, "o_part", 1)) ||
-      failed(c.bind("D", o, "o_part", 2)) ||
-      failed(c.bind("partial rows", lse, "lse_part", 0)) ||
-      failed(c.bind("Hq", lse, "lse_part", 1)))
-    return failure();
-  if (failed(verifyOptions(c, *this)))
+  if (failed(verifyAttentionInputs(c, *this)) ||
+      failed(verifyPartialOuts(c, *this, "partial rows", "tokens")))
     return failure();
   static constexpr const char *names[] = {
       "work_request",  "work_qo_start",    "work_qo_end",
@@ -673,28 +681,9 @@ LogicalResult PlanSplitKVOp::verify() {
 
 LogicalResult DecodePartialOp::verify() {
   Checker c(*this);
-  if (failed(verifyAttentionInputs(c, *this)))
-    return failure();
-  if (getOuts().size() != 2)
-    return emitOpError() << "expects 2 outs (o_part, lse_part), got "
-                         << getOuts().size();
-  // Partial states: f32, one row per work item.
-  Value o = getOuts()[0], lse = getOuts()[1];
-  if (failed(c.rank(o, "o_part", 3, "[work items, Hq, D]")) ||
-      failed(c.rank(lse, "lse_part", 2, "[work items, Hq]")))
-    return failure();
-  if (!Checker::shaped(o).getElementType().isF32() ||
-      !Checker::shaped(lse).getElementType().isF32())
-    return emitOpError() << "o_part and lse_part must be f32";
-  if (failed(c.bind("batch", getQ(), "q", 0)) ||
-      failed(c.bind("D", getQ(), "q", 2)) ||
-      failed(c.bind("work items", o, "o_part", 0)) ||
-      failed(c.bind("Hq", o, "o_part", 1)) ||
-      failed(c.bind("D", o, "o_part", 2)) ||
-      failed(c.bind("work items", lse, "lse_part", 0)) ||
-      failed(c.bind("Hq", lse, "lse_part", 1)))
-    return failure();
-  if (failed(verifyOptions(c, *this)) || failed(c.pageTable(*this)))
+  if (failed(verifyAttentionInputs(c, *this)) ||
+      failed(verifyPartialOuts(c, *this, "work items", "batch")) ||
+      failed(c.pageTable(*this)))
     return failure();
   return verifyWorkList(c, getWorkIndptr(), getWorkRequest(), getWorkStart(),
                         getWorkEnd());

@@ -507,58 +507,107 @@ void runDecodeTest(const std::string &testName, const PipelineConfig &base,
 // Prefill
 //===----------------------------------------------------------------------===//
 
-std::string runPrefillCase(JitModule &m, const AttnConfig &c, Rng &rng,
-                           int caseIdx, OpStats &stats) {
-  const int64_t P = c.cache.pageSize, D = c.cache.headDim;
-  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 64);
-  if (lens.size() > 5)
-    lens.resize(5);
-  const int64_t B = static_cast<int64_t>(lens.size());
-  std::vector<int64_t> qoLens(B);
-  for (int64_t b = 0; b < B; ++b) {
-    if (c.positions) {
-      qoLens[b] = rng.uniformInt(0, 6);
-    } else {
-      qoLens[b] = rng.uniformInt(0, std::min<int64_t>(lens[b], 6));
-      if (lens[b] <= 8 && rng.chance(0.2))
-        qoLens[b] = lens[b]; // a whole prefill
-    }
-  }
-  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
-  const int64_t Nq = qoIndptr.back();
-  PagedInputs in;
-  randomPagedInputs(rng, c, totalPages(lens, P), Nq, in);
-  PagePool pool(rng, in.numPages);
-  ref::PageTable pt = makePageTable(rng, P, lens, pool);
-  PageTableArrays pta = pageTableArrays(pt);
-  HostArray qoArr = HostArray::fromI32(qoIndptr);
-
-  std::vector<int32_t> positions;
-  if (c.positions)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t i = 0; i < qoLens[b]; ++i)
-        positions.push_back(
-            static_cast<int32_t>(rng.uniformInt(0, lens[b] + 1)));
-  HostArray posArr = HostArray::fromI32(positions);
-
+/// A random ragged prefill batch for `c`: at most 5 requests of up to
+/// `maxLen` keys, 0..6 queries each (sometimes a whole prefill), the paged
+/// inputs, random q_positions and custom mask when `c` has them, and the
+/// host arrays of all of it.
+struct PrefillBatch {
+  std::vector<int64_t> lens, qoLens;
+  std::vector<int32_t> qoIndptr, positions, maskIndptr;
   std::vector<uint8_t> packed;
-  std::vector<int32_t> maskIndptr;
-  if (c.customMask) {
-    std::vector<uint8_t> bits;
-    std::vector<int64_t> bitLens;
+  int64_t B = 0, Nq = 0;
+  PagedInputs in;
+  ref::PageTable pt;
+  PageTableArrays pta;
+  HostArray qoArr, posArr, maskArr, maskIndptrArr;
+
+  PrefillBatch(const AttnConfig &c, Rng &rng, int caseIdx, int64_t maxLen) {
+    const int64_t P = c.cache.pageSize;
+    lens = decodeLens(rng, caseIdx, P, maxLen);
+    if (lens.size() > 5)
+      lens.resize(5);
+    B = static_cast<int64_t>(lens.size());
+    qoLens.assign(B, 0);
     for (int64_t b = 0; b < B; ++b) {
-      bitLens.push_back(qoLens[b] * lens[b]);
-      for (int64_t i = 0; i < qoLens[b]; ++i) {
-        double p = rng.chance(0.2) ? 0.0 : rng.pick(std::vector<double>{0.3, 0.6, 1.0});
-        for (int64_t t = 0; t < lens[b]; ++t)
-          bits.push_back(rng.chance(p) ? 1 : 0);
+      if (c.positions) {
+        qoLens[b] = rng.uniformInt(0, 6);
+      } else {
+        qoLens[b] = rng.uniformInt(0, std::min<int64_t>(lens[b], 6));
+        if (lens[b] <= 8 && rng.chance(0.2))
+          qoLens[b] = lens[b]; // a whole prefill
       }
     }
-    std::tie(packed, maskIndptr) = ref::packMask(bits, indptrOf(bitLens));
+    qoIndptr = indptrOf(qoLens);
+    Nq = qoIndptr.back();
+    randomPagedInputs(rng, c, totalPages(lens, P), Nq, in);
+    PagePool pool(rng, in.numPages);
+    pt = makePageTable(rng, P, lens, pool);
+    pta = pageTableArrays(pt);
+    qoArr = HostArray::fromI32(qoIndptr);
+    if (c.positions)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < qoLens[b]; ++i)
+          positions.push_back(
+              static_cast<int32_t>(rng.uniformInt(0, lens[b] + 1)));
+    posArr = HostArray::fromI32(positions);
+    if (c.customMask) {
+      std::vector<uint8_t> bits;
+      std::vector<int64_t> bitLens;
+      for (int64_t b = 0; b < B; ++b) {
+        bitLens.push_back(qoLens[b] * lens[b]);
+        for (int64_t i = 0; i < qoLens[b]; ++i) {
+          double p = rng.chance(0.2)
+                         ? 0.0
+                         : rng.pick(std::vector<double>{0.3, 0.6, 1.0});
+          for (int64_t t = 0; t < lens[b]; ++t)
+            bits.push_back(rng.chance(p) ? 1 : 0);
+        }
+      }
+      std::tie(packed, maskIndptr) = ref::packMask(bits, indptrOf(bitLens));
+    }
+    maskArr = HostArray::fromBytes(Elem::I8, packed);
+    maskIndptrArr = HostArray::fromI32(maskIndptr);
   }
-  HostArray maskArr = HostArray::fromBytes(Elem::I8, packed);
-  HostArray maskIndptrArr = HostArray::fromI32(maskIndptr);
 
+  /// The leading arguments of a prefill function: q, qo_indptr, the cache
+  /// and page table, then (after `work`) q_positions, the mask and the
+  /// ALiBi slopes as `c` has them.
+  std::vector<HostArray *> args(const AttnConfig &c,
+                                std::vector<HostArray> *work = nullptr) {
+    std::vector<HostArray *> a{&in.qArr, &qoArr};
+    for (HostArray &x : in.cache)
+      a.push_back(&x);
+    a.insert(a.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
+    if (work)
+      for (HostArray &x : *work)
+        a.push_back(&x);
+    if (c.positions)
+      a.push_back(&posArr);
+    if (c.customMask)
+      a.insert(a.end(), {&maskArr, &maskIndptrArr});
+    if (c.alibi)
+      a.push_back(&in.slopesArr);
+    return a;
+  }
+  /// The oracle's optional inputs.
+  const std::vector<int32_t> *refPositions(const AttnConfig &c) const {
+    return c.positions ? &positions : nullptr;
+  }
+  const std::vector<uint8_t> *refMask(const AttnConfig &c) const {
+    return c.customMask ? &packed : nullptr;
+  }
+  const std::vector<int32_t> *refMaskIndptr(const AttnConfig &c) const {
+    return c.customMask ? &maskIndptr : nullptr;
+  }
+};
+
+std::string runPrefillCase(JitModule &m, const AttnConfig &c, Rng &rng,
+                           int caseIdx, OpStats &stats) {
+  const int64_t D = c.cache.headDim;
+  PrefillBatch pb(c, rng, caseIdx, 64);
+  const int64_t B = pb.B, Nq = pb.Nq;
+  PagedInputs &in = pb.in;
+  const ref::PageTable &pt = pb.pt;
   HostArray o(c.cache.elem, {Nq, in.numQHeads, D});
   HostArray lse(Elem::F32, {Nq, in.numQHeads});
   o.fillBytes(0xFF);
@@ -566,32 +615,21 @@ std::string runPrefillCase(JitModule &m, const AttnConfig &c, Rng &rng,
 
   std::string desc = "B=" + std::to_string(B) +
                      " Hq=" + std::to_string(in.numQHeads) +
-                     " qo_len=" + join(qoLens) +
+                     " qo_len=" + join(pb.qoLens) +
                      " num_pages=" + std::to_string(in.numPages) + " " +
                      describeTable(pt);
   if (c.positions)
-    desc += " q_positions=" + join(positions);
-  std::vector<HostArray *> args{&in.qArr, &qoArr};
-  for (HostArray &a : in.cache)
-    args.push_back(&a);
-  args.insert(args.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
-  if (c.positions)
-    args.push_back(&posArr);
-  if (c.customMask)
-    args.insert(args.end(), {&maskArr, &maskIndptrArr});
-  if (c.alibi)
-    args.push_back(&in.slopesArr);
+    desc += " q_positions=" + join(pb.positions);
+  std::vector<HostArray *> args = pb.args(c);
   args.insert(args.end(), {&o, &lse});
   if (std::string err = m.call("prefill", args); !err.empty())
     return err + " (" + desc + ")";
 
   return checkAgainstOracle(
       [&] {
-        return ref::prefill(in.q, in.numQHeads, qoIndptr, in.kv, pt,
-                            c.refOptions(in.slopes),
-                            c.positions ? &positions : nullptr,
-                            c.customMask ? &packed : nullptr,
-                            c.customMask ? &maskIndptr : nullptr);
+        return ref::prefill(in.q, in.numQHeads, pb.qoIndptr, in.kv, pt,
+                            c.refOptions(in.slopes), pb.refPositions(c),
+                            pb.refMask(c), pb.refMaskIndptr(c));
       },
       o, lse, Nq, c.cache.elem, stats, desc);
 }
@@ -902,44 +940,11 @@ std::string runPrefillPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
                                   int caseIdx, OpStats &partialStats,
                                   OpStats &chainStats) {
   const int64_t P = c.cache.pageSize, D = c.cache.headDim;
-  std::vector<int64_t> lens = decodeLens(rng, caseIdx, P, 80);
-  if (lens.size() > 5)
-    lens.resize(5);
-  const int64_t B = static_cast<int64_t>(lens.size());
-  std::vector<int64_t> qoLens(B);
-  for (int64_t b = 0; b < B; ++b)
-    qoLens[b] = c.positions
-                    ? rng.uniformInt(0, 6)
-                    : rng.uniformInt(0, std::min<int64_t>(lens[b], 6));
-  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
-  const int64_t Nq = qoIndptr.back();
-  PagedInputs in;
-  randomPagedInputs(rng, c, totalPages(lens, P), Nq, in);
-  PagePool pool(rng, in.numPages);
-  ref::PageTable pt = makePageTable(rng, P, lens, pool);
-  PageTableArrays pta = pageTableArrays(pt);
-  HostArray qoArr = HostArray::fromI32(qoIndptr);
-  std::vector<int32_t> positions;
-  if (c.positions)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t i = 0; i < qoLens[b]; ++i)
-        positions.push_back(
-            static_cast<int32_t>(rng.uniformInt(0, lens[b] + 1)));
-  HostArray posArr = HostArray::fromI32(positions);
-  std::vector<uint8_t> packed;
-  std::vector<int32_t> maskIndptr;
-  if (c.customMask) {
-    std::vector<uint8_t> bits;
-    std::vector<int64_t> bitLens;
-    for (int64_t b = 0; b < B; ++b) {
-      bitLens.push_back(qoLens[b] * lens[b]);
-      for (int64_t i = 0; i < qoLens[b] * lens[b]; ++i)
-        bits.push_back(rng.chance(0.6) ? 1 : 0);
-    }
-    std::tie(packed, maskIndptr) = ref::packMask(bits, indptrOf(bitLens));
-  }
-  HostArray maskArr = HostArray::fromBytes(Elem::I8, packed);
-  HostArray maskIndptrArr = HostArray::fromI32(maskIndptr);
+  PrefillBatch pb(c, rng, caseIdx, 80);
+  const int64_t B = pb.B, Nq = pb.Nq;
+  PagedInputs &in = pb.in;
+  const ref::PageTable &pt = pb.pt;
+  const std::vector<int32_t> &qoIndptr = pb.qoIndptr;
 
   // The work list: the planner's, on 1 SM with a few slots so that it
   // splits, sometimes with a forced chunk that is no multiple of anything.
@@ -985,22 +990,11 @@ std::string runPrefillPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
     a->fillBytes(0xFF);
 
   std::string desc = "B=" + std::to_string(B) + " Hq=" + std::to_string(Hq) +
-                     " qo_len=" + join(qoLens) + " " + describeTable(pt) +
+                     " qo_len=" + join(pb.qoLens) + " " + describeTable(pt) +
                      " queries/tile=" + std::to_string(qpt) +
                      " chunk=" + std::to_string(plan.kvChunk) +
                      " W=" + std::to_string(W) + " R=" + std::to_string(R);
-  std::vector<HostArray *> args{&in.qArr, &qoArr};
-  for (HostArray &a : in.cache)
-    args.push_back(&a);
-  args.insert(args.end(), {&pta.indptr, &pta.indices, &pta.lastPageLen});
-  for (HostArray &a : workArr)
-    args.push_back(&a);
-  if (c.positions)
-    args.push_back(&posArr);
-  if (c.customMask)
-    args.insert(args.end(), {&maskArr, &maskIndptrArr});
-  if (c.alibi)
-    args.push_back(&in.slopesArr);
+  std::vector<HostArray *> args = pb.args(c, &workArr);
   args.insert(args.end(), {&seg, &op, &lp, &o, &lse});
   if (std::string err = m.call("prefill_partial", args); !err.empty())
     return err + " (" + desc + ")";
@@ -1008,9 +1002,9 @@ std::string runPrefillPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
   ref::States expectedFull, expectedPart;
   try {
     ref::AttnOptions opts = c.refOptions(in.slopes);
-    const std::vector<int32_t> *pos = c.positions ? &positions : nullptr;
-    const std::vector<uint8_t> *mask = c.customMask ? &packed : nullptr;
-    const std::vector<int32_t> *mi = c.customMask ? &maskIndptr : nullptr;
+    const std::vector<int32_t> *pos = pb.refPositions(c);
+    const std::vector<uint8_t> *mask = pb.refMask(c);
+    const std::vector<int32_t> *mi = pb.refMaskIndptr(c);
     expectedFull =
         ref::prefill(in.q, Hq, qoIndptr, in.kv, pt, opts, pos, mask, mi);
     expectedPart = ref::prefillPartial(in.q, Hq, qoIndptr, in.kv, pt, opts,
