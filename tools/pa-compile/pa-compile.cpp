@@ -315,20 +315,29 @@ mlir::pa::AttentionOptions prefillOptions() {
   return o;
 }
 
-/// @prefill(q, qo_indptr, kv..., kv_indptr, kv_indices, kv_last_page_len,
-///          [q_positions], [custom_mask, mask_indptr], [alibi_slopes], o,
-///          lse): one pa.prefill with the flags' masking and options.
-void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
-  int nkv = t.joint ? 1 : 2;
+/// The inputs @prefill and @prefill_split share: q, qo_indptr, the cache
+/// and page table, `workArrays` work-list arrays, then the optional
+/// q_positions, custom mask and ALiBi slopes the flags ask for.
+SmallVector<Type> prefillInputs(const ProgramTypes &t, int workArrays) {
   SmallVector<Type> in{t.q, t.index};
-  in.append(nkv, t.cache);
+  in.append(t.joint ? 1 : 2, t.cache);
   in.append({t.index, t.index, t.index});
+  in.append(workArrays, t.index);
   if (positions)
     in.push_back(t.index);
   if (customMask)
     in.append({t.mask, t.index});
   if (alibi)
     in.push_back(t.slopes);
+  return in;
+}
+
+/// @prefill(q, qo_indptr, kv..., kv_indptr, kv_indices, kv_last_page_len,
+///          [q_positions], [custom_mask, mask_indptr], [alibi_slopes], o,
+///          lse): one pa.prefill with the flags' masking and options.
+void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  int nkv = t.joint ? 1 : 2;
+  SmallVector<Type> in = prefillInputs(t, /*workArrays=*/0);
   in.append({t.q, t.lse});
   buildFunc(b, loc, "prefill", in, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
@@ -361,16 +370,7 @@ void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
 /// (pa::rt::planPrefill's) and pa.merge_segments per query row.
 void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
   int nkv = t.joint ? 1 : 2;
-  SmallVector<Type> in{t.q, t.index};
-  in.append(nkv, t.cache);
-  in.append({t.index, t.index, t.index});
-  in.append(7, t.index);
-  if (positions)
-    in.push_back(t.index);
-  if (customMask)
-    in.append({t.mask, t.index});
-  if (alibi)
-    in.push_back(t.slopes);
+  SmallVector<Type> in = prefillInputs(t, /*workArrays=*/7);
   in.append({t.part, t.lse, t.index, t.q, t.lse});
   buildFunc(
       b, loc, "prefill_split", in, {t.q, t.lse},

@@ -840,6 +840,29 @@ std::string runPlanCase(JitModule &m, int64_t P, int64_t C, Rng &rng,
 
 /// decode_partial (each work row vs the float64 state over its chunk) and
 /// decode_partial + merge_segments (vs ref::decode).
+/// A split-KV chain's check: the partial states (`partialRows` rows of
+/// `op` / `lp`) against `expectedPart`, then the merged ones (`rows` of `o`
+/// / `lse`) against the unsplit op's `expectedFull`.
+std::string checkSplit(const std::string &partialOp, const std::string &fullOp,
+                       const HostArray &op, const HostArray &lp,
+                       const ref::States &expectedPart, int64_t partialRows,
+                       const HostArray &o, const HostArray &lse,
+                       const ref::States &expectedFull, int64_t rows,
+                       Elem elem, OpStats &partialStats, OpStats &chainStats,
+                       const std::string &desc) {
+  StateResult rp = compareStates(op, lp, expectedPart, partialRows);
+  partialStats.add(rp, elem);
+  // Partial states are f32; the data they come from may be f16.
+  if (!rp.ok(elem == Elem::F32 ? Elem::F32 : Elem::F16))
+    return partialOp + " rows: " + rp.str() + " (" + desc + ")";
+  StateResult rf = compareStates(o, lse, expectedFull, rows);
+  chainStats.add(rf, elem);
+  if (!rf.ok(elem))
+    return partialOp + " + merge_segments vs " + fullOp + ": " + rf.str() +
+           " (" + desc + ")";
+  return "";
+}
+
 std::string runPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
                            int caseIdx, OpStats &partialStats,
                            OpStats &chainStats) {
@@ -919,17 +942,9 @@ std::string runPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
     return std::string("harness bug: the oracle rejected the input: ") +
            e.what() + " (" + desc + ")";
   }
-  StateResult rp = compareStates(op, lp, expectedPart, W);
-  partialStats.add(rp, c.cache.elem);
-  // Partial states are f32; the data they come from may be f16.
-  if (!rp.ok(c.cache.elem == Elem::F32 ? Elem::F32 : Elem::F16))
-    return "decode_partial rows: " + rp.str() + " (" + desc + ")";
-  StateResult rf = compareStates(o, lse, expectedFull, B);
-  chainStats.add(rf, c.cache.elem);
-  if (!rf.ok(c.cache.elem))
-    return "decode_partial + merge_segments vs decode: " + rf.str() + " (" +
-           desc + ")";
-  return "";
+  return checkSplit("decode_partial", "decode", op, lp, expectedPart, W, o,
+                    lse, expectedFull, B, c.cache.elem, partialStats,
+                    chainStats, desc);
 }
 
 /// A random ragged prefill split by the runtime's planner
@@ -1013,16 +1028,9 @@ std::string runPrefillPartialCase(JitModule &m, const AttnConfig &c, Rng &rng,
     return std::string("harness bug: the oracle rejected the input: ") +
            e.what() + " (" + desc + ")";
   }
-  StateResult rp = compareStates(op, lp, expectedPart, R);
-  partialStats.add(rp, c.cache.elem);
-  if (!rp.ok(c.cache.elem == Elem::F32 ? Elem::F32 : Elem::F16))
-    return "prefill_partial rows: " + rp.str() + " (" + desc + ")";
-  StateResult rf = compareStates(o, lse, expectedFull, Nq);
-  chainStats.add(rf, c.cache.elem);
-  if (!rf.ok(c.cache.elem))
-    return "prefill_partial + merge_segments vs prefill: " + rf.str() + " (" +
-           desc + ")";
-  return "";
+  return checkSplit("prefill_partial", "prefill", op, lp, expectedPart, R, o,
+                    lse, expectedFull, Nq, c.cache.elem, partialStats,
+                    chainStats, desc);
 }
 
 } // namespace
