@@ -182,6 +182,32 @@ Status pa::rt::prefillQueryTiles(I32Span qoIndptr, int64_t batch,
   return Status::success();
 }
 
+Status pa::rt::preferSmallerSplitTiles(I32Span qoIndptr, int64_t batch,
+                                       int64_t unsplitQueriesPerTile,
+                                       int64_t partialQueriesPerTile,
+                                       int64_t numKVHeads, int64_t slots,
+                                       bool &useSplit) {
+  if (unsplitQueriesPerTile <= 0 || partialQueriesPerTile <= 0 ||
+      numKVHeads <= 0 || slots <= 0)
+    return fail("queries per tile (", unsplitQueriesPerTile, ", ",
+                partialQueriesPerTile, "), num_kv_heads (", numKVHeads,
+                ") and slots (", slots, ") must be positive");
+  if (batch < 0)
+    return fail("batch = ", batch, " is negative");
+  if (Status s = checkLength(qoIndptr, "qo_indptr", batch + 1, "batch + 1");
+      !s)
+    return s;
+  int64_t ctas = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = 0;
+    if (Status s = queryCount(qoIndptr, b, len); !s)
+      return s;
+    ctas += ceilDiv(len, unsplitQueriesPerTile) * numKVHeads;
+  }
+  useSplit = partialQueriesPerTile < unsplitQueriesPerTile && ctas < slots;
+  return Status::success();
+}
+
 Status pa::rt::choosePrefillShort(I32Span qoIndptr,
                                   const std::vector<int64_t> &kvLens,
                                   int64_t batch, bool &useShort,

@@ -647,16 +647,10 @@ Status planPrefillSplit(pa_bundle &b, I32Span qo, I32Span indptr,
   // The partial kernel's query tile may be smaller than the unsplit
   // kernel's: where the unsplit grid leaves CTA slots idle, its smaller
   // tiles alone (no key split, n = 1 below) already fill more of them.
-  if (!forcePartial && force == PA_PREFILL_KERNEL_AUTO) {
-    const KernelSpec *unsplit = b.manifest.find(p.kernel);
-    int64_t qpt = unsplit->prefill->queriesPerTile;
-    if (qpt > k->prefill->queriesPerTile) {
-      int64_t ctas = 0;
-      for (int64_t b2 = 0; b2 < p.batch; ++b2)
-        ctas += ceilDiv(qo[b2 + 1] - qo[b2], qpt) * c.kvHeads;
-      forcePartial = ctas < slots;
-    }
-  }
+  if (!forcePartial && force == PA_PREFILL_KERNEL_AUTO)
+    PA_TRY(preferSmallerSplitTiles(
+        qo, p.batch, b.manifest.find(p.kernel)->prefill->queriesPerTile,
+        k->prefill->queriesPerTile, c.kvHeads, slots, forcePartial));
   PrefillPlan plan;
   PA_TRY(planPrefill(qo, indptr, lastLen, p.batch, p.numQueryRows,
                      c.pageSize, c.kvHeads, k->prefill->queriesPerTile,

@@ -847,6 +847,33 @@ TEST(PrefillPlan, ChunksFillWholeWaves) {
   EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
 }
 
+TEST(PrefillPlan, PrefersSmallerSplitTilesWhenTheGridIdles) {
+  // One request of 512 queries: the 64-query tile gives 8 x 8 = 64 CTAs
+  // on 264 slots, so the split kernel's 32-query tiles run instead; 64
+  // requests of 512 give 4096 CTAs and keep the unsplit kernel. A split
+  // tile no smaller never wins.
+  bool use = false;
+  std::vector<int32_t> one = {0, 512};
+  ASSERT_TRUE(preferSmallerSplitTiles(one, 1, 64, 32, 8, 264, use));
+  EXPECT_TRUE(use);
+  ASSERT_TRUE(preferSmallerSplitTiles(one, 1, 32, 32, 8, 264, use));
+  EXPECT_FALSE(use);
+  std::vector<int32_t> many(65);
+  for (int i = 0; i <= 64; ++i)
+    many[i] = 512 * i;
+  ASSERT_TRUE(preferSmallerSplitTiles(many, 64, 64, 32, 8, 264, use));
+  EXPECT_FALSE(use);
+  // Exactly the slots: nothing idles.
+  std::vector<int32_t> fill = {0, 64 * 33};
+  ASSERT_TRUE(preferSmallerSplitTiles(fill, 1, 64, 32, 8, 264, use));
+  EXPECT_FALSE(use);
+  expectError(preferSmallerSplitTiles(one, 1, 0, 32, 8, 264, use),
+              "must be positive");
+  expectError(preferSmallerSplitTiles(std::vector<int32_t>{0, 5, 3}, 2, 64,
+                                      32, 8, 264, use),
+              "qo_indptr");
+}
+
 TEST(PrefillPlan, RejectsBadQueries) {
   std::vector<int64_t> lens = {10};
   Rng rng(1);

@@ -119,6 +119,20 @@ Status choosePrefillShort(I32Span qoIndptr, const std::vector<int64_t> &kvLens,
                           int64_t batch, bool &useShort,
                           int64_t maxMeanKeys = kShortPrefillMaxMeanKeys);
 
+/// Whether the prefill planner should run the split kernel although no key
+/// needs splitting: true iff its query tile is smaller than the unsplit
+/// kernel's (`partialQueriesPerTile` < `unsplitQueriesPerTile`) and the
+/// unsplit grid, sum_b ceil(qo_len_b / unsplitQueriesPerTile) x numKVHeads
+/// CTAs, leaves some of the `slots` CTA slots idle (the smaller tiles alone
+/// then fill more of them). Checks batch >= 0, qoIndptr.size == batch + 1,
+/// qoIndptr non-decreasing and positive tile sizes, heads and slots;
+/// `useSplit` is only written on success.
+Status preferSmallerSplitTiles(I32Span qoIndptr, int64_t batch,
+                               int64_t unsplitQueriesPerTile,
+                               int64_t partialQueriesPerTile,
+                               int64_t numKVHeads, int64_t slots,
+                               bool &useSplit);
+
 /// Checked mode for a prefill's custom mask (docs/Semantics.md, "Prefill /
 /// append"): `maskIndptr` (batch + 1 entries) must be non-decreasing from
 /// mask_indptr[0] >= 0, request b's segment [maskIndptr[b],
