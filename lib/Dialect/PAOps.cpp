@@ -598,11 +598,7 @@ LogicalResult PrefillPartialOp::verify() {
   if (failed(verifyAttentionInputs(c, *this)) ||
       failed(verifyPartialOuts(c, *this, "partial rows", "tokens")))
     return failure();
-  static constexpr const char *names[] = {
-      "work_request",  "work_qo_start",    "work_qo_end",
-      "work_kv_start", "work_kv_end",      "work_partial_row",
-      "work_partial_stride"};
-  for (auto [v, name] : llvm::zip_equal(getWorkList(), names))
+  for (auto [v, name] : llvm::zip_equal(getWorkList(), kWorkListNames))
     if (failed(c.indexArray(v, name)) ||
         failed(c.bind("work items", v, name, 0)))
       return failure();

@@ -116,14 +116,7 @@ void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
     });
   };
   if (auto partial = dyn_cast<PrefillPartialOp>(op)) {
-    Value items = e.dim(partial.getWorkRequest(), 0);
-    static constexpr const char *names[] = {
-        "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end",
-        "work_partial_row", "work_partial_stride"};
-    SmallVector<Value, 7> work = partial.getWorkList();
-    for (auto [array, name] :
-         llvm::zip_equal(ArrayRef(work).drop_front(), names))
-      emitEntryCount(e, array, name, items, "as many as work_request");
+    Value items = PrefillWorkItem::emitWorkListChecks(e, partial);
     e.forEach(e.idx(0), items, [&](Value w) {
       PrefillWorkItem item = PrefillWorkItem::load(e, partial, w);
       item.emitRequestCheck(e, e.sub(e.dim(qoIndptr, 0), e.idx(1)));

@@ -237,28 +237,39 @@ std::string decodeModule(const AttnConfig &c) {
   return os.str();
 }
 
+/// The optional prefill arguments (q_positions, the custom mask, the ALiBi
+/// slopes) that `c` has: as function arguments, and as op operands.
+std::string prefillOptionalArgs(const AttnConfig &c, const Types &t) {
+  std::string s;
+  if (c.positions)
+    s += ", %pos: " + t.idx;
+  if (c.customMask)
+    s += ", %m: " + t.mask + ", %mi: " + t.idx;
+  if (c.alibi)
+    s += ", %al: " + t.f32v;
+  return s;
+}
+std::string prefillOptionalOperands(const AttnConfig &c, const Types &t) {
+  std::string s;
+  if (c.positions)
+    s += " positions(%pos : " + t.idx + ")";
+  if (c.customMask)
+    s += " mask(%m, %mi : " + t.mask + ", " + t.idx + ")";
+  if (c.alibi)
+    s += " alibi(%al : " + t.f32v + ")";
+  return s;
+}
+
 std::string prefillModule(const AttnConfig &c) {
   Types t(c);
   std::ostringstream os;
   os << "func.func @prefill(%q: " << t.q << ", %qo: " << t.idx << ", "
      << kvArgs(c, t) << ", %ip: " << t.idx << ", %ix: " << t.idx
-     << ", %lp: " << t.idx;
-  if (c.positions)
-    os << ", %pos: " << t.idx;
-  if (c.customMask)
-    os << ", %m: " << t.mask << ", %mi: " << t.idx;
-  if (c.alibi)
-    os << ", %al: " << t.f32v;
+     << ", %lp: " << t.idx << prefillOptionalArgs(c, t);
   os << outsSignature(t);
   os << "  %r:2 = pa.prefill q(%q, %qo : " << t.q << ", " << t.idx << ") "
      << kvOperands(c, t) << " pages(%ip, %ix, %lp : " << t.idx << ", "
-     << t.idx << ", " << t.idx << ")";
-  if (c.positions)
-    os << " positions(%pos : " << t.idx << ")";
-  if (c.customMask)
-    os << " mask(%m, %mi : " << t.mask << ", " << t.idx << ")";
-  if (c.alibi)
-    os << " alibi(%al : " << t.f32v << ")";
+     << t.idx << ", " << t.idx << ")" << prefillOptionalOperands(c, t);
   os << outsAndReturn(c, t);
   return os.str();
 }
@@ -313,6 +324,23 @@ std::string planFunc(int64_t pageSize, int64_t chunk) {
   return os.str();
 }
 
+/// The end of a split-KV chain function: the partial op's outs and
+/// attributes, pa.merge_segments of its states over `segments`, and the
+/// return of both the partial and the merged states.
+std::string splitChainTail(const AttnConfig &c, const Types &t,
+                           const std::string &segments) {
+  std::ostringstream os;
+  os << " outs(%op0, %lp0 : " << t.oPart << ", " << t.lse << ") "
+     << c.attrDict() << "\n";
+  os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
+     << t.lse << ") segments(" << segments << " : " << t.idx
+     << ") outs(%o0, %l0 : " << t.q << ", " << t.lse << ")"
+     << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
+  os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
+     << ", " << t.q << ", " << t.lse << "\n}\n";
+  return os.str();
+}
+
 /// decode_partial over a work list, then merge_segments over work_indptr;
 /// returns both the partial states and the merged ones.
 std::string partialFunc(const AttnConfig &c) {
@@ -333,13 +361,7 @@ std::string partialFunc(const AttnConfig &c) {
      << t.idx << ", " << t.idx << ")";
   if (c.alibi)
     os << " alibi(%al : " << t.f32v << ")";
-  os << " outs(%op0, %lp0 : " << t.oPart << ", " << t.lse << ") "
-     << c.attrDict() << "\n";
-  os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
-     << t.lse << ") segments(%wi : " << t.idx << ") outs(%o0, %l0 : " << t.q
-     << ", " << t.lse << ")" << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
-  os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
-     << ", " << t.q << ", " << t.lse << "\n}\n";
+  os << splitChainTail(c, t, "%wi");
   return os.str();
 }
 
@@ -353,12 +375,7 @@ std::string prefillPartialFunc(const AttnConfig &c) {
      << ", %lp: " << t.idx;
   for (int i = 0; i < 7; ++i)
     os << ", %w" << i << ": " << t.idx;
-  if (c.positions)
-    os << ", %pos: " << t.idx;
-  if (c.customMask)
-    os << ", %m: " << t.mask << ", %mi: " << t.idx;
-  if (c.alibi)
-    os << ", %al: " << t.f32v;
+  os << prefillOptionalArgs(c, t);
   os << ", %seg: " << t.idx << ", %op0: " << t.oPart << ", %lp0: " << t.lse
      << ", %o0: " << t.q << ", %l0: " << t.lse << ") -> (" << t.oPart << ", "
      << t.lse << ", " << t.q << ", " << t.lse
@@ -368,20 +385,7 @@ std::string prefillPartialFunc(const AttnConfig &c) {
      << t.idx << ", " << t.idx << ") work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : ";
   for (int i = 0; i < 7; ++i)
     os << (i ? ", " : "") << t.idx;
-  os << ")";
-  if (c.positions)
-    os << " positions(%pos : " << t.idx << ")";
-  if (c.customMask)
-    os << " mask(%m, %mi : " << t.mask << ", " << t.idx << ")";
-  if (c.alibi)
-    os << " alibi(%al : " << t.f32v << ")";
-  os << " outs(%op0, %lp0 : " << t.oPart << ", " << t.lse << ") "
-     << c.attrDict() << "\n";
-  os << "  %r:2 = pa.merge_segments states(%p#0, %p#1 : " << t.oPart << ", "
-     << t.lse << ") segments(%seg : " << t.idx << ") outs(%o0, %l0 : " << t.q
-     << ", " << t.lse << ")" << (c.lseBase2 ? " {lse_base2}" : "") << "\n";
-  os << "  return %p#0, %p#1, %r#0, %r#1 : " << t.oPart << ", " << t.lse
-     << ", " << t.q << ", " << t.lse << "\n}\n";
+  os << ")" << prefillOptionalOperands(c, t) << splitChainTail(c, t, "%seg");
   return os.str();
 }
 

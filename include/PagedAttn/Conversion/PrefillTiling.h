@@ -56,6 +56,9 @@ struct PrefillOperands {
 struct PrefillWorkItem {
   Value request, qoStart, qoEnd, kvStart, kvEnd, partialRow, partialStride;
 
+  /// Asserts (cf.assert) that the op's work arrays all have as many
+  /// entries as work_request; returns that count W.
+  static Value emitWorkListChecks(Emitter &e, PrefillPartialOp op);
   /// Loads item `w` (the op's work arrays read through `map`).
   static PrefillWorkItem load(Emitter &e, PrefillPartialOp op, Value w,
                               const IRMapping &map = IRMapping());

@@ -431,6 +431,11 @@ def PA_PrefillPartialOp : PA_Op<"prefill_partial", [AttrSizedOperandSegments,
     attr-dict
   }];
   let extraClassDeclaration = paExtraDecls # [{
+    /// The operand names of the seven work-list arrays, in operand order.
+    static constexpr const char *kWorkListNames[7] = {
+        "work_request",  "work_qo_start",    "work_qo_end",
+        "work_kv_start", "work_kv_end",      "work_partial_row",
+        "work_partial_stride"};
     /// The seven work-list arrays, in operand order.
     ::llvm::SmallVector<::mlir::Value, 7> getWorkList() {
       return {getWorkRequest(), getWorkQoStart(), getWorkQoEnd(),

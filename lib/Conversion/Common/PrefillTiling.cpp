@@ -38,6 +38,16 @@ int64_t PrefillOperands::group() const {
   return cast<ShapedType>(q.getType()).getDimSize(1) / cache.getNumKVHeads();
 }
 
+Value PrefillWorkItem::emitWorkListChecks(Emitter &e, PrefillPartialOp op) {
+  SmallVector<Value, 7> work = op.getWorkList();
+  Value items = e.dim(work[0], 0);
+  for (auto [array, name] :
+       llvm::zip_equal(ArrayRef(work).drop_front(),
+                       ArrayRef(PrefillPartialOp::kWorkListNames).drop_front()))
+    emitEntryCount(e, array, name, items, "as many as work_request");
+  return items;
+}
+
 PrefillWorkItem PrefillWorkItem::load(Emitter &e, PrefillPartialOp op,
                                       Value w, const IRMapping &map) {
   SmallVector<Value, 7> v;

@@ -703,8 +703,8 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"k_scale", "v_scale"});
     add({"kv_indptr", "kv_indices", "kv_last_page_len"});
     if (isa<PrefillPartialOp>(op))
-      add({"work_request", "work_qo_start", "work_qo_end", "work_kv_start",
-           "work_kv_end", "work_partial_row", "work_partial_stride"});
+      roles.append(std::begin(PrefillPartialOp::kWorkListNames),
+                   std::end(PrefillPartialOp::kWorkListNames));
     if (p.qPositions)
       add({"q_positions"});
     if (p.customMask)

@@ -389,14 +389,7 @@ struct PrefillPartialToLoops final : OpRewritePattern<PrefillPartialOp> {
           pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(s.q, 0), "q");
           if (s.mask.bits)
             s.mask.emitChecks(e, qoIndptr);
-          SmallVector<Value, 7> work = op.getWorkList();
-          Value items = e.dim(work[0], 0);
-          static constexpr const char *names[] = {
-              "work_qo_start", "work_qo_end", "work_kv_start", "work_kv_end",
-              "work_partial_row", "work_partial_stride"};
-          for (auto [array, name] :
-               llvm::zip_equal(ArrayRef(work).drop_front(), names))
-            emitEntryCount(e, array, name, items, "as many as work_request");
+          Value items = PrefillWorkItem::emitWorkListChecks(e, op);
           Value batch = e.sub(e.dim(qoIndptr, 0), e.idx(1));
           bool positionsMatter = op.getCausal() || s.window || s.alibi;
           Value hq = e.dim(s.q, 1);
