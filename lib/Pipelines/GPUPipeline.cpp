@@ -34,6 +34,9 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.prefillWarps = opts.prefillWarps;
   tile.prefillTileKV = opts.prefillTileKV;
   tile.prefillWarpRows = opts.prefillWarpRows;
+  tile.prefillKVWarps = opts.prefillKVWarps;
+  tile.decodeKernel = opts.decodeKernel;
+  tile.decodeTileKV = opts.decodeTileKV;
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));

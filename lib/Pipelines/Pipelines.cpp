@@ -70,6 +70,14 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (o.prefillWarpRows != 0 && o.prefillWarpRows != 16 &&
       o.prefillWarpRows != 32)
     return "prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)";
+  if (o.prefillKVWarps != 0 && o.prefillKVWarps != 1 &&
+      o.prefillKVWarps != 4 && o.prefillKVWarps != 8)
+    return "prefill-kv-warps must be 1 or prefill-warps: 1, 4 or 8 (0: 1)";
+  if (o.decodeKernel != "auto" && o.decodeKernel != "cuda-core" &&
+      o.decodeKernel != "tensor-core")
+    return "decode-kernel must be auto, cuda-core or tensor-core";
+  if (o.decodeTileKV != 0 && o.decodeTileKV != 64 && o.decodeTileKV != 128)
+    return "decode-tile-kv must be 64 or 128 (0: 64)";
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

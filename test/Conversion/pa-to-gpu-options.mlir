@@ -1,5 +1,5 @@
-// RUN: pa-opt %s --convert-pa-to-gpu="heads-per-cta=16" -split-input-file -verify-diagnostics
-// RUN: pa-opt %s --convert-pa-to-gpu="heads-per-cta=11" | FileCheck %s
+// RUN: pa-opt %s --convert-pa-to-gpu="heads-per-cta=16 decode-kernel=cuda-core" -split-input-file -verify-diagnostics
+// RUN: pa-opt %s --convert-pa-to-gpu="heads-per-cta=11 decode-kernel=cuda-core" | FileCheck %s
 
 // Asked for all 16 heads of 256 dims in one CTA: 4 lane groups x 16 heads x
 // 258 floats exceed the 48 KiB of static shared memory of the cross-group

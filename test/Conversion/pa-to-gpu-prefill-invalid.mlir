@@ -4,7 +4,7 @@
 // What the prefill kernel cannot build is an error at the op, before the IR
 // changes.
 
-// WARPS: prefill-warps must be 4 or 8, prefill-tile-kv a multiple of 16 up to 128 and prefill-warp-rows 16 or 32
+// WARPS: prefill-warps must be 4 or 8, prefill-tile-kv a multiple of 16 up to 128 (of 16 x prefill-kv-warps), prefill-warp-rows 16 or 32 and prefill-kv-warps 1 or prefill-warps
 
 func.func @f32(%q: memref<?x8x128xf32>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x128xf32>, %l: memref<?x8xf32>) {
   // expected-error @+1 {{pa.prefill on the GPU runs on tensor cores and needs f16 or bf16 data, got 'f32'}}

@@ -1,4 +1,4 @@
-// RUN: pa-opt %s --convert-pa-to-gpu -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --convert-pa-to-gpu=decode-kernel=cuda-core -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 

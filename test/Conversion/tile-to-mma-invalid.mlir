@@ -44,7 +44,7 @@ gpu.module @pa_kernels {
     %l = memref.alloca() : memref<64xf32>
     %acc = memref.alloca() : memref<64x128xf32>
     pa.tile.init_state state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>)
-    // expected-error @+1 {{pa-tile-to-mma needs f16 / bf16 tiles, a head dim and K tile that are multiples of 16, and 16 or 32 query-tile rows per warp of the 256 threads}}
+    // expected-error @+1 {{pa-tile-to-mma needs f16 / bf16 tiles, a head dim that is a multiple of 16, 16 keys or a multiple per key-splitting warp (1) and 16 or 32 query-tile rows per row block of the 256 threads}}
     pa.tile.qk ins(%qt, %kt : memref<64x128xf16, #gpu.address_space<workgroup>>, memref<32x128xf16, #gpu.address_space<workgroup>>) outs(%s : memref<64x32xf32>)
     pa.tile.store state(%m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>) rows(%i, %i) kv_head(%i) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {group = 4 : i64}
     gpu.return

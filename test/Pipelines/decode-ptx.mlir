@@ -1,7 +1,9 @@
-// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s
-// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | FileCheck %s --check-prefix=SM80
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa decode-kernel=cuda-core" | FileCheck %s
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa decode-kernel=cuda-core" | FileCheck %s --check-prefix=SM80
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa decode-kernel=cuda-core" | not grep -E "(ld|st)\.local|__nv_"
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true decode-kernel=cuda-core" | FileCheck %s --check-prefix=SPLIT
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s --check-prefix=TC
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
-// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | FileCheck %s --check-prefix=SPLIT
 
 // The decode kernel's PTX has what the passes promise: 16-byte global loads
 // of K/V rows (and q), butterfly shuffles for the dot products, shared memory
@@ -19,6 +21,17 @@
 // CHECK-SAME: ld.shared
 // SM80: .target sm_80
 // SM80-SAME: .entry pa_decode(
+// The default (decode-kernel=auto) for this group of 4 at f16 is the
+// tensor-core decode of the tile pipeline: cp.async copies of K/V through
+// the page table, ldmatrix, mma.sync, and the warps' merge through shared
+// memory behind barriers.
+// TC: .entry pa_decode(
+// TC-SAME: cp.async.cg.shared.global
+// TC-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// TC-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// TC-SAME: bar.sync
+// TC-SAME: st.shared.v2.b32
+// TC-SAME: ld.shared.v2.b32
 // With split-KV the program is decode_partial + merge_segments kernels.
 // SPLIT: .entry pa_decode_partial(
 // SPLIT-SAME: shfl.sync.bfly.b32

@@ -1,6 +1,6 @@
 // REQUIRES: ptxas
-// RUN: %python %S/Inputs/shape_sweep.py --pa-opt pa-opt --ptxas %ptxas --groups 1-32 | FileCheck %s
-// RUN: not %python %S/Inputs/shape_sweep.py --pa-opt pa-opt --ptxas %ptxas --groups 8-8 --options "tokens-in-flight=16" | FileCheck %s --check-prefix=FORCED
+// RUN: %python %S/Inputs/shape_sweep.py --pa-opt pa-opt --ptxas %ptxas --groups 1-32 --options "decode-kernel=cuda-core" | FileCheck %s
+// RUN: not %python %S/Inputs/shape_sweep.py --pa-opt pa-opt --ptxas %ptxas --groups 8-8 --options "tokens-in-flight=16 decode-kernel=cuda-core" | FileCheck %s --check-prefix=FORCED
 
 // The tuned default kernel shape of pa-lower-to-nvvm (convert-pa-to-gpu's
 // tunedShape, which pa-compile uses too) compiles without spills and within

@@ -1,15 +1,28 @@
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: pa-compile --group 7 -o %t/g7 | FileCheck %s --check-prefix=G7
+// RUN: pa-compile --group 7 --decode-kernel cuda-core -o %t/g7 | FileCheck %s --check-prefix=G7
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/g7/bundle.manifest
 // The kernels that ship are those of pa-opt's pipeline on the same program
 // (same passes, same tuned shape):
-// RUN: pa-opt %t/g7/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt.ptx
+// RUN: pa-opt %t/g7/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa decode-kernel=cuda-core" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt.ptx
 // RUN: diff %t/opt.ptx %t/g7/kernels.ptx
+// By default (decode-kernel auto) a group of 4 with f16 data gets the
+// tensor-core decode, the same kernel as pa-opt's default pipeline:
+// RUN: pa-compile --group 4 -o %t/g4 | FileCheck %s --check-prefix=TC
+// RUN: FileCheck %s --check-prefix=TCMANIFEST < %t/g4/bundle.manifest
+// RUN: pa-opt %t/g4/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt4.ptx
+// RUN: diff %t/opt4.ptx %t/g4/kernels.ptx
+// RUN: not pa-compile --decode-kernel simd -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADKERNEL
 // A group of 16 at head dim 256 compiles by default (two chunks of 8 heads).
-// RUN: pa-compile --group 16 --head-dim 256 --kv-heads 2 --layout hnd --kv split --dtype bf16 -o %t/g16 | FileCheck %s --check-prefix=G16
+// RUN: pa-compile --group 16 --head-dim 256 --kv-heads 2 --layout hnd --kv split --dtype bf16 --decode-kernel cuda-core -o %t/g16 | FileCheck %s --check-prefix=G16
 // RUN: FileCheck %s --check-prefix=SPLIT < %t/g16/bundle.manifest
 
+// TC: pa-compile: {{.*}}g4 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; tensor-core decode tile_q 16, tile_kv 64, kv_warps 4, smem 73984)
+// TCMANIFEST: kernel decode kernels.cubin pa_decode
+// TCMANIFEST: launch grid batch kv_heads 1 block 128 1 1 smem 73984
+// TCMANIFEST: kernel decode_partial kernels.cubin pa_decode_partial
+// TCMANIFEST: launch grid work_capacity kv_heads 1 block 128 1 1 smem 73984
+// BADKERNEL: pa-compile: --decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
 // G7: pa-compile: {{.*}}g7 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; 16 bytes/lane, 2 tokens in flight, 7 heads per CTA)
 // MANIFEST: pa-bundle 1
 // MANIFEST-NEXT: config head_dim 128 page_size 16 kv_heads 8 group 7 layout nhd dtype f16 kv joint

@@ -105,6 +105,22 @@ static cl::opt<int64_t> prefillWarpRows(
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
              "32 up to head dim 128, else 16)"),
     cl::cat(category));
+static cl::opt<int64_t> prefillKVWarps(
+    "prefill-kv-warps", cl::init(0),
+    cl::desc("Warps of the prefill kernel that split each KV tile's keys "
+             "rather than its rows: 1 or --prefill-warps (0: 1)"),
+    cl::cat(category));
+static cl::opt<std::string> decodeKernel(
+    "decode-kernel", cl::init("auto"),
+    cl::desc("auto (tensor-core for f16/bf16 with GQA groups 4..32 or a head "
+             "dim the CUDA-core kernel cannot split, else cuda-core) | "
+             "cuda-core (lane groups) | tensor-core (the tile pipeline: the "
+             "group's heads as mma rows, 4 warps splitting each KV tile)"),
+    cl::cat(category));
+static cl::opt<int64_t> decodeTileKV(
+    "decode-tile-kv", cl::init(0),
+    cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)"),
+    cl::cat(category));
 static cl::opt<std::string> prefillVariants(
     "prefill-variants", cl::init("auto"),
     cl::desc("auto: with the default prefill shape up to head dim 128, also "
@@ -173,7 +189,8 @@ constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
 /// smaller tile, and --prefill-variants is auto.
 bool wantPrefillShort() {
   return wantPrefill() && prefillVariants == "auto" && prefillWarps == 0 &&
-         prefillWarpRows == 0 && prefillTileKV == 0 && headDim <= 128 &&
+         prefillWarpRows == 0 && prefillTileKV == 0 && prefillKVWarps == 0 &&
+         headDim <= 128 &&
          group <= kShortPrefillRows;
 }
 
@@ -207,6 +224,15 @@ bool checkFlags() {
     fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)");
   if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
     fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
+  if (prefillKVWarps != 0 && prefillKVWarps != 1 && prefillKVWarps != 4 &&
+      prefillKVWarps != 8)
+    fail("--prefill-kv-warps must be 1 or --prefill-warps (0: 1)");
+  if (decodeKernel != "auto" && decodeKernel != "cuda-core" &&
+      decodeKernel != "tensor-core")
+    fail("--decode-kernel must be auto, cuda-core or tensor-core, got '" +
+         decodeKernel + "'");
+  if (decodeTileKV != 0 && decodeTileKV != 64 && decodeTileKV != 128)
+    fail("--decode-tile-kv must be 64 or 128 (0: 64)");
   if (prefillVariants != "auto" && prefillVariants != "one")
     fail("--prefill-variants must be auto or one, got '" + prefillVariants +
          "'");
@@ -470,6 +496,9 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
   opts.prefillTileKV = prefillTileKV;
   opts.prefillWarpRows = prefillWarpRows;
+  opts.prefillKVWarps = prefillKVWarps;
+  opts.decodeKernel = decodeKernel;
+  opts.decodeTileKV = decodeTileKV;
 }
 
 /// The manifest element type of a kernel argument.
@@ -507,7 +536,7 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
       ok = false;
       return;
     }
-    if (abi->laneBytes > 0)
+    if (abi->kind == "decode")
       shape = *abi;
     rt::KernelSpec k;
     if (!rt::fromString(abi->kind, k.kind)) {
@@ -820,11 +849,18 @@ int main(int argc, char **argv) {
     printShort();
     return 0;
   }
-  llvm::outs() << llvm::formatv(
-      "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} bytes/lane, "
-      "{4} tokens in flight, {5} heads per CTA)\n",
-      outDir.getValue(), primary.cubin.size(), primary.ms, shape.laneBytes,
-      shape.tokensInFlight, shape.headsPerCTA);
+  if (shape.tileQ > 0)
+    llvm::outs() << llvm::formatv(
+        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; tensor-core "
+        "decode tile_q {3}, tile_kv {4}, kv_warps {5}, smem {6})\n",
+        outDir.getValue(), primary.cubin.size(), primary.ms, shape.tileQ,
+        shape.tileKV, shape.kvWarps, shape.smem);
+  else
+    llvm::outs() << llvm::formatv(
+        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} "
+        "bytes/lane, {4} tokens in flight, {5} heads per CTA)\n",
+        outDir.getValue(), primary.cubin.size(), primary.ms, shape.laneBytes,
+        shape.tokensInFlight, shape.headsPerCTA);
   if (wantPrefill())
     llvm::outs() << llvm::formatv(
         "pa-compile: prefill tile_q {0}, tile_kv {1}, smem {2}\n",

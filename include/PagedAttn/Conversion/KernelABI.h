@@ -21,7 +21,8 @@
 // integer. lane_bytes / tokens_in_flight / heads_per_cta record the shape
 // a decode kernel was tiled with; tile_q / tile_kv that of a prefill kernel
 // (grid symbol "q_tiles": the most query tiles of any request,
-// max_b ceil(qo_len_b / (tile_q / group))).
+// max_b ceil(qo_len_b / (tile_q / group))); kv_warps (when > 1) the warps
+// of a tile kernel that split each KV tile's keys rather than its rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +59,10 @@ struct KernelABI {
   /// (tile_q = queries per tile x GQA group, the packed rows) and keys per
   /// KV tile (tile_kv).
   int64_t tileQ = 0, tileKV = 0;
+  /// Warps of a tile kernel that split the keys of each KV tile (kv_warps,
+  /// written when > 1): each holds a partial softmax state of its keys and
+  /// the store merges them. The other warps split the query tile's rows.
+  int64_t kvWarps = 1;
 };
 
 /// The attribute that encodes `abi`.

@@ -123,6 +123,21 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "Query-tile rows per warp of the prefill kernel: 16 or 32 (two "
            "m16 blocks sharing each K/V fragment; 0: 32 up to head dim 128, "
            "else 16)">,
+    Option<"prefillKVWarps", "prefill-kv-warps", "int64_t",
+           /*default=*/"0",
+           "Warps of the prefill kernel that split each KV tile's keys (a "
+           "softmax state each, merged at the store) rather than its rows: "
+           "1 or prefill-warps (0: 1)">,
+    Option<"decodeKernel", "decode-kernel", "std::string",
+           /*default=*/"\"auto\"",
+           "pa.decode / pa.decode_partial kernel: cuda-core (the lane-group "
+           "kernel), tensor-core (the tile pipeline: the group's heads as "
+           "mma rows, 4 warps splitting each KV tile; f16 / bf16, head dim a "
+           "multiple of 16 up to 256, group <= 32) or auto (tensor-core for "
+           "16-bit data with groups 4..32, or a head dim the CUDA-core kernel "
+           "cannot split; else cuda-core)">,
+    Option<"decodeTileKV", "decode-tile-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

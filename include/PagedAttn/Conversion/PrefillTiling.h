@@ -36,7 +36,10 @@ struct QueryTileCoords {
 };
 
 /// What the tiling reads of a pa.prefill or a pa.prefill_partial (which
-/// share their query, cache, mask and option operands).
+/// share their query, cache, mask and option operands), or of a pa.decode /
+/// pa.decode_partial: a decode is the prefill of one query per request
+/// (query b is row b of q, at position kv_len - 1), so it has no qoIndptr,
+/// positions, custom mask or causal flag.
 struct PrefillOperands {
   Operation *op = nullptr;
   Value q, qoIndptr, qPositions, customMask, maskIndptr, alibiSlopes, o, lse;

@@ -111,6 +111,22 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64 or "
                      "128 (0: 32)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> prefillKVWarps{
+      *this, "prefill-kv-warps",
+      llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "
+                     "keys rather than its rows: 1 or prefill-warps (0: 1)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<std::string> decodeKernel{
+      *this, "decode-kernel",
+      llvm::cl::desc("Decode kernel: auto, cuda-core or tensor-core (auto: "
+                     "tensor-core for 16-bit data with GQA groups 4..32 or "
+                     "a head dim the CUDA-core kernel cannot split)"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> decodeTileKV{
+      *this, "decode-tile-kv",
+      llvm::cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 "
+                     "(0: 64)"),
+      llvm::cl::init(0)};
 };
 
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional

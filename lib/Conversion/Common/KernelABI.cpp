@@ -38,6 +38,9 @@ DictionaryAttr mlir::pa::encodeKernelABI(MLIRContext *ctx,
     entries.push_back(
         b.getNamedAttr("tile_kv", b.getI64IntegerAttr(abi.tileKV)));
   }
+  if (abi.kvWarps > 1)
+    entries.push_back(
+        b.getNamedAttr("kv_warps", b.getI64IntegerAttr(abi.kvWarps)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -92,5 +95,9 @@ FailureOr<KernelABI> mlir::pa::decodeKernelABI(Operation *kernel) {
   optInt("heads_per_cta", abi.headsPerCTA);
   optInt("tile_q", abi.tileQ);
   optInt("tile_kv", abi.tileKV);
+  optInt("kv_warps", abi.kvWarps);
+  if (abi.kvWarps < 1 ||
+      (abi.kvWarps > 1 && abi.block[0] % (32 * abi.kvWarps) != 0))
+    return bad("'kv_warps' must be >= 1 and divide the block's warps");
   return abi;
 }

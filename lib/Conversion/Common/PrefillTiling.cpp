@@ -28,10 +28,23 @@ PrefillOperands::PrefillOperands(Operation *prefillOrPartial)
     options = cast<AttentionOpInterface>(p.getOperation())
                   .getAttentionOptions();
   };
+  // A decode is a prefill of one query per request (at position kv_len - 1,
+  // seeing every key): no query indptr, positions, custom mask or causal.
+  auto readDecode = [&](AttentionOpInterface d) {
+    q = d.getQ();
+    alibiSlopes = d.getAlibiSlopes();
+    o = d.getOuts()[0];
+    lse = d.getOuts()[1];
+    kvCache.assign(d.getKvCache().begin(), d.getKvCache().end());
+    cache = d.getCache();
+    options = d.getAttentionOptions();
+  };
   llvm::TypeSwitch<Operation *>(prefillOrPartial)
       .Case([&](PrefillOp p) { read(p); })
       .Case([&](PrefillPartialOp p) { read(p); })
-      .DefaultUnreachable("pa.prefill or pa.prefill_partial expected");
+      .Case([&](DecodeOp d) { readDecode(d); })
+      .Case([&](DecodePartialOp d) { readDecode(d); })
+      .DefaultUnreachable("a prefill or decode op expected");
 }
 
 int64_t PrefillOperands::group() const {

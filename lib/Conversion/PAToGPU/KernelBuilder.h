@@ -91,25 +91,32 @@ void launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
             std::array<Value, 3> grid, int64_t threads,
             int64_t dynamicSmem = 0);
 
+/// Records `bytes` of dynamic shared memory in the ABI of `func` (which
+/// must carry one) and in its launches.
+void setSharedMemory(gpu::GPUFuncOp func, int64_t bytes);
+
 /// The runtime role of each operand of `op`, in order (the kernel's
 /// arguments; docs/Runtime.md spells them).
 SmallVector<std::string> argRoles(Operation *op);
 
-/// The prefill kernel shape asked for by the pass options (0: default).
+/// The tile kernel shape asked for by the pass options (0: default): for a
+/// prefill the prefill-* options, for the tensor-core decode its KV tile
+/// (decode-tile-kv).
 struct PrefillShape {
-  int64_t warps = 0, tileKV = 0, warpRows = 0;
+  int64_t warps = 0, tileKV = 0, warpRows = 0, kvWarps = 0;
 };
 
-/// Checks that convert-pa-to-gpu can build the kernel of `op` (a
-/// pa.prefill or pa.prefill_partial; an error at the op naming what it
-/// cannot handle otherwise), before any IR changes.
-LogicalResult checkPrefill(Operation *op, const PrefillShape &shape);
+/// Checks that convert-pa-to-gpu can build the tile kernel of `op` (a
+/// pa.prefill or pa.prefill_partial, or a pa.decode / pa.decode_partial
+/// with the tensor-core decode; an error at the op naming what it cannot
+/// handle otherwise), before any IR changes.
+LogicalResult checkTileKernel(Operation *op, const PrefillShape &shape);
 
-/// Builds the kernel of a memref-form pa.prefill or pa.prefill_partial
-/// (named `name`, in `kmod`) over tile ops, the first stage of the prefill
-/// pipeline, and replaces `op` by its launch (PrefillToGPU.cpp).
-LogicalResult buildPrefillKernel(Operation *op, gpu::GPUModuleOp kmod,
-                                 StringRef name, const PrefillShape &shape);
+/// Builds the kernel of `op` (as checkTileKernel; named `name`, in `kmod`)
+/// over tile ops, the first stage of the tile pipeline, and replaces `op` by
+/// its launch (PrefillToGPU.cpp).
+LogicalResult buildTileKernel(Operation *op, gpu::GPUModuleOp kmod,
+                              StringRef name, const PrefillShape &shape);
 
 } // namespace mlir::pa::gpukernel
 

@@ -545,17 +545,60 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
   return success();
 }
 
+/// The `decode-kernel=auto` rule: the tensor-core decode for f16 / bf16
+/// data with a head dim that is a multiple of 16 up to 256 and a GQA group
+/// of 4 to 32 heads (on an H200, 2026-11-24, GQA 4 at D = 128 it beat the
+/// CUDA-core kernel by 10-13% at 64 / 256 requests of 512-2048 keys and tied
+/// it above; for MHA it was up to 8% slower: docs/PERFORMANCE.md), or of any
+/// group whose head dim the CUDA-core kernel cannot split into a power of two
+/// of 16-byte lanes (80, 96, 112, 192, ...).
+bool autoTensorCoreDecode(Operation *op) {
+  auto a = cast<AttentionOpInterface>(op);
+  auto qt = cast<ShapedType>(a.getQ().getType());
+  Type elem = qt.getElementType();
+  int64_t d = a.getCache().getHeadDim();
+  if ((!elem.isF16() && !elem.isBF16()) || d % 16 != 0 || d > 256 ||
+      qt.isDynamicDim(1))
+    return false;
+  int64_t group = qt.getDimSize(1) / a.getCache().getNumKVHeads();
+  bool laneFit = llvm::isPowerOf2_64(d / 8) && d / 8 <= 32;
+  return group <= 32 && (group >= 4 || !laneFit);
+}
+
 struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   using Base::Base;
 
   PrefillShape prefillShape() const {
-    return PrefillShape{prefillWarps, prefillTileKV, prefillWarpRows};
+    return PrefillShape{prefillWarps, prefillTileKV, prefillWarpRows,
+                        prefillKVWarps};
+  }
+  /// Whether a decode op gets the tensor-core kernel: asked for, or with
+  /// `auto` (the default) where it is measured to win or the only one that
+  /// can (autoTensorCoreDecode).
+  bool tensorCoreDecode(Operation *op) const {
+    return decodeKernel == "tensor-core" ||
+           (decodeKernel == "auto" && autoTensorCoreDecode(op));
+  }
+  /// The shape of `op`'s tile kernel, if it has one.
+  std::optional<PrefillShape> tileShape(Operation *op) const {
+    if (isa<PrefillOp, PrefillPartialOp>(op))
+      return prefillShape();
+    if (isa<DecodeOp, DecodePartialOp>(op) && tensorCoreDecode(op))
+      return PrefillShape{0, decodeTileKV, 0, 0};
+    return std::nullopt;
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Preconditions, before any IR changes: every pa op is one this pass
     // lowers, in the memref form.
+    if (decodeKernel != "cuda-core" && decodeKernel != "tensor-core" &&
+        decodeKernel != "auto") {
+      module.emitError() << "convert-pa-to-gpu: decode-kernel must be "
+                            "auto, cuda-core or tensor-core, got '"
+                         << decodeKernel << "'";
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     WalkResult walk = module.walk([&](Operation *op) {
       if (!isa_and_present<PADialect>(op->getDialect()))
@@ -588,8 +631,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "(use pa-lower-to-cpu)";
         return WalkResult::interrupt();
       }
-      if (isa<PrefillOp, PrefillPartialOp>(op) &&
-          failed(checkPrefill(op, prefillShape())))
+      if (std::optional<PrefillShape> s = tileShape(op);
+          s && failed(checkTileKernel(op, *s)))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -601,21 +644,24 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     ShapeOptions shape{ctaThreads, tokensInFlight, laneBytes, headsPerCTA};
     gpu::GPUModuleOp kmod = getKernelModule(module);
     for (Operation *op : ops) {
+      std::optional<PrefillShape> tiled = tileShape(op);
       LogicalResult r =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](DecodeOp d) {
-                return tileAttention(d, kmod, "pa_decode", shape);
+                return tiled ? buildTileKernel(d, kmod, "pa_decode", *tiled)
+                             : tileAttention(d, kmod, "pa_decode", shape);
               })
               .Case([&](DecodePartialOp d) {
-                return tileAttention(d, kmod, "pa_decode_partial", shape);
+                return tiled ? buildTileKernel(d, kmod, "pa_decode_partial",
+                                               *tiled)
+                             : tileAttention(d, kmod, "pa_decode_partial",
+                                             shape);
               })
               .Case([&](PrefillOp p) {
-                return buildPrefillKernel(p, kmod, "pa_prefill",
-                                          prefillShape());
+                return buildTileKernel(p, kmod, "pa_prefill", *tiled);
               })
               .Case([&](PrefillPartialOp p) {
-                return buildPrefillKernel(p, kmod, "pa_prefill_partial",
-                                          prefillShape());
+                return buildTileKernel(p, kmod, "pa_prefill_partial", *tiled);
               })
               .Case([&](MergeSegmentsOp d) {
                 return tileMergeSegments(d, kmod, "pa_merge_segments",
@@ -666,6 +712,23 @@ void gpukernel::launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
                                             : Value(),
                             op->getOperands());
   op->erase();
+}
+
+void gpukernel::setSharedMemory(gpu::GPUFuncOp func, int64_t bytes) {
+  FailureOr<KernelABI> abi = decodeKernelABI(func);
+  abi->smem = bytes;
+  func->setAttr(kKernelABIAttrName, encodeKernelABI(func.getContext(), *abi));
+  auto kmod = func->getParentOfType<gpu::GPUModuleOp>();
+  auto module = kmod->getParentOfType<ModuleOp>();
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    if (launch.getKernelModuleName() != kmod.getName() ||
+        launch.getKernelName() != func.getName())
+      return;
+    OpBuilder b(launch);
+    Value size = arith::ConstantOp::create(b, launch.getLoc(),
+                                           b.getI32IntegerAttr(bytes));
+    launch.getDynamicSharedMemorySizeMutable().assign(size);
+  });
 }
 
 SmallVector<std::string> gpukernel::argRoles(Operation *op) {

@@ -38,19 +38,22 @@ using Pred = arith::CmpIPredicate;
 
 namespace {
 
-/// The kernel shape of a prefill: warps, m16 row blocks per warp (16 or 32
+/// The kernel shape of a tile kernel: warps, of which kvWarps split each KV
+/// tile's keys and the others its rows, m16 row blocks per warp (16 or 32
 /// query-tile rows a warp), keys per KV tile.
 struct PrefillConfig {
   int64_t headDim = 0, group = 0, numKVHeads = 0;
-  int64_t warps = 4, mTiles = 1, keys = 0;
+  int64_t warps = 4, kvWarps = 1, mTiles = 1, keys = 0;
 
   int64_t threads() const { return warps * 32; }
-  int64_t tileRows() const { return warps * 16 * mTiles; }
+  int64_t tileRows() const { return warps / kvWarps * 16 * mTiles; }
   int64_t queriesPerTile() const { return tileRows() / group; }
 };
 
-LogicalResult makePrefillConfig(const PrefillOperands &p,
-                                const PrefillShape &shape, PrefillConfig &c) {
+/// The checks every tile kernel makes of its operands (`what` names the op
+/// in the messages); fills the head dim, KV heads and group of `c`.
+LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
+                                PrefillConfig &c) {
   Operation *op = p.op;
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
@@ -63,16 +66,24 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
   PagedKVAttr cache = p.cache;
   Type elem = qt.getElementType();
   if (!elem.isF16() && !elem.isBF16())
-    return op->emitOpError() << "pa.prefill on the GPU runs on tensor cores "
+    return op->emitOpError() << what << " on the GPU runs on tensor cores "
                                 "and needs f16 or bf16 data, got "
                              << elem;
   c.headDim = cache.getHeadDim();
   if (c.headDim % 16 != 0 || c.headDim > 256)
-    return op->emitOpError() << "pa.prefill on the GPU needs a head dim that is "
+    return op->emitOpError() << what << " on the GPU needs a head dim that is "
                                "a multiple of 16 and at most 256, got "
                             << c.headDim;
   c.numKVHeads = cache.getNumKVHeads();
   c.group = qt.getDimSize(1) / c.numKVHeads;
+  return success();
+}
+
+LogicalResult makePrefillConfig(const PrefillOperands &p,
+                                const PrefillShape &shape, PrefillConfig &c) {
+  Operation *op = p.op;
+  if (failed(checkTileOperands(p, "pa.prefill", c)))
+    return failure();
   // Up to D = 128: 8 warps of 32 rows (two m16 blocks sharing each K/V
   // fragment) over 32-key tiles (H200, 2026-11-23, causal 4 x 8192, GQA 4:
   // 307 TFLOP/s, vs 281 for 8 x 16 rows / 64 keys and 249 for 4 x 16 / 64;
@@ -82,11 +93,16 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
   c.keys = shape.tileKV > 0 ? shape.tileKV : 32;
   c.mTiles = shape.warpRows > 0 ? shape.warpRows / 16
                                 : (c.headDim <= 128 ? 2 : 1);
+  c.kvWarps = shape.kvWarps > 0 ? shape.kvWarps : 1;
   if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128 ||
-      (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32))
+      (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32) ||
+      (c.kvWarps != 1 && c.kvWarps != c.warps) ||
+      c.keys % (16 * c.kvWarps) != 0)
     return op->emitOpError() << "prefill-warps must be 4 or 8, "
                                "prefill-tile-kv a multiple of 16 up to 128 "
-                               "and prefill-warp-rows 16 or 32";
+                               "(of 16 x prefill-kv-warps), "
+                               "prefill-warp-rows 16 or 32 and "
+                               "prefill-kv-warps 1 or prefill-warps";
   if (c.group > c.tileRows())
     return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
                                "the "
@@ -95,23 +111,141 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
   return success();
 }
 
-} // namespace
-
-LogicalResult mlir::pa::gpukernel::checkPrefill(Operation *op,
-                                                const PrefillShape &shape) {
-  PrefillConfig c;
-  return makePrefillConfig(PrefillOperands(op), shape, c);
+/// The tensor-core decode: the query heads of a KV head (one query) packed
+/// into the rows of one or two m16 blocks, 4 warps that split each KV tile
+/// of `tileKV` keys (default 64: 16 a warp), a softmax state per warp that
+/// the store merges.
+LogicalResult makeDecodeConfig(const PrefillOperands &p,
+                               const PrefillShape &shape, PrefillConfig &c) {
+  if (failed(checkTileOperands(p, "the tensor-core decode", c)))
+    return failure();
+  c.warps = 4;
+  c.kvWarps = 4;
+  c.keys = shape.tileKV > 0 ? shape.tileKV : 64;
+  c.mTiles = llvm::divideCeil(c.group, 16);
+  if (c.keys % 64 != 0 || c.keys > 128)
+    return p.op->emitOpError()
+           << "the tensor-core decode splits each KV tile over 4 warps of 16 "
+              "or 32 keys: decode-tile-kv must be 64 or 128, got "
+           << c.keys;
+  if (c.mTiles > 2)
+    return p.op->emitOpError()
+           << "the tensor-core decode packs a GQA group into at most 32 "
+              "rows; group "
+           << c.group << " is larger (use decode-kernel=cuda-core)";
+  return success();
 }
 
-LogicalResult mlir::pa::gpukernel::buildPrefillKernel(Operation *op,
-                                                      gpu::GPUModuleOp kmod,
-                                                      StringRef name,
-                                                      const PrefillShape &shape) {
+/// The f32 tile buffers of a kernel of shape `c` (memref.alloca, replaced
+/// by the later stages).
+PrefillTiles allocTiles(KernelEmitter &e, const PrefillConfig &c) {
+  auto tile = [&](ArrayRef<int64_t> shape) -> Value {
+    return memref::AllocaOp::create(e.b, e.loc,
+                                    MemRefType::get(shape, e.b.getF32Type()));
+  };
+  int64_t bm = c.tileRows(), bn = c.keys, d = c.headDim;
+  return PrefillTiles{tile({bm, d}), tile({bn, d}), tile({bn, d}),
+                      tile({bm, bn}), tile({bm}),   tile({bm}),
+                      tile({bm, d})};
+}
+
+/// The page table of `op` as the kernel's arguments.
+PageTable kernelPageTable(Operation *op, const IRMapping &m) {
+  PageTable pt = pageTableOf(cast<PagedOpInterface>(op), /*checked=*/false);
+  return PageTable{m.lookup(pt.indptr), m.lookup(pt.indices),
+                   m.lookup(pt.last), pt.pageSize, /*checked=*/false};
+}
+
+/// The tensor-core decode kernel (`decode` / `decode_partial`, the same
+/// ABI kinds and grids as the CUDA-core kernels): a CTA per (request or
+/// work item x, KV head y) whose one query tile holds the request's query
+/// for the group's heads; a work item sees its keys [work_start,
+/// work_end) and writes row w of the partial states.
+LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
+                                const PrefillConfig &c,
+                                gpu::GPUModuleOp kmod, StringRef name) {
+  auto partial = dyn_cast<DecodePartialOp>(op);
+  KernelABI abi;
+  abi.kind = partial ? "decode_partial" : "decode";
+  abi.args = argRoles(op);
+  abi.grid = {GridExtentABI{partial ? "work_capacity" : "batch"},
+              GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}};
+  abi.block = {c.threads(), 1, 1};
+  abi.tileQ = c.tileRows();
+  abi.tileKV = c.keys;
+  abi.kvWarps = c.kvWarps;
+  IRMapping m;
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
+  Location loc = op->getLoc();
+  {
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEmitter e{{b, loc}};
+    PrefillTiles tiles = allocTiles(e, c);
+    PageTable pages = kernelPageTable(op, m);
+    Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    auto tile = [&](Value request, function_ref<void(QueryTileCoords &)> item) {
+      QueryTileCoords t{request,     kvHead, request, e.idx(0), e.idx(1),
+                        e.idx(1),    pages.kvLen(e, request), Value()};
+      if (item)
+        item(t);
+      emitPrefillQueryTile(e, p, m, pages, t, tiles);
+    };
+    if (partial) {
+      // Items past work_indptr[B] exit. Unchecked: the runtime's planner
+      // builds the list.
+      Value indptr = m.lookup(partial.getWorkIndptr());
+      Value items = e.loadIdx(indptr, e.sub(e.dim(indptr, 0), e.idx(1)));
+      e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
+        Value request = e.loadIdx(m.lookup(partial.getWorkRequest()), blockX);
+        Value start = e.loadIdx(m.lookup(partial.getWorkStart()), blockX);
+        Value end = e.loadIdx(m.lookup(partial.getWorkEnd()), blockX);
+        tile(request, [&](QueryTileCoords &t) {
+          t.kvBegin = start;
+          t.kvEnd = end;
+          t.outRow0 = blockX;
+        });
+      });
+    } else {
+      tile(blockX, nullptr);
+    }
+    gpu::ReturnOp::create(b, loc);
+  }
+  OpBuilder b(op);
+  Emitter e{b, loc};
+  launch(b, op, func, {e.dim(p.o, 0), e.idx(c.numKVHeads), e.idx(1)},
+         c.threads());
+  return success();
+}
+
+LogicalResult makeConfig(Operation *op, const PrefillShape &shape,
+                         PrefillConfig &c) {
+  PrefillOperands p(op);
+  if (isa<DecodeOp, DecodePartialOp>(op))
+    return makeDecodeConfig(p, shape, c);
+  return makePrefillConfig(p, shape, c);
+}
+
+} // namespace
+
+LogicalResult mlir::pa::gpukernel::checkTileKernel(Operation *op,
+                                                   const PrefillShape &shape) {
+  PrefillConfig c;
+  return makeConfig(op, shape, c);
+}
+
+LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
+                                                   gpu::GPUModuleOp kmod,
+                                                   StringRef name,
+                                                   const PrefillShape &shape) {
   PrefillOperands p(op);
   auto partial = dyn_cast<PrefillPartialOp>(op);
   PrefillConfig c;
-  if (failed(makePrefillConfig(p, shape, c)))
+  if (failed(makeConfig(op, shape, c)))
     return failure();
+  if (isa<DecodeOp, DecodePartialOp>(op))
+    return buildDecodeKernel(op, p, c, kmod, name);
   KernelABI abi;
   abi.kind = partial ? "prefill_partial" : "prefill";
   abi.args = argRoles(op);
@@ -124,6 +258,7 @@ LogicalResult mlir::pa::gpukernel::buildPrefillKernel(Operation *op,
   abi.block = {c.threads(), 1, 1};
   abi.tileQ = c.tileRows();
   abi.tileKV = c.keys;
+  abi.kvWarps = c.kvWarps;
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
   Location loc = op->getLoc();
@@ -132,17 +267,8 @@ LogicalResult mlir::pa::gpukernel::buildPrefillKernel(Operation *op,
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
     KernelEmitter e{{b, loc}};
-    Type f32 = b.getF32Type();
-    auto tile = [&](ArrayRef<int64_t> shape) -> Value {
-      return memref::AllocaOp::create(b, loc, MemRefType::get(shape, f32));
-    };
-    int64_t bm = c.tileRows(), bn = c.keys, d = c.headDim;
-    PrefillTiles tiles{tile({bm, d}), tile({bn, d}), tile({bn, d}),
-                       tile({bm, bn}), tile({bm}),   tile({bm}),
-                       tile({bm, d})};
-    PageTable pt = pageTableOf(cast<PagedOpInterface>(op), /*checked=*/false);
-    PageTable pages{m.lookup(pt.indptr), m.lookup(pt.indices),
-                    m.lookup(pt.last), pt.pageSize, /*checked=*/false};
+    PrefillTiles tiles = allocTiles(e, c);
+    PageTable pages = kernelPageTable(op, m);
     Value qoIndptr = m.lookup(p.qoIndptr);
     Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);

@@ -130,12 +130,10 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
-  if (l.headDim % kChunk != 0 || l.threads % 32 != 0 ||
-      (l.rows * l.chunksPerRow()) % l.threads != 0)
+  if (l.headDim % kChunk != 0 || l.threads % 32 != 0)
     return m.loadQ.emitOpError()
            << "pa-promote-tiles needs a head dim that is a multiple of "
-           << kChunk << " and a query tile whose 16-byte chunks the "
-           << l.threads << " threads split evenly";
+           << kChunk << " and whole warps, got " << l.threads << " threads";
   std::optional<int64_t> step = getConstantIntValue(m.loop.getStep());
   if (!step || *step != l.keys)
     return m.loop.emitOpError()
@@ -298,14 +296,28 @@ Value Promoter::issueQ() {
   TileLoadQOp op = m.loadQ;
   int64_t chunks = l.rows * l.chunksPerRow();
   SmallVector<Value> tokens;
-  for (int64_t i = 0; i < chunks / l.threads; ++i) {
-    auto [r, col] = chunk(i);
-    Value qi = e.divui(r, e.idx(l.group));
-    Value head = e.add(e.mul(op.getKvHead(), e.idx(l.group)),
-                       e.remui(r, e.idx(l.group)));
-    Value valid = e.cmpi(Pred::ult, qi, op.getRows());
-    Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
-    tokens.push_back(copy16(op.getQ(), {qrow, head, col}, r, col, valid));
+  for (int64_t i = 0; i < llvm::divideCeil(chunks, l.threads); ++i) {
+    auto copyQ = [&](SmallVectorImpl<Value> &out) {
+      auto [r, col] = chunk(i);
+      Value qi = e.divui(r, e.idx(l.group));
+      Value head = e.add(e.mul(op.getKvHead(), e.idx(l.group)),
+                         e.remui(r, e.idx(l.group)));
+      Value valid = e.cmpi(Pred::ult, qi, op.getRows());
+      Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
+      out.push_back(copy16(op.getQ(), {qrow, head, col}, r, col, valid));
+    };
+    if ((i + 1) * l.threads <= chunks) {
+      copyQ(tokens);
+      continue;
+    }
+    // A last partial round (e.g. 16 rows of D = 80): the threads past the
+    // tile's chunks copy nothing.
+    e.ifThen(e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
+                    e.idx(chunks)),
+             [&]() {
+               SmallVector<Value> inner;
+               copyQ(inner);
+             });
   }
   return commit(tokens);
 }
@@ -403,23 +415,6 @@ void Promoter::run() {
     t.getDefiningOp()->erase();
 }
 
-/// Records the kernel's shared memory in its ABI and its launches.
-void setSharedMemory(ModuleOp module, gpu::GPUFuncOp func, int64_t bytes) {
-  FailureOr<KernelABI> abi = decodeKernelABI(func);
-  abi->smem = bytes;
-  func->setAttr(kKernelABIAttrName, encodeKernelABI(func.getContext(), *abi));
-  auto kmod = func->getParentOfType<gpu::GPUModuleOp>();
-  module.walk([&](gpu::LaunchFuncOp launch) {
-    if (launch.getKernelModuleName() != kmod.getName() ||
-        launch.getKernelName() != func.getName())
-      return;
-    OpBuilder b(launch);
-    Value size = arith::ConstantOp::create(b, launch.getLoc(),
-                                           b.getI32IntegerAttr(bytes));
-    launch.getDynamicSharedMemorySizeMutable().assign(size);
-  });
-}
-
 struct PAPromoteTiles final
     : pa::impl::PAPromoteTilesBase<PAPromoteTiles> {
   using Base::Base;
@@ -445,7 +440,7 @@ struct PAPromoteTiles final
       OpBuilder b(m.func);
       KernelEmitter e{{b, m.func.getLoc()}};
       Promoter(e, m).run();
-      setSharedMemory(module, m.func, m.layout.smemBytes());
+      setSharedMemory(m.func, m.layout.smemBytes());
     }
   }
 };

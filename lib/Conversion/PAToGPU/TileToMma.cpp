@@ -61,6 +61,10 @@ namespace {
 struct MmaConfig {
   Type elem;
   int64_t headDim = 0, group = 1, warps = 0, mTiles = 1, keys = 0;
+  /// Warps that split each KV tile's keys (the ABI's kv_warps): warp w
+  /// takes row block w / kvWarps and keys [(w % kvWarps) K, ... + K) of the
+  /// tile, K = keys / kvWarps, with a softmax state of its own.
+  int64_t kvWarps = 1;
   double smScale = 1.0;
   std::optional<double> softCap;
   bool alibi = false, causal = false, customMask = false, lseBase2 = false;
@@ -68,7 +72,9 @@ struct MmaConfig {
 
   int64_t rowHalves() const { return 2 * mTiles; }
   int64_t dTiles() const { return headDim / 8; }
-  int64_t nTiles() const { return keys / 8; }
+  int64_t warpKeys() const { return keys / kvWarps; }
+  int64_t rowWarps() const { return warps / kvWarps; }
+  int64_t nTiles() const { return warpKeys() / 8; }
   int64_t kSteps() const { return headDim / 16; }
 };
 
@@ -131,7 +137,10 @@ private:
   Location loc;
   const MmaConfig &c;
   Value stateM, stateL, stateAcc, scores;
+  gpu::GPUFuncOp func;
   Value tid, lane, warp, laneCol;
+  /// The warp's row block, and its first key in a KV tile (key split).
+  Value warpRow, keyOff;
   bool prelude = false;
   /// Per thread: the tile rows it holds, row half h of m block mt at
   /// rowInfo[2 * mt + h] (C fragment rows lane / 4 and lane / 4 + 8).
@@ -154,6 +163,8 @@ private:
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
   }
+  /// Row `r` of the warp's keys in a K / V tile.
+  Value keyRow(Value r) { return c.kvWarps > 1 ? e.add(keyOff, r) : r; }
   Value ldmatrix(const SharedTile &t, Value row, Value col, bool transpose) {
     return nvgpu::LdMatrixOp::create(
         b, loc, fragA(), t.base,
@@ -225,6 +236,12 @@ private:
   void softmaxUpdate(Env &env);
   void pv(TilePVOp op, Env &env);
   void store(TileStoreOp op, Env &env);
+  /// Key split: merges the warps' states of each row block into the
+  /// state of its warp with key offset 0, through shared memory; `m`, `l`
+  /// (quad-reduced) and `acc` are the thread's, replaced by the merged
+  /// ones. Emits the store's body (`finish`) for the merging warps only.
+  void mergeKeyWarps(SmallVectorImpl<Value> &m, SmallVectorImpl<Value> &l,
+                     SmallVectorImpl<Value> &acc, function_ref<void()> finish);
 };
 
 /// True when `op` holds a tile op in one of its regions.
@@ -296,7 +313,7 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
       // are recomputed here rather than kept live across the KV loop.
       Value t32 = e.toI32(tid);
       Value r32 = e.add(
-          e.mul(arith::DivUIOp::create(b, loc, t32, e.i32(32)),
+          e.mul(arith::DivUIOp::create(b, loc, t32, e.i32(32 * c.kvWarps)),
                 e.i32(16 * c.mTiles)),
           e.add(arith::DivUIOp::create(
                     b, loc, arith::RemUIOp::create(b, loc, t32, e.i32(32)),
@@ -304,7 +321,7 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
                 e.i32(8 * h)));
       r = e.toIndex(r32);
     } else {
-      r = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+      r = e.add(e.mul(warpRow, e.idx(16 * c.mTiles)),
                 e.add(e.divui(lane, e.idx(4)), e.idx(8 * h)));
     }
     Value qi = e.divui(r, e.idx(c.group));
@@ -326,7 +343,7 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
 }
 
 Value MmaLowering::qFragment(const SharedTile &q, int64_t mt, int64_t kk) {
-  Value row = e.add(e.mul(warp, e.idx(16 * c.mTiles)),
+  Value row = e.add(e.mul(warpRow, e.idx(16 * c.mTiles)),
                     e.add(e.idx(16 * mt), e.remui(lane, e.idx(16))));
   Value col = e.add(e.idx(kk * 16), e.mul(e.divui(lane, e.idx(16)), e.idx(8)));
   return ldmatrix(q, row, col, /*transpose=*/false);
@@ -349,7 +366,8 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
       a.push_back(qFrag.empty() ? qFragment(q, mt, kk)
                                 : qFrag[mt * c.kSteps() + kk]);
     for (int64_t np = 0; np < nTiles / 2; ++np) {
-      Value krow = e.add(e.idx(np * 16), e.add(e.mul(l16, e.idx(8)), l8));
+      Value krow =
+          keyRow(e.add(e.idx(np * 16), e.add(e.mul(l16, e.idx(8)), l8)));
       Value kf = ldmatrix(k, krow, kcol, /*transpose=*/false);
       Value b0 = half(kf, 0), b1 = half(kf, 2);
       for (int64_t mt = 0; mt < mT; ++mt) {
@@ -372,7 +390,7 @@ SmallVector<Value> MmaLowering::logits(ArrayRef<Value> s, int64_t mt,
   if (c.softCap)
     scale /= *c.softCap;
   Value scaleV = e.f32(scale), log2e = e.f32(kLog2e);
-  Value start32 = e.toI32(e.add(tileStart, laneCol));
+  Value start32 = e.toI32(e.add(keyRow(tileStart), laneCol));
   Value kvLen32 = e.toI32(kvLen);
   SmallVector<Value> out;
   for (auto [n, frag] : llvm::enumerate(s)) {
@@ -523,7 +541,8 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
   SmallVector<Value> &next = env.state;
   for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
-    Value vrow = e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)), l8));
+    Value vrow =
+        keyRow(e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)), l8)));
     for (int64_t dp = 0; dp < c.dTiles() / 2; ++dp) {
       Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
       Value vf = ldmatrix(v, vrow, vcol, /*transpose=*/true);
@@ -540,42 +559,178 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
 }
 
 void MmaLowering::store(TileStoreOp op, Env &env) {
-  computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
-              Value(), Value(), op.getRowStride());
   ArrayRef<Value> state = env.state;
+  int64_t halves = c.rowHalves();
+  SmallVector<Value> m(state.take_front(halves)), l;
+  for (int64_t r = 0; r < halves; ++r)
+    l.push_back(quadReduce(state[halves + r], /*isMax=*/false));
+  SmallVector<Value> acc(state.drop_front(2 * halves));
   // o's element type: the data type, or f32 for partial states.
   Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
-  Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
-  Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
-  int64_t halves = c.rowHalves();
-  for (int64_t mt = 0; mt < c.mTiles; ++mt)
-    for (int64_t h = 0; h < 2; ++h) {
-      int64_t r = 2 * mt + h;
-      const Row &row = rowInfo[r];
-      Value l = quadReduce(state[halves + r], /*isMax=*/false);
-      Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-      Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
-      Value lseV = e.select(some, e.mul(e.add(state[r], e.lg2(l)), toBase),
-                            e.negInf());
-      e.ifThen(row.valid, [&]() {
-        VectorType out = VectorType::get({2}, oElem);
-        for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-          Value acc = state[accIndex(mt, dn)];
-          Value v = vector::FromElementsOp::create(
-              b, loc, out,
-              ValueRange{e.fromF32(e.mul(elem(acc, h, 0), inv), oElem),
-                         e.fromF32(e.mul(elem(acc, h, 1), inv), oElem)});
-          // Two elements at an even column: aligned to two elements.
-          vector::StoreOp::create(
-              b, loc, v, op.getO(),
-              ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
-              /*nontemporal=*/false,
-              llvm::MaybeAlign(2 * oElem.getIntOrFloatBitWidth() / 8));
-        }
-        e.ifThen(quad0,
-                 [&]() { e.store(lseV, op.getLse(), {row.row, row.head}); });
-      });
+  auto finish = [&]() {
+    computeRows(/*forStore=*/true, op.getRow0(), op.getRows(),
+                op.getKvHead(), Value(), Value(), op.getRowStride());
+    Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+    Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
+    for (int64_t mt = 0; mt < c.mTiles; ++mt)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t r = 2 * mt + h;
+        const Row &row = rowInfo[r];
+        Value some = e.cmpf(FPred::OGT, l[r], e.f32(0));
+        Value inv = e.select(some, e.divf(e.f32(1), l[r]), e.f32(0));
+        Value lseV = e.select(
+            some, e.mul(e.add(m[r], e.lg2(l[r])), toBase), e.negInf());
+        e.ifThen(row.valid, [&]() {
+          VectorType out = VectorType::get({2}, oElem);
+          for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+            Value a = acc[mt * c.dTiles() + dn];
+            Value v = vector::FromElementsOp::create(
+                b, loc, out,
+                ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
+                           e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+            // Two elements at an even column: aligned to two elements.
+            vector::StoreOp::create(
+                b, loc, v, op.getO(),
+                ValueRange{row.row, row.head, e.add(e.idx(dn * 8), laneCol)},
+                /*nontemporal=*/false,
+                llvm::MaybeAlign(2 * oElem.getIntOrFloatBitWidth() / 8));
+          }
+          e.ifThen(quad0, [&]() {
+            e.store(lseV, op.getLse(), {row.row, row.head});
+          });
+        });
+      }
+  };
+  if (c.kvWarps > 1)
+    mergeKeyWarps(m, l, acc, finish);
+  else
+    finish();
+}
+
+void MmaLowering::mergeKeyWarps(SmallVectorImpl<Value> &m,
+                                SmallVectorImpl<Value> &l,
+                                SmallVectorImpl<Value> &acc,
+                                function_ref<void()> finish) {
+  MLIRContext *ctx = b.getContext();
+  int64_t halves = c.rowHalves(), frags = acc.size(), others = c.kvWarps - 1;
+  // Scratch per (row block, key warp k >= 1): (m, l) of each row half, then
+  // the two rows of each acc fragment, lane-interleaved so that a warp's
+  // accesses are contiguous: [halves][32] x 2 floats, [frags][2][32] x 2
+  // floats. (Rows of 2, not 4-float vectors: the lowering has no n-D to
+  // 1-D shape_cast.)
+  int64_t slotFloats = 32 * (2 * halves + 4 * frags);
+  int64_t bytes = c.rowWarps() * others * slotFloats * 4;
+  if (FailureOr<KernelABI> abi = decodeKernelABI(func);
+      succeeded(abi) && abi->smem < bytes)
+    setSharedMemory(func, bytes);
+  // The scratch reuses the tiles' shared memory: the copies still in flight
+  // (the pipeline's zero-filled tile past the last one) land and every warp
+  // is done reading K / V first.
+  auto token = nvgpu::DeviceAsyncTokenType::get(ctx);
+  Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token,
+                                                       ValueRange{});
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, none, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  Value scratch = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({c.rowWarps() * others * slotFloats}, f32(),
+                      MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(0), ValueRange{});
+  Value keyWarp = e.remui(warp, e.idx(c.kvWarps));
+  auto slot = [&](Value k) {
+    return e.mul(e.add(e.mul(warpRow, e.idx(others)), e.sub(k, e.idx(1))),
+                 e.idx(slotFloats));
+  };
+  auto mlAt = [&](Value base, int64_t r) {
+    return e.add(base, e.add(e.idx(64 * r), e.mul(lane, e.idx(2))));
+  };
+  auto accAt = [&](Value base, int64_t f, int64_t h) {
+    return e.add(base, e.add(e.idx(64 * (halves + 2 * f + h)),
+                             e.mul(lane, e.idx(2))));
+  };
+  VectorType v2 = VectorType::get({2}, f32());
+  Value first = e.cmpi(Pred::eq, keyWarp, e.idx(0));
+  e.ifThen(e.cmpi(Pred::ne, keyWarp, e.idx(0)), [&]() {
+    Value base = slot(keyWarp);
+    for (int64_t r = 0; r < halves; ++r)
+      vector::StoreOp::create(
+          b, loc, vector::FromElementsOp::create(b, loc, v2,
+                                                 ValueRange{m[r], l[r]}),
+          scratch, ValueRange{mlAt(base, r)}, /*nontemporal=*/false,
+          llvm::MaybeAlign(8));
+    for (int64_t f = 0; f < frags; ++f)
+      for (int64_t h = 0; h < 2; ++h)
+        vector::StoreOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc[f], h), scratch,
+            ValueRange{accAt(base, f, h)}, /*nontemporal=*/false,
+            llvm::MaybeAlign(8));
+  });
+  gpu::BarrierOp::create(b, loc);
+  e.ifThen(first, [&]() {
+    // The merge operator over the row block's warps (base 2): M = max m_k,
+    // L = sum l_k 2^(m_k - M), acc = sum acc_k 2^(m_k - M).
+    SmallVector<SmallVector<Value>> mk(halves), lk(halves);
+    SmallVector<SmallVector<Value>> acck(frags);
+    for (int64_t r = 0; r < halves; ++r) {
+      mk[r].push_back(m[r]);
+      lk[r].push_back(l[r]);
     }
+    for (int64_t f = 0; f < frags; ++f)
+      acck[f].push_back(acc[f]);
+    for (int64_t k = 1; k <= others; ++k) {
+      Value base = slot(e.idx(k));
+      for (int64_t r = 0; r < halves; ++r) {
+        Value v = vector::LoadOp::create(b, loc, v2, scratch,
+                                         ValueRange{mlAt(base, r)});
+        mk[r].push_back(vector::ExtractOp::create(b, loc, v, 0));
+        lk[r].push_back(vector::ExtractOp::create(b, loc, v, 1));
+      }
+      for (int64_t f = 0; f < frags; ++f) {
+        SmallVector<Value> xs;
+        for (int64_t h = 0; h < 2; ++h) {
+          Value v = vector::LoadOp::create(b, loc, v2, scratch,
+                                           ValueRange{accAt(base, f, h)});
+          for (int64_t i = 0; i < 2; ++i)
+            xs.push_back(vector::ExtractOp::create(b, loc, v, i));
+        }
+        acck[f].push_back(fragment(fragC(), xs));
+      }
+    }
+    SmallVector<SmallVector<Value>> w(halves);
+    for (int64_t r = 0; r < halves; ++r) {
+      Value mx = mk[r][0];
+      for (Value x : ArrayRef(mk[r]).drop_front())
+        mx = e.maxf(mx, x);
+      Value safe =
+          e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
+      Value sum = e.f32(0);
+      for (int64_t k = 0; k <= others; ++k) {
+        w[r].push_back(e.ex2(e.sub(mk[r][k], safe)));
+        sum = LLVM::FMAOp::create(b, loc, lk[r][k], w[r][k], sum);
+      }
+      m[r] = mx;
+      l[r] = sum;
+    }
+    for (int64_t f = 0; f < frags; ++f) {
+      int64_t mt = f / c.dTiles();
+      SmallVector<Value> xs;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i) {
+          Value x = e.f32(0);
+          for (int64_t k = 0; k <= others; ++k)
+            x = LLVM::FMAOp::create(b, loc, elem(acck[f][k], h, i),
+                                    w[2 * mt + h][k], x);
+          xs.push_back(x);
+        }
+      acc[f] = fragment(fragC(), xs);
+    }
+    finish();
+  });
 }
 
 LogicalResult MmaLowering::lowerFor(scf::ForOp op, Env &env) {
@@ -708,11 +863,17 @@ LogicalResult MmaLowering::lowerBlock(Block &block, Env &env) {
   return success();
 }
 
-LogicalResult MmaLowering::run(gpu::GPUFuncOp func) {
+LogicalResult MmaLowering::run(gpu::GPUFuncOp kernel) {
+  func = kernel;
   b.setInsertionPointToStart(&func.getBody().front());
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
   warp = e.divui(tid, e.idx(32));
+  warpRow = warp;
+  if (c.kvWarps > 1) {
+    warpRow = e.divui(warp, e.idx(c.kvWarps));
+    keyOff = e.mul(e.remui(warp, e.idx(c.kvWarps)), e.idx(c.warpKeys()));
+  }
   laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
   func.walk([&](TileMaskOp op) {
     if (!maskOp)
@@ -785,13 +946,16 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
            << "pa-tile-to-mma needs the kernel's pa.kernel ABI (its block "
               "size)";
   c.warps = abi->block[0] / 32;
-  c.mTiles = c.warps > 0 ? rows / (16 * c.warps) : 0;
-  if (c.elem.isF32() || c.headDim % 16 != 0 || c.keys % 16 != 0 ||
-      (c.mTiles != 1 && c.mTiles != 2) || rows != 16 * c.warps * c.mTiles)
+  c.kvWarps = abi->kvWarps;
+  c.mTiles = c.warps > 0 ? rows / (16 * c.rowWarps()) : 0;
+  if (c.elem.isF32() || c.headDim % 16 != 0 ||
+      c.keys % (16 * c.kvWarps) != 0 || (c.mTiles != 1 && c.mTiles != 2) ||
+      rows != 16 * c.rowWarps() * c.mTiles)
     return qk.emitOpError()
-           << "pa-tile-to-mma needs f16 / bf16 tiles, a head dim and K tile "
-              "that are multiples of 16, and 16 or 32 query-tile rows per "
-              "warp of the "
+           << "pa-tile-to-mma needs f16 / bf16 tiles, a head dim that is a "
+              "multiple of 16, 16 keys or a multiple per key-splitting warp ("
+           << c.kvWarps << ") and 16 or 32 query-tile rows per row block of "
+              "the "
            << abi->block[0] << " threads; got Q " << qt << ", K " << kt;
   for (TileQKOp other : qks)
     if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||

@@ -1,0 +1,92 @@
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core" -verify-diagnostics | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=AUTO
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core decode-tile-kv=128" -verify-diagnostics | FileCheck %s --check-prefix=KV128
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core" --pa-promote-tiles --pa-tile-to-mma -verify-diagnostics | FileCheck %s --check-prefix=MMA
+// RUN: not pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=simd" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Stage 1 of the tensor-core decode: pa.decode is the prefill of one query
+// per request, tiled by the same emitPrefillQueryTile: a CTA per (request,
+// KV head), the group's query heads as the rows of one m16 block, a loop
+// over KV tiles of 64 keys that 4 warps split (kv_warps = 4 in the ABI);
+// same ABI kind, arguments and grid as the CUDA-core kernel. The window
+// starts the loop at the tile-aligned first visible key.
+
+// CHECK-LABEL: func.func @decode(
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode blocks in (%{{.*}}, %c8, %c1)
+// CHECK: gpu.func @pa_decode({{.*}}) kernel attributes {pa.kernel = {args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 128, 1, 1>, grid = ["batch", "kv_heads", 1], kind = "decode", kv_warps = 4 : i64, smem = 0 : i64, tile_kv = 64 : i64, tile_q = 16 : i64}}
+// CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<16x128xf32>
+// CHECK-DAG: %[[S:.*]] = memref.alloca() : memref<16x64xf32>
+// CHECK-DAG: %[[B:.*]] = gpu.block_id x
+// CHECK-DAG: %[[HK:.*]] = gpu.block_id y
+// CHECK: %[[ROW:.*]] = arith.addi %[[B]], %c0
+// CHECK: pa.tile.load_q q(%{{.*}}) rows(%[[ROW]], %c1) kv_head(%[[HK]]) outs(%[[QT]] : memref<16x128xf32>) {group = 4 : i64
+// CHECK: pa.tile.init_state
+// CHECK: arith.divui %{{.*}}, %c64
+// CHECK: scf.for %[[T0:.*]] = %{{.*}} to %[[LEN:.*]] step %c64
+// CHECK-NEXT: pa.tile.gather_kv {{.*}} request(%[[B]]) tokens(%[[T0]], %[[LEN]]) kv_head(%[[HK]])
+// CHECK-NEXT: pa.tile.qk ins(%[[QT]], %{{.*}}) outs(%[[S]] : memref<16x64xf32>)
+// CHECK: pa.tile.mask scores(%[[S]] {{.*}} masked_if(%{{.*}}) {group = 4 : i64, window = 100 : i64}
+// CHECK-NEXT: pa.tile.softmax_update
+// CHECK-NEXT: pa.tile.pv
+// CHECK: pa.tile.store {{.*}} rows(%[[ROW]], %c1) kv_head(%[[HK]])
+// The default (auto) takes the tensor-core decode for a group of 4 at f16.
+// AUTO-LABEL: func.func @decode(
+// AUTO: kind = "decode", kv_warps = 4 : i64
+// KV128-LABEL: func.func @decode(
+// KV128: tile_kv = 128 : i64, tile_q = 16 : i64
+// Stages 2-3: the warps' states merge through shared memory at the store:
+// the copies in flight land (an empty group waited on) and every warp is
+// past its last tile before the scratch (an f32 view of the same dynamic
+// shared memory) is written; the warps with key offset 0 read the others'
+// (m, l, acc) after a second barrier and store.
+// MMA-LABEL: func.func @decode(
+// MMA: gpu.func @pa_decode({{.*}}smem = 73984 : i64
+// MMA: nvgpu.mma.sync
+// MMA: %[[NONE:.*]] = nvgpu.device_async_create_group{{ *$}}
+// MMA-NEXT: nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
+// MMA-NEXT: gpu.barrier
+// MMA: memref.view {{.*}} to memref<6528xf32, #gpu.address_space<workgroup>>
+// MMA: scf.if
+// MMA: vector.store {{.*}} : memref<6528xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// MMA: gpu.barrier
+// MMA: scf.if
+// MMA: vector.load {{.*}} : memref<6528xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// MMA: vector.store {{.*}} : memref<?x32x128xf16>, vector<2xf16>
+// BAD: convert-pa-to-gpu: decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
+func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  pa.decode q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 100 : i64}
+  return
+}
+
+// -----
+
+// decode_partial: a CTA per work item (items past work_indptr[B] exit),
+// the item's keys [work_start, work_end) and row w of the partial states.
+// CHECK-LABEL: func.func @partial(
+// CHECK: gpu.func @pa_decode_partial({{.*}}grid = ["work_capacity", "kv_heads", 1], kind = "decode_partial", kv_warps = 4 : i64
+// CHECK: %[[W:.*]] = gpu.block_id x
+// CHECK: %[[GO:.*]] = arith.cmpi ult, %[[W]], %{{.*}} : index
+// CHECK: scf.if %[[GO]] {
+// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
+// CHECK: pa.tile.load_q
+// CHECK: scf.for
+// CHECK: pa.tile.store {{.*}} rows(%[[W]], %c1{{.*}}) kv_head
+// CHECK-SAME: memref<?x32x128xf32>
+// MMA-LABEL: func.func @partial(
+// MMA: vector.store {{.*}} : memref<?x32x128xf32>, vector<2xf32>
+func.func @partial(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %wi: memref<5xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>) {
+  pa.decode_partial q(%q : memref<4x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) work(%wi, %wr, %ws, %we : memref<5xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
+
+// -----
+
+// Head dim 96 (no power-of-two split into 16-byte lanes): auto takes the
+// tensor-core decode even for MHA.
+// AUTO-LABEL: func.func @d96(
+// AUTO: kind = "decode", kv_warps = 4 : i64
+// AUTO: memref.alloca() : memref<16x96xf32>
+func.func @d96(%q: memref<?x4x96xbf16>, %kv: memref<?x2x16x4x96xbf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x4x96xbf16>, %l: memref<?x4xf32>) {
+  pa.decode q(%q : memref<?x4x96xbf16>) kv(%kv : memref<?x2x16x4x96xbf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x4x96xbf16>, memref<?x4xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 4, head_dim = 96>}
+  return
+}
