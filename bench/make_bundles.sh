@@ -49,35 +49,43 @@ if [[ "${PA_SKIP_DECODE:-0}" != 1 ]]; then
   done
 fi
 
-# Tensor-core decode bundles (pa-compile --decode-kernel tensor-core), named
-# tc_...: the GQA-4 and MHA benchmark shapes, groups 1/4/7/8/16/32, head
-# dims 64/80/96/128/256 (80 and 96 have no CUDA-core kernel), page sizes
-# 1/5/16/64, f16/bf16, NHD/HND, joint/split, and the 128-key tile.
-# PA_SKIP_TC=1 skips them.
-tc=(
-  "tc_gqa4_d128_p16_f16_nhd_joint 8 4 128 16 f16 nhd joint"
-  "tc_mha_d128_p16_f16_nhd_joint 32 1 128 16 f16 nhd joint"
-  "tc_gqa4_d128_p16_f16_nhd_joint_kv128 8 4 128 16 f16 nhd joint --decode-tile-kv 128"
-  "tc_g8_d128_p16_bf16_hnd_split 2 8 128 16 bf16 hnd split"
-  "tc_g7_d80_p5_f16_nhd_joint 2 7 80 5 f16 nhd joint"
-  "tc_g4_d96_p1_bf16_nhd_split 2 4 96 1 bf16 nhd split"
-  "tc_g16_d64_p64_f16_hnd_joint 2 16 64 64 f16 hnd joint"
-  "tc_g32_d128_p16_bf16_nhd_joint 1 32 128 16 bf16 nhd joint"
-  "tc_g4_d256_p16_f16_nhd_joint 2 4 256 16 f16 nhd joint"
+# The decode bundles above take pa-compile's default kernel
+# (--decode-kernel auto: tensor cores for f16/bf16 with GQA groups 4..32).
+# Decode bundles with a forced kernel, named tc_... (tensor-core) and cc_...
+# (CUDA-core): the benchmark shapes on the other kernel (MHA on tensor
+# cores; GQA 4, 8 and 16 on CUDA cores), head dims 80 and 96 (no CUDA-core
+# kernel), groups 1/7/32, page sizes 1/5/16/64, f16/bf16, NHD/HND,
+# joint/split, the 128-key tile. PA_SKIP_FORCED=1 skips them.
+forced=(
+  "tc_mha_d128_p16_f16_nhd_joint 32 1 128 16 f16 nhd joint --decode-kernel tensor-core"
+  "tc_gqa4_d128_p16_f16_nhd_joint_kv128 8 4 128 16 f16 nhd joint --decode-kernel tensor-core --decode-tile-kv 128"
+  "tc_g1_d128_p16_bf16_hnd_split 4 1 128 16 bf16 hnd split --decode-kernel tensor-core"
+  "tc_g7_d80_p5_f16_nhd_joint 2 7 80 5 f16 nhd joint --decode-kernel tensor-core"
+  "tc_g4_d96_p1_bf16_nhd_split 2 4 96 1 bf16 nhd split --decode-kernel tensor-core"
+  "tc_g16_d64_p64_f16_hnd_joint 2 16 64 64 f16 hnd joint --decode-kernel tensor-core"
+  "tc_g32_d128_p16_bf16_nhd_joint 1 32 128 16 bf16 nhd joint --decode-kernel tensor-core"
+  "tc_g4_d256_p16_f16_nhd_joint 2 4 256 16 f16 nhd joint --decode-kernel tensor-core"
+  "cc_gqa4_d128_p16_f16_nhd_joint 8 4 128 16 f16 nhd joint --decode-kernel cuda-core"
+  "cc_g8_d128_p16_f16_nhd_joint 4 8 128 16 f16 nhd joint --decode-kernel cuda-core"
+  "cc_g16_d128_p16_f16_nhd_joint 2 16 128 16 f16 nhd joint --decode-kernel cuda-core"
+  "g8_d128_p16_f16_nhd_joint 4 8 128 16 f16 nhd joint"
+  "g16_d128_p16_f16_nhd_joint 2 16 128 16 f16 nhd joint"
 )
-if [[ "${PA_SKIP_TC:-0}" != 1 ]]; then
-  for c in "${tc[@]}"; do
+if [[ "${PA_SKIP_FORCED:-0}" != 1 ]]; then
+  for c in "${forced[@]}"; do
     read -r name hkv g d p dt lay kv flags <<<"$c"
     # shellcheck disable=SC2086
-    "$pac" --decode-kernel tensor-core --kv-heads "$hkv" --group "$g" \
-      --head-dim "$d" --page-size "$p" --dtype "$dt" --layout "$lay" \
-      --kv "$kv" ${flags:-} --chip sm_90 -o "$out/$name"
+    "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
+      --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} --chip sm_90 \
+      -o "$out/$name"
   done
 fi
 
 # name kv_heads group head_dim page_size dtype layout kv [prefill flags...]
 prefill=(
   "prefill_gqa4_d128_p16_f16_nhd_joint_causal 8 4 128 16 f16 nhd joint --causal"
+  "prefill_gqa4_d128_p16_f16_nhd_joint_causal_kvsplit 8 4 128 16 f16 nhd joint --causal --prefill-warps 4 --prefill-warp-rows 16 --prefill-kv-warps 4 --prefill-tile-kv 64 --prefill-variants one"
+  "prefill_g4_d96_p5_bf16_nhd_split_window_kvsplit 2 4 96 5 bf16 nhd split --causal --window 100 --prefill-warps 4 --prefill-warp-rows 16 --prefill-kv-warps 4 --prefill-tile-kv 64 --prefill-variants one"
   "prefill_mha_d128_p16_f16_nhd_joint_causal 32 1 128 16 f16 nhd joint --causal"
   "prefill_g4_d128_p16_bf16_nhd_joint_none 2 4 128 16 bf16 nhd joint"
   "prefill_g1_d64_p1_f16_hnd_split_causal 4 1 64 1 f16 hnd split --causal"

@@ -83,6 +83,16 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     `merge_segments` uses a CTA per (segment, head), threads over the head
     dim.
 
+    With `decode-kernel=tensor-core` (and under `auto`, the default, for
+    f16 / bf16 with GQA groups 4..32 or a head dim the kernel above cannot
+    split into a power of two of 16-byte lanes) `pa.decode` and
+    `pa.decode_partial` instead become tile kernels like prefill's (one
+    query per request: the group's heads as the 16 or 32 rows of the query
+    tile, `decode-tile-kv` keys per KV tile, 4 warps that split each KV
+    tile's keys, `kv_warps = 4` in the ABI), with the same ABI kind, roles
+    and grid as the kernel above; `pa-promote-tiles` and `pa-tile-to-mma`
+    finish them (docs/GPU.md, "Tensor-core decode").
+
     `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
     up to the tile's rows) becomes the first stage of the prefill GPU
     pipeline (lib/Conversion/PAToGPU/PrefillToGPU.cpp): a kernel with a CTA
@@ -100,8 +110,10 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     way per work item (grid `work_capacity`, `kv_heads`, `q_tiles`).
 
     Requirements (checked, with an error): identity-layout memrefs, static
-    head dim and query heads, `D / V` a power of two <= 32, the cross-group
-    merge within 48 KiB of shared memory.
+    head dim and query heads; for the CUDA-core decode `D / V` a power of
+    two <= 32 and the cross-group merge within 48 KiB of shared memory; for
+    the tile kernels f16 / bf16 data, a head dim that is a multiple of 16 up
+    to 256 and the GQA group within the query tile.
   }];
   let options = [
     Option<"ctaThreads", "cta-threads", "int64_t", /*default=*/"128",
