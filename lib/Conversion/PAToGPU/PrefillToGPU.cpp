@@ -149,6 +149,20 @@ PrefillTiles allocTiles(KernelEmitter &e, const PrefillConfig &c) {
                       tile({bm, d})};
 }
 
+/// The ABI of a tile kernel of shape `c` for `op`.
+KernelABI tileABI(Operation *op, const PrefillConfig &c, StringRef kind,
+                  std::array<GridExtentABI, 3> grid) {
+  KernelABI abi;
+  abi.kind = kind.str();
+  abi.args = argRoles(op);
+  abi.grid = std::move(grid);
+  abi.block = {c.threads(), 1, 1};
+  abi.tileQ = c.tileRows();
+  abi.tileKV = c.keys;
+  abi.kvWarps = c.kvWarps;
+  return abi;
+}
+
 /// The page table of `op` as the kernel's arguments.
 PageTable kernelPageTable(Operation *op, const IRMapping &m) {
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op), /*checked=*/false);
@@ -165,15 +179,9 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
                                 const PrefillConfig &c,
                                 gpu::GPUModuleOp kmod, StringRef name) {
   auto partial = dyn_cast<DecodePartialOp>(op);
-  KernelABI abi;
-  abi.kind = partial ? "decode_partial" : "decode";
-  abi.args = argRoles(op);
-  abi.grid = {GridExtentABI{partial ? "work_capacity" : "batch"},
-              GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}};
-  abi.block = {c.threads(), 1, 1};
-  abi.tileQ = c.tileRows();
-  abi.tileKV = c.keys;
-  abi.kvWarps = c.kvWarps;
+  KernelABI abi = tileABI(op, c, partial ? "decode_partial" : "decode",
+                          {GridExtentABI{partial ? "work_capacity" : "batch"},
+                           GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}});
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
   Location loc = op->getLoc();
@@ -246,19 +254,13 @@ LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
     return failure();
   if (isa<DecodeOp, DecodePartialOp>(op))
     return buildDecodeKernel(op, p, c, kmod, name);
-  KernelABI abi;
-  abi.kind = partial ? "prefill_partial" : "prefill";
-  abi.args = argRoles(op);
-  if (partial)
-    abi.grid = {GridExtentABI{"work_capacity"}, GridExtentABI{"kv_heads"},
-                GridExtentABI{"q_tiles"}};
-  else
-    abi.grid = {GridExtentABI{"q_tiles"}, GridExtentABI{"kv_heads"},
-                GridExtentABI{"batch"}};
-  abi.block = {c.threads(), 1, 1};
-  abi.tileQ = c.tileRows();
-  abi.tileKV = c.keys;
-  abi.kvWarps = c.kvWarps;
+  KernelABI abi =
+      partial ? tileABI(op, c, "prefill_partial",
+                        {GridExtentABI{"work_capacity"},
+                         GridExtentABI{"kv_heads"}, GridExtentABI{"q_tiles"}})
+              : tileABI(op, c, "prefill",
+                        {GridExtentABI{"q_tiles"}, GridExtentABI{"kv_heads"},
+                         GridExtentABI{"batch"}});
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
   Location loc = op->getLoc();
