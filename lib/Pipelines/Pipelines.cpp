@@ -78,6 +78,9 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "decode-kernel must be auto, cuda-core or tensor-core";
   if (o.decodeTileKV != 0 && o.decodeTileKV != 64 && o.decodeTileKV != 128)
     return "decode-tile-kv must be 64 or 128 (0: 64)";
+  if (o.decodeKVStages != 0 &&
+      (o.decodeKVStages < 2 || o.decodeKVStages > 4))
+    return "decode-kv-stages must be 2, 3 or 4 (0: 2)";
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

@@ -4,6 +4,8 @@
 // What the tensor-core decode cannot build is an error at the op (under
 // decode-kernel=auto these take the CUDA-core kernel).
 // TILE: decode-tile-kv must be 64 or 128, got 32
+// RUN: not pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core decode-kv-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
+// STAGES: decode-kv-stages must be 2, 3 or 4, got 5
 
 func.func @f32(%q: memref<?x8x64xf32>, %kv: memref<?x2x16x2x64xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
   // expected-error @+1 {{the tensor-core decode on the GPU runs on tensor cores and needs f16 or bf16 data, got 'f32'}}

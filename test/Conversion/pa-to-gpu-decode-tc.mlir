@@ -3,6 +3,7 @@
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core decode-tile-kv=128" -verify-diagnostics | FileCheck %s --check-prefix=KV128
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core" --pa-promote-tiles --pa-tile-to-mma -verify-diagnostics | FileCheck %s --check-prefix=MMA
 // RUN: not pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=simd" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="decode-kernel=tensor-core decode-kv-stages=3" --pa-promote-tiles | FileCheck %s --check-prefix=STAGES
 
 // Stage 1 of the tensor-core decode: pa.decode is the prefill of one query
 // per request, tiled by the same emitPrefillQueryTile: a CTA per (request,
@@ -53,6 +54,19 @@
 // MMA: vector.load {{.*}} : memref<6528xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // MMA: vector.store {{.*}} : memref<?x32x128xf16>, vector<2xf16>
 // BAD: convert-pa-to-gpu: decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
+// Three K/V stages (kv_stages in the ABI): Q waits behind the two K/V
+// groups issued before the loop, each step waits for all but the newest
+// group, and the loop takes three tiles an iteration (the second and third
+// under scf.if), so shared memory holds Q + 3 x (K, V) tiles.
+// STAGES-LABEL: func.func @decode(
+// STAGES: gpu.func @pa_decode({{.*}}kv_stages = 3 : i64, kv_warps = 4 : i64, smem = 108800 : i64
+// STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// STAGES: scf.for
+// STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// STAGES: scf.if
+// STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// STAGES: scf.if
+// STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   pa.decode q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 100 : i64}
   return

@@ -121,6 +121,11 @@ static cl::opt<int64_t> decodeTileKV(
     "decode-tile-kv", cl::init(0),
     cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)"),
     cl::cat(category));
+static cl::opt<int64_t> decodeKVStages(
+    "decode-kv-stages", cl::init(0),
+    cl::desc("K/V tiles of the tensor-core decode in shared memory at once: "
+             "2, 3 or 4 (0: 2)"),
+    cl::cat(category));
 static cl::opt<std::string> prefillVariants(
     "prefill-variants", cl::init("auto"),
     cl::desc("auto: with the default prefill shape up to head dim 128, also "
@@ -233,6 +238,8 @@ bool checkFlags() {
          decodeKernel + "'");
   if (decodeTileKV != 0 && decodeTileKV != 64 && decodeTileKV != 128)
     fail("--decode-tile-kv must be 64 or 128 (0: 64)");
+  if (decodeKVStages != 0 && (decodeKVStages < 2 || decodeKVStages > 4))
+    fail("--decode-kv-stages must be 2, 3 or 4 (0: 2)");
   if (prefillVariants != "auto" && prefillVariants != "one")
     fail("--prefill-variants must be auto or one, got '" + prefillVariants +
          "'");
@@ -499,6 +506,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;
   opts.decodeTileKV = decodeTileKV;
+  opts.decodeKVStages = decodeKVStages;
 }
 
 /// The manifest element type of a kernel argument.

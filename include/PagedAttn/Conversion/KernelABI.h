@@ -63,6 +63,10 @@ struct KernelABI {
   /// written when > 1): each holds a partial softmax state of its keys and
   /// the store merges them. The other warps split the query tile's rows.
   int64_t kvWarps = 1;
+  /// K/V tiles of a tile kernel in shared memory at once (kv_stages,
+  /// written when set; 0: pa-promote-tiles' default of 2): one is computed
+  /// on while the copies of the next stages - 1 are in flight.
+  int64_t kvStages = 0;
 };
 
 /// The attribute that encodes `abi`.

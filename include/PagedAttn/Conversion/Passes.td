@@ -150,6 +150,9 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "cannot split; else cuda-core)">,
     Option<"decodeTileKV", "decode-tile-kv", "int64_t", /*default=*/"0",
            "Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)">,
+    Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
+           "K/V tiles of the tensor-core decode in shared memory at once "
+           "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

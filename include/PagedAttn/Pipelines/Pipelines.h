@@ -127,6 +127,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 "
                      "(0: 64)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> decodeKVStages{
+      *this, "decode-kv-stages",
+      llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "
+                     "once: 2, 3 or 4 (0: 2)"),
+      llvm::cl::init(0)};
 };
 
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional

@@ -38,6 +38,9 @@ DictionaryAttr mlir::pa::encodeKernelABI(MLIRContext *ctx,
     entries.push_back(
         b.getNamedAttr("tile_kv", b.getI64IntegerAttr(abi.tileKV)));
   }
+  if (abi.kvStages > 0)
+    entries.push_back(
+        b.getNamedAttr("kv_stages", b.getI64IntegerAttr(abi.kvStages)));
   if (abi.kvWarps > 1)
     entries.push_back(
         b.getNamedAttr("kv_warps", b.getI64IntegerAttr(abi.kvWarps)));
@@ -96,6 +99,9 @@ FailureOr<KernelABI> mlir::pa::decodeKernelABI(Operation *kernel) {
   optInt("tile_q", abi.tileQ);
   optInt("tile_kv", abi.tileKV);
   optInt("kv_warps", abi.kvWarps);
+  optInt("kv_stages", abi.kvStages);
+  if (abi.kvStages < 0 || abi.kvStages == 1 || abi.kvStages > 4)
+    return bad("'kv_stages' must be 2, 3 or 4");
   if (abi.kvWarps < 1 ||
       (abi.kvWarps > 1 && abi.block[0] % (32 * abi.kvWarps) != 0))
     return bad("'kv_warps' must be >= 1 and divide the block's warps");

@@ -101,9 +101,9 @@ SmallVector<std::string> argRoles(Operation *op);
 
 /// The tile kernel shape asked for by the pass options (0: default): for a
 /// prefill the prefill-* options, for the tensor-core decode its KV tile
-/// (decode-tile-kv).
+/// and K/V stages (decode-tile-kv, decode-kv-stages).
 struct PrefillShape {
-  int64_t warps = 0, tileKV = 0, warpRows = 0, kvWarps = 0;
+  int64_t warps = 0, tileKV = 0, warpRows = 0, kvWarps = 0, kvStages = 0;
 };
 
 /// Checks that convert-pa-to-gpu can build the tile kernel of `op` (a

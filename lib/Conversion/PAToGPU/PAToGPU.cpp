@@ -584,7 +584,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     if (isa<PrefillOp, PrefillPartialOp>(op))
       return prefillShape();
     if (isa<DecodeOp, DecodePartialOp>(op) && tensorCoreDecode(op))
-      return PrefillShape{0, decodeTileKV, 0, 0};
+      return PrefillShape{0, decodeTileKV, 0, 0, decodeKVStages};
     return std::nullopt;
   }
 

@@ -44,6 +44,8 @@ namespace {
 struct PrefillConfig {
   int64_t headDim = 0, group = 0, numKVHeads = 0;
   int64_t warps = 4, kvWarps = 1, mTiles = 1, keys = 0;
+  /// K/V stages in shared memory (0: pa-promote-tiles' default, 2).
+  int64_t kvStages = 0;
 
   int64_t threads() const { return warps * 32; }
   int64_t tileRows() const { return warps / kvWarps * 16 * mTiles; }
@@ -123,6 +125,10 @@ LogicalResult makeDecodeConfig(const PrefillOperands &p,
   c.kvWarps = 4;
   c.keys = shape.tileKV > 0 ? shape.tileKV : 64;
   c.mTiles = llvm::divideCeil(c.group, 16);
+  c.kvStages = shape.kvStages;
+  if (c.kvStages != 0 && (c.kvStages < 2 || c.kvStages > 4))
+    return p.op->emitOpError()
+           << "decode-kv-stages must be 2, 3 or 4, got " << c.kvStages;
   if (c.keys % 64 != 0 || c.keys > 128)
     return p.op->emitOpError()
            << "the tensor-core decode splits each KV tile over 4 warps of 16 "
@@ -160,6 +166,7 @@ KernelABI tileABI(Operation *op, const PrefillConfig &c, StringRef kind,
   abi.tileQ = c.tileRows();
   abi.tileKV = c.keys;
   abi.kvWarps = c.kvWarps;
+  abi.kvStages = c.kvStages;
   return abi;
 }
 

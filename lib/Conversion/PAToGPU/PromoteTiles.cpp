@@ -5,27 +5,31 @@
 // the operand tiles move to dynamic shared memory in the cache's element
 // type and their loads become asynchronous copies:
 //
-//   shared memory [BM + 4 BN][D + 8]: Q, then K and V of two stages; rows
-//   padded by 16 bytes so that the 8 row addresses of an ldmatrix fall into
-//   distinct banks (a padded layout rather than an XOR swizzle, which would
-//   not cover head dims such as 96 whose rows are not a multiple of 128
-//   bytes)
+//   shared memory [BM + 2 S BN][D + 8]: Q, then K and V of S stages (the
+//   kernel ABI's kv_stages, default 2); rows padded by 16 bytes so that the
+//   8 row addresses of an ldmatrix fall into distinct banks (a padded
+//   layout rather than an XOR swizzle, which would not cover head dims such
+//   as 96 whose rows are not a multiple of 128 bytes)
 //   pa.tile.load_q -> cp.async of the tile's query rows (16 bytes each,
-//   zero-filled past the tile's queries); its scale moves onto pa.tile.qk
+//   zero-filled past the tile's queries; a last partial round of chunks
+//   when the threads do not split them evenly); its scale moves onto
+//   pa.tile.qk
 //   the KV loop `scf.for %t0 = lo to hi step BN { gather_kv; body }` ->
-//     K/V tile at lo -> stage 0 (cp.async through the page table, 16 bytes,
-//     zero-filled past hi, whose pages are never looked up)
-//     scf.for %t = lo to hi step 2 BN   (two tiles per iteration, so that
-//                                        the stage of every access is static)
-//       step(t, stage 0); if t + BN < hi: step(t + BN, stage 1)
-//     step(t0, s): cp.async.wait_group 0 + barrier (tile t0 visible, and
-//       every warp done with the previous step, so stage 1 - s is free),
-//       cp.async of tile t0 + BN into stage 1 - s (its pages looked up one
-//       step earlier; the copies overlap this step's math), page lookups of
-//       tile t0 + 2 BN (i32, carried), the body on stage s. One barrier per
-//       KV tile: on an H200 (2026-11-23, causal D 128) this ran 3-6% faster
-//       than issuing the copies before the wait with a second barrier after
-//       the math (docs/PERFORMANCE.md).
+//     K/V tiles lo, ..., lo + (S - 2) BN -> stages 0 .. S - 2, a commit
+//     group each (cp.async through the page table, 16 bytes, zero-filled
+//     past hi, whose pages are never looked up)
+//     scf.for %t = lo to hi step S BN   (S tiles per iteration, so that the
+//                                        stage of every access is static)
+//       step(t, 0); if t + BN < hi: step(t + BN, 1); if ...: step(.., S - 1)
+//     step(t0, s): cp.async.wait_group S - 2 + barrier (tile t0 visible,
+//       and every warp done with the previous step, so its stage is free),
+//       cp.async of tile t0 + (S - 1) BN into that stage (its pages looked
+//       up one step earlier; the copies overlap this step's math), page
+//       lookups of tile t0 + S BN (i32, carried), the body on stage s. One
+//       barrier per KV tile: on an H200 (2026-11-23, causal D 128) this ran
+//       3-6% faster than issuing the copies before the wait with a second
+//       barrier after the math (docs/PERFORMANCE.md); 3 stages for the
+//       tensor-core decode ran up to 9% slower than 2 (2026-11-24).
 //
 // The tile ops that remain (qk, mask, softmax_update, pv, store) read Q, K
 // and V from shared memory; pa-tile-to-mma maps them onto tensor cores.
@@ -39,6 +43,8 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <functional>
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PAPROMOTETILES
@@ -60,14 +66,16 @@ constexpr int64_t kChunk = 8;
 struct Layout {
   Type elem;
   int64_t headDim = 0, rows = 0, keys = 0, threads = 0, group = 1;
+  /// K/V tiles in shared memory at once (the ABI's kv_stages, default 2).
+  int64_t stages = 2;
 
   int64_t stride() const { return headDim + kChunk; }
   int64_t chunksPerRow() const { return headDim / kChunk; }
-  int64_t smemRows() const { return rows + 4 * keys; }
+  int64_t smemRows() const { return rows + 2 * stages * keys; }
   int64_t smemBytes() const { return smemRows() * stride() * 2; }
   /// First shared-memory row of K (isV = false) or V of `stage`.
   int64_t kvRow0(bool isV, int64_t stage) const {
-    return rows + ((isV ? 2 : 0) + stage) * keys;
+    return rows + ((isV ? stages : 0) + stage) * keys;
   }
   /// Rounds of 16-byte chunks a thread copies per K (or V) tile.
   int64_t chunkRounds() const {
@@ -127,6 +135,8 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
   l.keys = kt.getDimSize(0);
   l.threads = abi->block[0];
   l.group = m.loadQ.getGroup();
+  if (abi->kvStages > 0)
+    l.stages = abi->kvStages;
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
@@ -174,7 +184,8 @@ private:
   Value smem, tid, end, pageBase, kvHead;
   Cache cache;
   PageTable pages;
-  Value qView, kView[2], vView[2];
+  Value qView;
+  SmallVector<Value, 4> kView, vView;
 
   /// Rows [row0, row0 + n) of shared memory as a [n][D] view.
   Value view(int64_t row0, int64_t n) {
@@ -223,7 +234,7 @@ private:
                SmallVectorImpl<Value> &tokens);
   Value issueQ();
   /// One KV tile starting at `t0` held in `stage`: returns the pages of the
-  /// tile two ahead. `group` is a token of a commit group in flight
+  /// tile `stages` ahead. `group` is a token of a commit group in flight
   /// before the loop (cp.async.wait_group counts groups; the token only
   /// orders the wait after it in the IR).
   SmallVector<Value> step(Value t0, int64_t stage, ValueRange tilePages,
@@ -324,17 +335,20 @@ Value Promoter::issueQ() {
 
 SmallVector<Value> Promoter::step(Value t0, int64_t stage,
                                   ValueRange tilePages, Value group) {
-  // Wait for this tile (the only group in flight) and make it visible; the
-  // barrier also means every warp is done with the previous step, so the
-  // other stage is free: the next tile's copies go there (with the pages
-  // looked up one step ago) and overlap this tile's math, and the pages of
-  // the tile after it are looked up.
-  wait(group, 0);
+  // Wait for this tile (every group but the stages - 2 after it) and make
+  // it visible; the barrier also means every warp is done with the
+  // previous step, so its stage is free: the copies of the tile stages - 1
+  // ahead go there (with the pages looked up one step ago) and overlap this
+  // tile's math, and the pages of the tile after it are looked up. Every
+  // step commits one group, so the count holds to the end.
+  int64_t n = l.stages;
+  wait(group, static_cast<int32_t>(n - 2));
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> tokens;
-  issueKV(e.add(t0, e.idx(l.keys)), 1 - stage, tilePages, tokens);
+  issueKV(e.add(t0, e.idx((n - 1) * l.keys)), (stage + n - 1) % n, tilePages,
+          tokens);
   commit(tokens);
-  SmallVector<Value> ahead = lookupPages(e.add(t0, e.idx(2 * l.keys)));
+  SmallVector<Value> ahead = lookupPages(e.add(t0, e.idx(n * l.keys)));
   IRMapping map;
   map.map(m.loop.getInductionVar(), t0);
   map.map(m.gather.getKTile(), kView[stage]);
@@ -360,9 +374,9 @@ void Promoter::run() {
                       MemRefLayoutAttrInterface(), wg),
       raw, e.idx(0), ValueRange{});
   qView = view(0, l.rows);
-  for (int64_t s = 0; s < 2; ++s) {
-    kView[s] = view(l.kvRow0(false, s), l.keys);
-    vView[s] = view(l.kvRow0(true, s), l.keys);
+  for (int64_t s = 0; s < l.stages; ++s) {
+    kView.push_back(view(l.kvRow0(false, s), l.keys));
+    vView.push_back(view(l.kvRow0(true, s), l.keys));
   }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
 
@@ -393,21 +407,34 @@ void Promoter::run() {
   b.setInsertionPoint(old);
   pageBase = pages.pageBase(e, g.getRequest());
   Value lo = old.getLowerBound(), hi = old.getUpperBound();
-  SmallVector<Value> tokens;
-  issueKV(lo, /*stage=*/0, lookupPages(lo), tokens);
-  Value group = commit(tokens);
-  SmallVector<Value> ahead = lookupPages(e.add(lo, e.idx(l.keys)));
+  // The first stages - 1 K/V tiles in flight, a commit group each.
+  int64_t n = l.stages;
+  Value group;
+  for (int64_t s = 0; s + 1 < n; ++s) {
+    SmallVector<Value> tokens;
+    Value t = e.add(lo, e.idx(s * l.keys));
+    issueKV(t, s, lookupPages(t), tokens);
+    group = commit(tokens);
+  }
+  SmallVector<Value> ahead = lookupPages(e.add(lo, e.idx((n - 1) * l.keys)));
   // Q visible before the loop (the fragments may be loaded there).
-  wait(qGroup, 1);
+  wait(qGroup, static_cast<int32_t>(n - 1));
   gpu::BarrierOp::create(b, loc);
-  e.forLoop(lo, hi, e.idx(2 * l.keys), ahead,
+  // `stages` tiles per iteration, so that every stage index is static; the
+  // later ones run while inside [lo, hi).
+  std::function<SmallVector<Value>(Value, int64_t, ValueRange)> steps =
+      [&](Value t, int64_t s, ValueRange tilePages) -> SmallVector<Value> {
+    SmallVector<Value> next = step(t, s, tilePages, group);
+    if (s + 1 == n)
+      return next;
+    Value t1 = e.add(t, e.idx(l.keys));
+    return e.ifThenElse(
+        e.cmpi(Pred::slt, t1, hi), ValueRange(next).getTypes(),
+        [&]() { return steps(t1, s + 1, next); }, [&]() { return next; });
+  };
+  e.forLoop(lo, hi, e.idx(n * l.keys), ahead,
             [&](Value t, ValueRange tilePages) {
-              SmallVector<Value> mid = step(t, 0, tilePages, group);
-              Value t1 = e.add(t, e.idx(l.keys));
-              return e.ifThenElse(
-                  e.cmpi(Pred::slt, t1, hi), ValueRange(mid).getTypes(),
-                  [&]() { return step(t1, 1, mid, group); },
-                  [&]() { return mid; });
+              return steps(t, 0, tilePages);
             });
   Value kTile = g.getKTile(), vTile = g.getVTile();
   old.erase();
