@@ -1,4 +1,4 @@
-//===- PrefillToGPU.cpp - pa.prefill to a kernel over tile ops ------------===//
+//===- PrefillToGPU.cpp - prefill and tensor-core decode over tile ops ----===//
 //
 // The first stage of the prefill GPU pipeline (docs/GPU.md): a memref-form
 // pa.prefill becomes the kernel `pa_prefill`, a CTA per (query tile x, KV
@@ -16,6 +16,13 @@
 //   pa.tile.load_q, init_state, scf.for over the visible KV tiles of BN keys
 //   (gather_kv, qk, mask masked_if the tile needs it, softmax_update, pv),
 //   pa.tile.store.
+//
+// A pa.decode / pa.decode_partial with the tensor-core decode
+// (decode-kernel, PAToGPU.cpp) is the prefill of one query per request:
+// `pa_decode` / `pa_decode_partial`, a CTA per (request or work item x, KV
+// head y), the group's heads as the 16 or 32 rows of its one query tile, 4
+// warps that split each KV tile's keys (kv_warps in the ABI), the same ABI
+// kind and grid as the CUDA-core kernels.
 //
 // The tiles are f32 buffers (memref.alloca) that the later stages replace:
 // pa-promote-tiles puts Q / K / V in shared memory behind cp.async copies,
