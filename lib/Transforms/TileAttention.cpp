@@ -51,17 +51,12 @@ LogicalResult checkTileable(const PrefillOperands &p, int64_t tileQ,
   return success();
 }
 
-/// Rewrites one pa.prefill or pa.prefill_partial into the tiled loop nest.
-void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
-  Operation *op = p.op;
-  OpBuilder b(op);
+/// The f32 tile buffers of `op`'s tiling, in the function's entry block so
+/// that an op inside a loop does not grow the stack at each iteration.
+PrefillTiles allocTiles(Operation *op, int64_t tileQ, int64_t tileKV,
+                        int64_t d) {
   Location loc = op->getLoc();
-  Emitter e{b, loc};
-  int64_t hkv = p.cache.getNumKVHeads(), d = p.cache.getHeadDim();
-  int64_t queriesPerTile = tileQ / p.group();
-  Type f32 = b.getF32Type();
-  // The tiles live in the function's entry block, so that a prefill inside
-  // a loop does not grow the stack at each iteration.
+  Type f32 = Float32Type::get(op->getContext());
   OpBuilder entry(op->getContext());
   entry.setInsertionPointToStart(
       &op->getParentOfType<FunctionOpInterface>().getFunctionBody().front());
@@ -71,9 +66,43 @@ void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
   auto tile1 = [&](int64_t r) {
     return memref::AllocaOp::create(entry, loc, MemRefType::get({r}, f32));
   };
-  PrefillTiles tiles{tile2(tileQ, d),      tile2(tileKV, d), tile2(tileKV, d),
-                     tile2(tileQ, tileKV), tile1(tileQ),     tile1(tileQ),
-                     tile2(tileQ, d)};
+  return PrefillTiles{tile2(tileQ, d),      tile2(tileKV, d),
+                      tile2(tileKV, d),     tile2(tileQ, tileKV),
+                      tile1(tileQ),         tile1(tileQ),
+                      tile2(tileQ, d)};
+}
+
+/// Rewrites one pa.decode into the tiled loop nest: per request and KV
+/// head, one query tile holding the request's query (position kv_len - 1)
+/// for the group's heads (the tensor-core decode's tiling, on the CPU).
+void tileDecode(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
+  Operation *op = p.op;
+  OpBuilder b(op);
+  Emitter e{b, op->getLoc()};
+  PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
+  PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
+  Value batch = e.dim(p.q, 0);
+  pt.emitDecodeChecks(e, batch);
+  e.forEach(e.idx(0), batch, [&](Value req) {
+    Value kvLen = pt.kvLen(e, req);
+    e.forEach(e.idx(0), e.idx(p.cache.getNumKVHeads()), [&](Value hk) {
+      QueryTileCoords t{req, hk, req, e.idx(0), e.idx(1), e.idx(1), kvLen,
+                        Value()};
+      emitPrefillQueryTile(e, p, IRMapping(), pt, t, tiles);
+    });
+  });
+  op->erase();
+}
+
+/// Rewrites one pa.prefill or pa.prefill_partial into the tiled loop nest.
+void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
+  Operation *op = p.op;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  Emitter e{b, loc};
+  int64_t hkv = p.cache.getNumKVHeads();
+  int64_t queriesPerTile = tileQ / p.group();
+  PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
 
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
   Value qoIndptr = p.qoIndptr;
@@ -139,14 +168,18 @@ struct PATileAttention final
   void runOnOperation() override {
     SmallVector<PrefillOperands> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<PrefillOp, PrefillPartialOp>(op))
+      if (isa<PrefillOp, PrefillPartialOp, DecodeOp>(op))
         ops.emplace_back(op);
     });
     for (const PrefillOperands &p : ops)
       if (failed(checkTileable(p, tileQ, tileKV)))
         return signalPassFailure();
-    for (const PrefillOperands &p : ops)
-      tilePrefill(p, tileQ, tileKV);
+    for (const PrefillOperands &p : ops) {
+      if (isa<DecodeOp>(p.op))
+        tileDecode(p, tileQ, tileKV);
+      else
+        tilePrefill(p, tileQ, tileKV);
+    }
   }
 };
 } // namespace

@@ -118,3 +118,24 @@ func.func @prefill_partial(%q: memref<?x32x128xf16>, %qi: memref<?xi32>, %kv: me
   pa.prefill_partial q(%q, %qi : memref<?x32x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) work(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, causal}
   return
 }
+
+// -----
+
+// pa.decode: per request and KV head one query tile holding the request's
+// query (row b of q, one query at position kv_len - 1) for the group's
+// heads; the window starts the KV loop at the tile-aligned first visible
+// key; the page table is checked as the loops lowering of pa.decode does.
+// CHECK-LABEL: func.func @decode(
+// CHECK: cf.assert {{.*}}"kv_indptr must have B + 1 entries (B = rows of q)"
+// CHECK: scf.for %[[B:.*]] = %c0{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[HK:.*]] = %c0{{.*}} to %c8{{.*}} step
+// CHECK: pa.tile.load_q q(%{{.*}} : memref<?x32x128xf16>) rows(%{{.*}}, %c1{{.*}}) kv_head(%[[HK]]) outs(%{{.*}} : memref<8x128xf32>) {group = 4 : i64
+// CHECK: scf.for %[[T0:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK: pa.tile.gather_kv {{.*}} request(%[[B]]) tokens(%[[T0]], %{{.*}}) kv_head(%[[HK]])
+// CHECK: pa.tile.mask {{.*}} masked_if(%{{.*}}) {group = 4 : i64, window = 100 : i64}
+// CHECK: pa.tile.store {{.*}} kv_head(%[[HK]]) outs(%{{.*}}, %{{.*}} : memref<?x32x128xf16>, memref<?x32xf32>)
+// CHECK-NOT: pa.decode
+func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  pa.decode q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 100 : i64}
+  return
+}

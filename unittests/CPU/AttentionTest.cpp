@@ -1048,6 +1048,29 @@ TEST(PACPUDifferential, Decode) {
                 kCasesPerConfig, "pa.decode");
 }
 
+TEST(PACPUDifferential, DecodeTiled) {
+  // pa.decode through pa-tile-attention: one query tile per request and KV
+  // head (the tensor-core decode's tiling, emitPrefillQueryTile), every
+  // decode option (window, soft-cap, ALiBi, lse base 2), tile rows from the
+  // group up and KV tiles from 1 key.
+  OpStats stats("pa.decode (tile-attention)");
+  runDifferentialTest(
+      "DecodeTiled", 7, kConfigSalt, 30, kCasesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomDecodeConfig(crng, ci);
+        // A fixed group (static query heads), so that tile-q holds whole
+        // groups; 0 would leave tiling off.
+        c.group = crng.pick(std::vector<int64_t>{1, 2, 4, 5, 8});
+        PipelineConfig pc;
+        pc.tileQ = c.group * crng.pick(std::vector<int64_t>{1, 2, 16});
+        pc.tileKV = crng.pick(std::vector<int64_t>{1, 3, 16, 64});
+        return DiffConfig{c.str(), decodeModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runDecodeCase(m, c, rng, k, stats);
+                          }};
+      });
+}
+
 TEST(PACPUDifferential, Prefill) {
   OpStats stats("pa.prefill");
   // 45 configurations: 9 of each mask mode.

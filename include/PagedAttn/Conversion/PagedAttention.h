@@ -58,6 +58,9 @@ struct PageTable {
   void emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
                         Value rows, StringRef rowsName,
                         StringRef suffix = "") const;
+  /// emitChecks, plus: kv_indptr has B + 1 entries for the `batch` rows of
+  /// a decode's q.
+  void emitDecodeChecks(Emitter &e, Value batch) const;
   /// Index of the request's first page in kv_indices.
   Value pageBase(Emitter &e, Value b) const { return e.loadIdx(indptr, b); }
   /// kv_len[b] = 0 without pages, else (npages - 1) * P + last_page_len[b];

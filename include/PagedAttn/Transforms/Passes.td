@@ -72,7 +72,7 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
 }
 
 def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
-  let summary = "Tile memref-form pa.prefill and pa.prefill_partial into tile-level pa.tile ops";
+  let summary = "Tile memref-form pa.prefill, pa.prefill_partial and pa.decode into tile-level pa.tile ops";
   let description = [{
     The first stage of the prefill pipeline: each memref-form `pa.prefill`
     becomes loops over (request, KV head, query tile) with a loop over KV
@@ -108,8 +108,12 @@ def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
     query tiles, its keys only (the KV loop and the masks stop at its
     `kv_end`), each query's state stored to its partial row (`pa.tile.store`
     with a row stride); every item is checked at run time (request,
-    query and key ranges, partial rows). Rejected at the op: dynamic query
-    heads or head dim, `tile-q` not a multiple of the group.
+    query and key ranges, partial rows). `pa.decode` is the prefill of one
+    query per request (row b of q, at position kv_len - 1): loops over
+    (request, KV head), one query tile each (the tensor-core decode's
+    tiling, docs/GPU.md), after the decode's page-table checks. Rejected at
+    the op: dynamic query heads or head dim, `tile-q` not a multiple of the
+    group.
   }];
   let options = [
     Option<"tileQ", "tile-q", "int64_t", /*default=*/"64",

@@ -61,6 +61,13 @@ void PageTable::emitRaggedChecks(Emitter &e, Value rowsIndptr, StringRef name,
                  ("B + 1 (as many as kv_indptr" + suffix + ")").str());
 }
 
+void PageTable::emitDecodeChecks(Emitter &e, Value batch) const {
+  emitChecks(e);
+  e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(indptr, 0),
+                      e.add(batch, e.idx(1))),
+               "kv_indptr must have B + 1 entries (B = rows of q)");
+}
+
 Value PageTable::kvLen(Emitter &e, Value b) const {
   Value start = e.loadIdx(indptr, b);
   Value end = e.loadIdx(indptr, e.add(b, e.idx(1)));

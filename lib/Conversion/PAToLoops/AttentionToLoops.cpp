@@ -265,10 +265,7 @@ struct DecodeToLoops final : OpRewritePattern<DecodeOp> {
     return lowerAttention(
         rewriter, op, [&](Emitter &e, AttnSpec &) { return e.dim(op.getQ(), 0); },
         [&](Emitter &e, AttnSpec &s, Value batch) {
-          pt.emitChecks(e);
-          e.assertTrue(e.cmpi(arith::CmpIPredicate::eq, e.dim(pt.indptr, 0),
-                              e.add(batch, e.idx(1))),
-                       "kv_indptr must have B + 1 entries (B = rows of q)");
+          pt.emitDecodeChecks(e, batch);
           Value hq = e.dim(s.q, 1);
           e.forEach(e.idx(0), batch, [&](Value b) {
             Value kvLen = pt.kvLen(e, b);
