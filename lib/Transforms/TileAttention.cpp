@@ -72,25 +72,44 @@ PrefillTiles allocTiles(Operation *op, int64_t tileQ, int64_t tileKV,
                       tile2(tileQ, d)};
 }
 
-/// Rewrites one pa.decode into the tiled loop nest: per request and KV
-/// head, one query tile holding the request's query (position kv_len - 1)
-/// for the group's heads (the tensor-core decode's tiling, on the CPU).
+/// Rewrites one pa.decode or pa.decode_partial into the tiled loop nest:
+/// per request (or work item: its keys, row w of the partial states) and
+/// KV head, one query tile holding the request's query (position kv_len -
+/// 1) for the group's heads (the tensor-core decode's tiling, on the CPU).
 void tileDecode(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
   Operation *op = p.op;
   OpBuilder b(op);
   Emitter e{b, op->getLoc()};
   PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
-  Value batch = e.dim(p.q, 0);
-  pt.emitDecodeChecks(e, batch);
-  e.forEach(e.idx(0), batch, [&](Value req) {
-    Value kvLen = pt.kvLen(e, req);
+  auto queryTiles = [&](Value req, Value kvLen,
+                        function_ref<void(QueryTileCoords &)> item) {
     e.forEach(e.idx(0), e.idx(p.cache.getNumKVHeads()), [&](Value hk) {
       QueryTileCoords t{req, hk, req, e.idx(0), e.idx(1), e.idx(1), kvLen,
                         Value()};
+      if (item)
+        item(t);
       emitPrefillQueryTile(e, p, IRMapping(), pt, t, tiles);
     });
-  });
+  };
+  if (auto partial = dyn_cast<DecodePartialOp>(op)) {
+    pt.emitChecks(e);
+    Value used =
+        DecodeWorkItem::emitWorkListChecks(e, partial, e.dim(p.o, 0));
+    e.forEach(e.idx(0), used, [&](Value w) {
+      DecodeWorkItem item = DecodeWorkItem::loadChecked(e, partial, pt, w);
+      queryTiles(item.request, item.kvLen, [&](QueryTileCoords &t) {
+        t.kvBegin = item.kvStart;
+        t.kvEnd = item.kvEnd;
+        t.outRow0 = w;
+      });
+    });
+  } else {
+    Value batch = e.dim(p.q, 0);
+    pt.emitDecodeChecks(e, batch);
+    e.forEach(e.idx(0), batch,
+              [&](Value req) { queryTiles(req, pt.kvLen(e, req), nullptr); });
+  }
   op->erase();
 }
 
@@ -168,14 +187,14 @@ struct PATileAttention final
   void runOnOperation() override {
     SmallVector<PrefillOperands> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<PrefillOp, PrefillPartialOp, DecodeOp>(op))
+      if (isa<PrefillOp, PrefillPartialOp, DecodeOp, DecodePartialOp>(op))
         ops.emplace_back(op);
     });
     for (const PrefillOperands &p : ops)
       if (failed(checkTileable(p, tileQ, tileKV)))
         return signalPassFailure();
     for (const PrefillOperands &p : ops) {
-      if (isa<DecodeOp>(p.op))
+      if (isa<DecodeOp, DecodePartialOp>(p.op))
         tileDecode(p, tileQ, tileKV);
       else
         tilePrefill(p, tileQ, tileKV);

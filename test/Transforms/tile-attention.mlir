@@ -139,3 +139,22 @@ func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: 
   pa.decode q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 100 : i64}
   return
 }
+
+// -----
+
+// pa.decode_partial: the work list is checked, then per item in use and KV
+// head one query tile over the item's keys, stored to row w.
+// CHECK-LABEL: func.func @decode_partial(
+// CHECK: cf.assert {{.*}}"work list longer than the partial-state outs"
+// CHECK: scf.for %[[W:.*]] = %c0{{.*}} to %{{.*}} step
+// CHECK: cf.assert {{.*}}"work_request entry out of range [0, B)"
+// CHECK: cf.assert {{.*}}"work item chunk out of [0, kv_len]"
+// CHECK: pa.tile.load_q
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: pa.tile.store {{.*}} rows(%[[W]], %c1{{.*}}) kv_head
+// CHECK-SAME: memref<?x32x128xf32>
+func.func @decode_partial(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %wi: memref<5xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>) {
+  pa.decode_partial q(%q : memref<4x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) work(%wi, %wr, %ws, %we : memref<5xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}

@@ -1149,8 +1149,17 @@ TEST(PACPUDifferential, DecodePartialMergeSegments) {
         AttnConfig c = randomDecodeConfig(crng, ci);
         c.chunkSize = crng.pick(std::vector<int64_t>{
             1, 3, c.cache.pageSize, 2 * c.cache.pageSize, 16, 64});
+        // Every other configuration through pa-tile-attention (the
+        // tensor-core decode's tiling), with a fixed group so that tile-q
+        // holds whole groups.
+        PipelineConfig pc;
+        if (ci % 2 == 1) {
+          c.group = crng.pick(std::vector<int64_t>{1, 2, 4, 5});
+          pc.tileQ = c.group * crng.pick(std::vector<int64_t>{1, 2, 16});
+          pc.tileKV = crng.pick(std::vector<int64_t>{1, 3, 16, 64});
+        }
         return DiffConfig{
-            c.str(), partialFunc(c), PipelineConfig{},
+            c.str(), partialFunc(c), pc,
             [c, &partialStats, &chainStats](JitModule &m, Rng &rng, int k) {
               return runPartialCase(m, c, rng, k, partialStats, chainStats);
             }};

@@ -78,6 +78,22 @@ struct PrefillWorkItem {
                   Value partialRows) const;
 };
 
+/// Work item `w` of a pa.decode_partial: its request and keys
+/// [kvStart, kvEnd), and the request's key count.
+struct DecodeWorkItem {
+  Value request, kvStart, kvEnd, kvLen;
+
+  /// Asserts the work list's invariants (work_indptr a CSR over
+  /// work_request, work_start / work_end as many entries, at most
+  /// `capacity` items in use); returns the items in use, work_indptr[B].
+  static Value emitWorkListChecks(Emitter &e, DecodePartialOp op,
+                                  Value capacity);
+  /// Loads item `w`, asserting its request in [0, B) and its keys in
+  /// [0, kv_len].
+  static DecodeWorkItem loadChecked(Emitter &e, DecodePartialOp op,
+                                    const PageTable &pt, Value w);
+};
+
 /// Emits, for one query tile of `op`: pa.tile.load_q, pa.tile.init_state,
 /// the loop over the KV tiles of `tiles.k`'s rows that the tile can see
 /// (`scf.for %t0 = lo to hi step BN`: without q_positions, none above the

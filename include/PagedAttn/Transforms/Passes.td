@@ -72,7 +72,7 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
 }
 
 def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
-  let summary = "Tile memref-form pa.prefill, pa.prefill_partial and pa.decode into tile-level pa.tile ops";
+  let summary = "Tile memref-form pa.prefill, pa.prefill_partial, pa.decode and pa.decode_partial into tile-level pa.tile ops";
   let description = [{
     The first stage of the prefill pipeline: each memref-form `pa.prefill`
     becomes loops over (request, KV head, query tile) with a loop over KV
@@ -111,7 +111,10 @@ def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
     query and key ranges, partial rows). `pa.decode` is the prefill of one
     query per request (row b of q, at position kv_len - 1): loops over
     (request, KV head), one query tile each (the tensor-core decode's
-    tiling, docs/GPU.md), after the decode's page-table checks. Rejected at
+    tiling, docs/GPU.md), after the decode's page-table checks;
+    `pa.decode_partial` the same per work item in use (its keys only, row
+    `w` of the partial states), after the loops lowering's work-list
+    checks (one `DecodeWorkItem` home for both). Rejected at
     the op: dynamic query heads or head dim, `tile-q` not a multiple of the
     group.
   }];

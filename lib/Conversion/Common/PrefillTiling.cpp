@@ -112,6 +112,40 @@ void PrefillWorkItem::emitChecks(Emitter &e, Value qoLen, Value kvLen,
       "of o_part)");
 }
 
+Value DecodeWorkItem::emitWorkListChecks(Emitter &e, DecodePartialOp op,
+                                         Value capacity) {
+  Value items = e.dim(op.getWorkRequest(), 0);
+  emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr", items,
+                   "work_request");
+  emitEntryCount(e, op.getWorkStart(), "work_start", items,
+                 "as many as work_request");
+  emitEntryCount(e, op.getWorkEnd(), "work_end", items,
+                 "as many as work_request");
+  Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
+  Value used = e.loadIdx(op.getWorkIndptr(), batch);
+  e.assertTrue(e.cmpi(Pred::sle, used, capacity),
+               "work list longer than the partial-state outs");
+  return used;
+}
+
+DecodeWorkItem DecodeWorkItem::loadChecked(Emitter &e, DecodePartialOp op,
+                                           const PageTable &pt, Value w) {
+  DecodeWorkItem item;
+  Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
+  item.request = e.loadIdx(op.getWorkRequest(), w);
+  e.assertTrue(e.andi(e.cmpi(Pred::sge, item.request, e.idx(0)),
+                      e.cmpi(Pred::slt, item.request, requests)),
+               "work_request entry out of range [0, B)");
+  item.kvLen = pt.kvLen(e, item.request);
+  item.kvStart = e.loadIdx(op.getWorkStart(), w);
+  item.kvEnd = e.loadIdx(op.getWorkEnd(), w);
+  Value ok = e.andi(e.andi(e.cmpi(Pred::sge, item.kvStart, e.idx(0)),
+                           e.cmpi(Pred::sle, item.kvStart, item.kvEnd)),
+                    e.cmpi(Pred::sle, item.kvEnd, item.kvLen));
+  e.assertTrue(ok, "work item chunk out of [0, kv_len]");
+  return item;
+}
+
 void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
                                     const IRMapping &map,
                                     const PageTable &pages,

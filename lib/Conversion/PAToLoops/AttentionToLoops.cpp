@@ -332,34 +332,12 @@ struct DecodePartialToLoops final : OpRewritePattern<DecodePartialOp> {
         [&](Emitter &e, AttnSpec &) { return e.dim(op.getO(), 0); },
         [&](Emitter &e, AttnSpec &s, Value capacity) {
           pt.emitChecks(e);
-          Value items = e.dim(op.getWorkRequest(), 0);
-          emitIndptrChecks(e, op.getWorkIndptr(), "work_indptr", items,
-                           "work_request");
-          emitEntryCount(e, op.getWorkStart(), "work_start", items,
-                         "as many as work_request");
-          emitEntryCount(e, op.getWorkEnd(), "work_end", items,
-                         "as many as work_request");
-          Value batch = e.sub(e.dim(op.getWorkIndptr(), 0), e.idx(1));
-          Value used = e.loadIdx(op.getWorkIndptr(), batch);
-          e.assertTrue(e.cmpi(arith::CmpIPredicate::sle, used, capacity),
-                       "work list longer than the partial-state outs");
+          Value used = DecodeWorkItem::emitWorkListChecks(e, op, capacity);
           Value hq = e.dim(s.q, 1);
-          Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
           e.forEach(e.idx(0), used, [&](Value w) {
-            Value b = e.loadIdx(op.getWorkRequest(), w);
-            e.assertTrue(
-                e.andi(e.cmpi(arith::CmpIPredicate::sge, b, e.idx(0)),
-                       e.cmpi(arith::CmpIPredicate::slt, b, requests)),
-                "work_request entry out of range [0, B)");
-            Value kvLen = pt.kvLen(e, b);
-            KeyRange kr =
-                decodeKeys(e, pt, b, w, kvLen, e.loadIdx(op.getWorkStart(), w),
-                           e.loadIdx(op.getWorkEnd(), w));
-            Value ok = e.andi(
-                e.andi(e.cmpi(arith::CmpIPredicate::sge, kr.begin, e.idx(0)),
-                       e.cmpi(arith::CmpIPredicate::sle, kr.begin, kr.end)),
-                e.cmpi(arith::CmpIPredicate::sle, kr.end, kvLen));
-            e.assertTrue(ok, "work item chunk out of [0, kv_len]");
+            DecodeWorkItem item = DecodeWorkItem::loadChecked(e, op, pt, w);
+            KeyRange kr = decodeKeys(e, pt, item.request, w, item.kvLen,
+                                     item.kvStart, item.kvEnd);
             e.forEach(e.idx(0), hq,
                       [&](Value h) { emitKeyLoop(e, s, pt, kr, h); });
           });
