@@ -55,21 +55,10 @@ LogicalResult checkTileable(const PrefillOperands &p, int64_t tileQ,
 /// that an op inside a loop does not grow the stack at each iteration.
 PrefillTiles allocTiles(Operation *op, int64_t tileQ, int64_t tileKV,
                         int64_t d) {
-  Location loc = op->getLoc();
-  Type f32 = Float32Type::get(op->getContext());
   OpBuilder entry(op->getContext());
   entry.setInsertionPointToStart(
       &op->getParentOfType<FunctionOpInterface>().getFunctionBody().front());
-  auto tile2 = [&](int64_t r, int64_t c) {
-    return memref::AllocaOp::create(entry, loc, MemRefType::get({r, c}, f32));
-  };
-  auto tile1 = [&](int64_t r) {
-    return memref::AllocaOp::create(entry, loc, MemRefType::get({r}, f32));
-  };
-  return PrefillTiles{tile2(tileQ, d),      tile2(tileKV, d),
-                      tile2(tileKV, d),     tile2(tileQ, tileKV),
-                      tile1(tileQ),         tile1(tileQ),
-                      tile2(tileQ, d)};
+  return PrefillTiles::alloc(entry, op->getLoc(), tileQ, tileKV, d);
 }
 
 /// Rewrites one pa.decode or pa.decode_partial into the tiled loop nest:
@@ -82,14 +71,10 @@ void tileDecode(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
   Emitter e{b, op->getLoc()};
   PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
-  auto queryTiles = [&](Value req, Value kvLen,
-                        function_ref<void(QueryTileCoords &)> item) {
+  // A query tile per KV head.
+  auto perKVHead = [&](function_ref<QueryTileCoords(Value)> tileOf) {
     e.forEach(e.idx(0), e.idx(p.cache.getNumKVHeads()), [&](Value hk) {
-      QueryTileCoords t{req, hk, req, e.idx(0), e.idx(1), e.idx(1), kvLen,
-                        Value()};
-      if (item)
-        item(t);
-      emitPrefillQueryTile(e, p, IRMapping(), pt, t, tiles);
+      emitPrefillQueryTile(e, p, IRMapping(), pt, tileOf(hk), tiles);
     });
   };
   if (auto partial = dyn_cast<DecodePartialOp>(op)) {
@@ -98,17 +83,17 @@ void tileDecode(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
         DecodeWorkItem::emitWorkListChecks(e, partial, e.dim(p.o, 0));
     e.forEach(e.idx(0), used, [&](Value w) {
       DecodeWorkItem item = DecodeWorkItem::loadChecked(e, partial, pt, w);
-      queryTiles(item.request, item.kvLen, [&](QueryTileCoords &t) {
-        t.kvBegin = item.kvStart;
-        t.kvEnd = item.kvEnd;
-        t.outRow0 = w;
-      });
+      perKVHead([&](Value hk) { return item.tile(e, w, hk, item.kvLen); });
     });
   } else {
     Value batch = e.dim(p.q, 0);
     pt.emitDecodeChecks(e, batch);
-    e.forEach(e.idx(0), batch,
-              [&](Value req) { queryTiles(req, pt.kvLen(e, req), nullptr); });
+    e.forEach(e.idx(0), batch, [&](Value req) {
+      Value kvLen = pt.kvLen(e, req);
+      perKVHead([&](Value hk) {
+        return QueryTileCoords::decode(e, req, hk, kvLen);
+      });
+    });
   }
   op->erase();
 }

@@ -20,7 +20,7 @@
 // CHECK-DAG: %[[B:.*]] = gpu.block_id x
 // CHECK-DAG: %[[HK:.*]] = gpu.block_id y
 // CHECK: %[[ROW:.*]] = arith.addi %[[B]], %c0
-// CHECK: pa.tile.load_q q(%{{.*}}) rows(%[[ROW]], %c1) kv_head(%[[HK]]) outs(%[[QT]] : memref<16x128xf32>) {group = 4 : i64
+// CHECK: pa.tile.load_q q(%{{.*}}) rows(%[[ROW]], %c1{{(_[0-9]+)?}}) kv_head(%[[HK]]) outs(%[[QT]] : memref<16x128xf32>) {group = 4 : i64
 // CHECK: pa.tile.init_state
 // CHECK: arith.divui %{{.*}}, %c64
 // CHECK: scf.for %[[T0:.*]] = %{{.*}} to %[[LEN:.*]] step %c64
@@ -29,7 +29,7 @@
 // CHECK: pa.tile.mask scores(%[[S]] {{.*}} masked_if(%{{.*}}) {group = 4 : i64, window = 100 : i64}
 // CHECK-NEXT: pa.tile.softmax_update
 // CHECK-NEXT: pa.tile.pv
-// CHECK: pa.tile.store {{.*}} rows(%[[ROW]], %c1) kv_head(%[[HK]])
+// CHECK: pa.tile.store {{.*}} rows(%[[ROW]], %c1{{(_[0-9]+)?}}) kv_head(%[[HK]])
 // The default (auto) takes the tensor-core decode for a group of 4 at f16.
 // AUTO-LABEL: func.func @decode(
 // AUTO: kind = "decode", kv_warps = 4 : i64

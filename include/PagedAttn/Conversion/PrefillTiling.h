@@ -21,6 +21,11 @@ namespace mlir::pa {
 /// S [BM, BN] and the state m [BM], l [BM], acc [BM, D], all f32 memrefs.
 struct PrefillTiles {
   Value q, k, v, s, m, l, acc;
+
+  /// The tiles of a query tile of `rows` rows over KV tiles of `keys` keys
+  /// at head dim `headDim`, as memref.alloca at `b`'s insertion point.
+  static PrefillTiles alloc(OpBuilder &b, Location loc, int64_t rows,
+                            int64_t keys, int64_t headDim);
 };
 
 /// Where a query tile sits: request `request`, KV head `kvHead`, queries
@@ -33,6 +38,11 @@ struct PrefillTiles {
 struct QueryTileCoords {
   Value request, kvHead, qoStart, i0, rows, qoLen, kvLen, maskByte0;
   Value kvBegin = {}, kvEnd = {}, outRow0 = {}, outStride = {};
+
+  /// The query tile of a decode: request `request`'s one query (row
+  /// `request` of q, at position kv_len - 1) for KV head `kvHead`.
+  static QueryTileCoords decode(Emitter &e, Value request, Value kvHead,
+                                Value kvLen);
 };
 
 /// What the tiling reads of a pa.prefill or a pa.prefill_partial (which
@@ -82,6 +92,14 @@ struct PrefillWorkItem {
 /// [kvStart, kvEnd), and the request's key count.
 struct DecodeWorkItem {
   Value request, kvStart, kvEnd, kvLen;
+
+  /// Loads item `w` (the op's work arrays read through `map`), unchecked;
+  /// kvLen is left null.
+  static DecodeWorkItem load(Emitter &e, DecodePartialOp op, Value w,
+                             const IRMapping &map = IRMapping());
+  /// The query tile of item `w` (its request's query over the item's keys,
+  /// stored to row `w` of the partial states) for KV head `kvHead`.
+  QueryTileCoords tile(Emitter &e, Value w, Value kvHead, Value kvLen) const;
 
   /// Asserts the work list's invariants (work_indptr a CSR over
   /// work_request, work_start / work_end as many entries, at most

@@ -47,6 +47,24 @@ PrefillOperands::PrefillOperands(Operation *prefillOrPartial)
       .DefaultUnreachable("a prefill or decode op expected");
 }
 
+PrefillTiles PrefillTiles::alloc(OpBuilder &b, Location loc, int64_t rows,
+                                 int64_t keys, int64_t headDim) {
+  auto tile = [&](ArrayRef<int64_t> shape) -> Value {
+    return memref::AllocaOp::create(b, loc,
+                                    MemRefType::get(shape, b.getF32Type()));
+  };
+  return PrefillTiles{tile({rows, headDim}), tile({keys, headDim}),
+                      tile({keys, headDim}), tile({rows, keys}),
+                      tile({rows}),          tile({rows}),
+                      tile({rows, headDim})};
+}
+
+QueryTileCoords QueryTileCoords::decode(Emitter &e, Value request,
+                                        Value kvHead, Value kvLen) {
+  return QueryTileCoords{request,  kvHead,   request, e.idx(0),
+                         e.idx(1), e.idx(1), kvLen,   Value()};
+}
+
 int64_t PrefillOperands::group() const {
   return cast<ShapedType>(q.getType()).getDimSize(1) / cache.getNumKVHeads();
 }
@@ -128,17 +146,32 @@ Value DecodeWorkItem::emitWorkListChecks(Emitter &e, DecodePartialOp op,
   return used;
 }
 
+DecodeWorkItem DecodeWorkItem::load(Emitter &e, DecodePartialOp op, Value w,
+                                    const IRMapping &map) {
+  DecodeWorkItem item;
+  item.request = e.loadIdx(map.lookupOrDefault(op.getWorkRequest()), w);
+  item.kvStart = e.loadIdx(map.lookupOrDefault(op.getWorkStart()), w);
+  item.kvEnd = e.loadIdx(map.lookupOrDefault(op.getWorkEnd()), w);
+  return item;
+}
+
+QueryTileCoords DecodeWorkItem::tile(Emitter &e, Value w, Value kvHead,
+                                     Value kvLen) const {
+  QueryTileCoords t = QueryTileCoords::decode(e, request, kvHead, kvLen);
+  t.kvBegin = kvStart;
+  t.kvEnd = kvEnd;
+  t.outRow0 = w;
+  return t;
+}
+
 DecodeWorkItem DecodeWorkItem::loadChecked(Emitter &e, DecodePartialOp op,
                                            const PageTable &pt, Value w) {
-  DecodeWorkItem item;
   Value requests = e.sub(e.dim(pt.indptr, 0), e.idx(1));
-  item.request = e.loadIdx(op.getWorkRequest(), w);
+  DecodeWorkItem item = load(e, op, w);
   e.assertTrue(e.andi(e.cmpi(Pred::sge, item.request, e.idx(0)),
                       e.cmpi(Pred::slt, item.request, requests)),
                "work_request entry out of range [0, B)");
   item.kvLen = pt.kvLen(e, item.request);
-  item.kvStart = e.loadIdx(op.getWorkStart(), w);
-  item.kvEnd = e.loadIdx(op.getWorkEnd(), w);
   Value ok = e.andi(e.andi(e.cmpi(Pred::sge, item.kvStart, e.idx(0)),
                            e.cmpi(Pred::sle, item.kvStart, item.kvEnd)),
                     e.cmpi(Pred::sle, item.kvEnd, item.kvLen));

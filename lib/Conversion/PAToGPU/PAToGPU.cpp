@@ -547,11 +547,11 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
 
 /// The `decode-kernel=auto` rule: the tensor-core decode for f16 / bf16
 /// data with a head dim that is a multiple of 16 up to 256 and a GQA group
-/// of 4 to 32 heads (on an H200, 2026-11-24, GQA 4 at D = 128 it beat the
-/// CUDA-core kernel by 10-13% at 64 / 256 requests of 512-2048 keys and tied
-/// it above; for MHA it was up to 8% slower: docs/PERFORMANCE.md), or of any
-/// group whose head dim the CUDA-core kernel cannot split into a power of two
-/// of 16-byte lanes (80, 96, 112, 192, ...).
+/// of 4 to 32 heads (on an H200, 2026-11-24, D = 128: 1.4-3.8x faster than
+/// the CUDA-core kernel at groups 8 and 16, from 14% faster to 1% slower at
+/// group 4, 5-10% slower for MHA: docs/PERFORMANCE.md), or of any group
+/// whose head dim the CUDA-core kernel cannot split into a power of two of
+/// 16-byte lanes (80, 96, 112, 192, ...).
 bool autoTensorCoreDecode(Operation *op) {
   auto a = cast<AttentionOpInterface>(op);
   auto qt = cast<ShapedType>(a.getQ().getType());

@@ -152,14 +152,7 @@ LogicalResult makeDecodeConfig(const PrefillOperands &p,
 /// The f32 tile buffers of a kernel of shape `c` (memref.alloca, replaced
 /// by the later stages).
 PrefillTiles allocTiles(KernelEmitter &e, const PrefillConfig &c) {
-  auto tile = [&](ArrayRef<int64_t> shape) -> Value {
-    return memref::AllocaOp::create(e.b, e.loc,
-                                    MemRefType::get(shape, e.b.getF32Type()));
-  };
-  int64_t bm = c.tileRows(), bn = c.keys, d = c.headDim;
-  return PrefillTiles{tile({bm, d}), tile({bn, d}), tile({bn, d}),
-                      tile({bm, bn}), tile({bm}),   tile({bm}),
-                      tile({bm, d})};
+  return PrefillTiles::alloc(e.b, e.loc, c.tileRows(), c.keys, c.headDim);
 }
 
 /// The ABI of a tile kernel of shape `c` for `op`.
@@ -207,30 +200,23 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
     PageTable pages = kernelPageTable(op, m);
     Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-    auto tile = [&](Value request, function_ref<void(QueryTileCoords &)> item) {
-      QueryTileCoords t{request,     kvHead, request, e.idx(0), e.idx(1),
-                        e.idx(1),    pages.kvLen(e, request), Value()};
-      if (item)
-        item(t);
-      emitPrefillQueryTile(e, p, m, pages, t, tiles);
-    };
     if (partial) {
       // Items past work_indptr[B] exit. Unchecked: the runtime's planner
       // builds the list.
       Value indptr = m.lookup(partial.getWorkIndptr());
       Value items = e.loadIdx(indptr, e.sub(e.dim(indptr, 0), e.idx(1)));
       e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
-        Value request = e.loadIdx(m.lookup(partial.getWorkRequest()), blockX);
-        Value start = e.loadIdx(m.lookup(partial.getWorkStart()), blockX);
-        Value end = e.loadIdx(m.lookup(partial.getWorkEnd()), blockX);
-        tile(request, [&](QueryTileCoords &t) {
-          t.kvBegin = start;
-          t.kvEnd = end;
-          t.outRow0 = blockX;
-        });
+        DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
+        emitPrefillQueryTile(
+            e, p, m, pages,
+            item.tile(e, blockX, kvHead, pages.kvLen(e, item.request)),
+            tiles);
       });
     } else {
-      tile(blockX, nullptr);
+      emitPrefillQueryTile(
+          e, p, m, pages,
+          QueryTileCoords::decode(e, blockX, kvHead, pages.kvLen(e, blockX)),
+          tiles);
     }
     gpu::ReturnOp::create(b, loc);
   }
@@ -241,10 +227,9 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
   return success();
 }
 
-LogicalResult makeConfig(Operation *op, const PrefillShape &shape,
+LogicalResult makeConfig(const PrefillOperands &p, const PrefillShape &shape,
                          PrefillConfig &c) {
-  PrefillOperands p(op);
-  if (isa<DecodeOp, DecodePartialOp>(op))
+  if (isa<DecodeOp, DecodePartialOp>(p.op))
     return makeDecodeConfig(p, shape, c);
   return makePrefillConfig(p, shape, c);
 }
@@ -254,7 +239,7 @@ LogicalResult makeConfig(Operation *op, const PrefillShape &shape,
 LogicalResult mlir::pa::gpukernel::checkTileKernel(Operation *op,
                                                    const PrefillShape &shape) {
   PrefillConfig c;
-  return makeConfig(op, shape, c);
+  return makeConfig(PrefillOperands(op), shape, c);
 }
 
 LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
@@ -264,7 +249,7 @@ LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
   PrefillOperands p(op);
   auto partial = dyn_cast<PrefillPartialOp>(op);
   PrefillConfig c;
-  if (failed(makeConfig(op, shape, c)))
+  if (failed(makeConfig(p, shape, c)))
     return failure();
   if (isa<DecodeOp, DecodePartialOp>(op))
     return buildDecodeKernel(op, p, c, kmod, name);

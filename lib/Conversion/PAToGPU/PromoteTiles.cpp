@@ -229,6 +229,14 @@ private:
             e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk))};
   }
   Value kvChunkValid(int64_t i, Value t);
+  /// Emits `copy` for chunk round `i` of a tile of `chunks` 16-byte
+  /// chunks: for every thread (its tokens into `tokens`) when the round is
+  /// full; in a last partial round (e.g. D = 96 K/V rows: 1.5 rounds) only
+  /// for the threads inside the tile, the others copying nothing, not even
+  /// zeros, since their row would lie outside the tile. (The commit groups
+  /// a thread's copies regardless of the tokens it is given.)
+  void copyRound(int64_t i, int64_t chunks, SmallVectorImpl<Value> &tokens,
+                 function_ref<void(SmallVectorImpl<Value> &)> copy);
   SmallVector<Value> lookupPages(Value start);
   void issueKV(Value start, int64_t stage, ValueRange tilePages,
                SmallVectorImpl<Value> &tokens);
@@ -286,21 +294,23 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
             cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
             e.add(isV ? vRow0 : kRow0, r), col, valid));
     };
-    if ((i + 1) * l.threads <= chunks) {
-      copyKV(tokens);
-      continue;
-    }
-    // A last partial round (e.g. D = 96: 1.5 rounds): the threads past the
-    // tile's chunks copy nothing, not even zeros, since their row would lie
-    // outside the tile. (The commit groups a thread's copies regardless of
-    // the tokens it is given.)
-    Value inTile = e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
-                          e.idx(chunks));
-    e.ifThen(inTile, [&]() {
-      SmallVector<Value> inner;
-      copyKV(inner);
-    });
+    copyRound(i, chunks, tokens, copyKV);
   }
+}
+
+void Promoter::copyRound(int64_t i, int64_t chunks,
+                         SmallVectorImpl<Value> &tokens,
+                         function_ref<void(SmallVectorImpl<Value> &)> copy) {
+  if ((i + 1) * l.threads <= chunks) {
+    copy(tokens);
+    return;
+  }
+  Value inTile = e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
+                        e.idx(chunks));
+  e.ifThen(inTile, [&]() {
+    SmallVector<Value> inner;
+    copy(inner);
+  });
 }
 
 Value Promoter::issueQ() {
@@ -317,18 +327,8 @@ Value Promoter::issueQ() {
       Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
       out.push_back(copy16(op.getQ(), {qrow, head, col}, r, col, valid));
     };
-    if ((i + 1) * l.threads <= chunks) {
-      copyQ(tokens);
-      continue;
-    }
-    // A last partial round (e.g. 16 rows of D = 80): the threads past the
-    // tile's chunks copy nothing.
-    e.ifThen(e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
-                    e.idx(chunks)),
-             [&]() {
-               SmallVector<Value> inner;
-               copyQ(inner);
-             });
+    // 16 rows of D = 80 end in a partial round.
+    copyRound(i, chunks, tokens, copyQ);
   }
   return commit(tokens);
 }
