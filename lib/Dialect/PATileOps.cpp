@@ -82,13 +82,6 @@ LogicalResult TileGatherKVOp::verify() {
       return failure();
   if (n == 2 && getKvCache()[0].getType() != getKvCache()[1].getType())
     return emitOpError() << "split K and V caches must have the same type";
-  // The tile ops carry no K/V scales: tiling a prefill over an fp8 cache
-  // would drop them.
-  if (Type elem = cast<ShapedType>(getKvCache()[0].getType()).getElementType();
-      isFP8CacheType(elem))
-    return emitOpError() << "FP8 KV caches (" << elem
-                         << ") are not supported by the tile ops yet (their "
-                            "K/V scales have no operand here)";
   // The cache's static dims against #pa.paged_kv: [N, (2,) P, Hkv, D] (NHD)
   // or [N, (2,) Hkv, P, D] (HND).
   Value kv = getKvCache()[0];

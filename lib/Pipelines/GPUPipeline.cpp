@@ -50,6 +50,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
 
 void mlir::pa::buildGPUKernelsToBinaryPipeline(
     OpPassManager &pm, const LowerToNVVMOptions &opts) {
+  pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAFP8ToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAMmaSyncBF16ToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createSCFToControlFlowPass());

@@ -36,12 +36,6 @@ LogicalResult checkTileable(const PrefillOperands &p, int64_t tileQ,
   if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
     return op->emitOpError()
            << "pa-tile-attention needs static query heads and head dim";
-  if (Type elem = cast<ShapedType>(p.kvCache[0].getType()).getElementType();
-      isFP8CacheType(elem))
-    return op->emitOpError()
-           << "pa-tile-attention: FP8 KV caches (" << elem
-           << ") are not supported by the tile ops yet (their K/V scales "
-              "have no operand there)";
   int64_t group = p.group();
   if (tileQ < 1 || tileKV < 1 || tileQ % group != 0)
     return op->emitOpError() << "tile-q (" << tileQ
@@ -61,6 +55,14 @@ PrefillTiles allocTiles(Operation *op, int64_t tileQ, int64_t tileKV,
   return PrefillTiles::alloc(entry, op->getLoc(), tileQ, tileKV, d);
 }
 
+/// Asserts that an fp8 cache's scales are finite and > 0 (as the loops
+/// lowering does).
+void emitScaleChecks(Emitter &e, const PrefillOperands &p) {
+  Cache{p.cache, SmallVector<Value, 2>(p.kvCache.begin(), p.kvCache.end()),
+        p.scales}
+      .emitScaleChecks(e);
+}
+
 /// Rewrites one pa.decode or pa.decode_partial into the tiled loop nest:
 /// per request (or work item: its keys, row w of the partial states) and
 /// KV head, one query tile holding the request's query (position kv_len -
@@ -71,6 +73,7 @@ void tileDecode(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
   Emitter e{b, op->getLoc()};
   PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
+  emitScaleChecks(e, p);
   // A query tile per KV head.
   auto perKVHead = [&](function_ref<QueryTileCoords(Value)> tileOf) {
     e.forEach(e.idx(0), e.idx(p.cache.getNumKVHeads()), [&](Value hk) {
@@ -109,6 +112,7 @@ void tilePrefill(const PrefillOperands &p, int64_t tileQ, int64_t tileKV) {
   PrefillTiles tiles = allocTiles(op, tileQ, tileKV, p.cache.getHeadDim());
 
   PageTable pt = pageTableOf(cast<PagedOpInterface>(op));
+  emitScaleChecks(e, p);
   Value qoIndptr = p.qoIndptr;
   pt.emitRaggedChecks(e, qoIndptr, "qo_indptr", e.dim(p.q, 0), "q");
   PackedMask mask{p.customMask, p.maskIndptr};

@@ -218,6 +218,9 @@ struct FP8Config {
   std::optional<float> smScale, softCap;
   bool causal = false;
   int64_t chunk = 0; // split-KV chunk of the decode test
+  /// > 0: a static GQA group (query heads kvHeads * group), which
+  /// pa-tile-attention needs; 0: query heads vary per case.
+  int64_t group = 0;
 
   std::string cacheType() const {
     std::ostringstream os;
@@ -277,6 +280,8 @@ struct FP8Config {
       os << " soft_cap=" << *softCap;
     if (chunk)
       os << " split-kv chunk=" << chunk;
+    if (group)
+      os << " group=" << group;
     return os.str();
   }
   ref::AttnOptions refOptions() const {
@@ -368,7 +373,9 @@ HostArray scaleArray(const std::vector<double> &s) {
 //===----------------------------------------------------------------------===//
 
 std::string qType(const FP8Config &c) {
-  return "tensor<?x?x" + std::to_string(c.cache.headDim) + "x" +
+  std::string heads =
+      c.group ? std::to_string(c.cache.kvHeads * c.group) : std::string("?");
+  return "tensor<?x" + heads + "x" + std::to_string(c.cache.headDim) + "x" +
          elemName(c.cache.elem) + ">";
 }
 
@@ -411,7 +418,7 @@ std::string runAttentionCase(JitModule &m, const FP8Config &c, bool prefill,
   PageTableArrays pta = pageTableArrays(pt);
   std::vector<int32_t> qoIndptr = indptrOf(qoLens);
   int64_t rows = prefill ? qoIndptr.back() : B;
-  int64_t hq = c.cache.kvHeads * rng.uniformInt(1, 4);
+  int64_t hq = c.cache.kvHeads * (c.group ? c.group : rng.uniformInt(1, 4));
   std::vector<double> q = randomValues(rng, rows * hq * D, c.cache.elem, -2, 2);
   HostArray qArr = HostArray::fromDoubles(c.cache.elem, q, {rows, hq, D});
   HostArray qoArr = HostArray::fromI32(qoIndptr);
@@ -441,14 +448,23 @@ std::string runAttentionCase(JitModule &m, const FP8Config &c, bool prefill,
       o, lse, rows, c.cache.elem, stats, desc);
 }
 
+/// With `tiled`, through pa-tile-attention (the GPU kernels' tiling: the
+/// tiles hold the fp8 values, pa.tile.qk and pa.tile.store apply the KV
+/// head's scales) with a static group and tile sizes from one group up.
 void runAttentionTest(const std::string &testName, bool prefill,
-                      uint64_t defaultSeed) {
-  OpStats stats(prefill ? "pa.prefill (fp8 cache)" : "pa.decode (fp8 cache)");
+                      uint64_t defaultSeed, bool tiled = false) {
+  std::string what = prefill ? "pa.prefill (fp8 cache" : "pa.decode (fp8 cache";
+  OpStats stats(what + (tiled ? ", tile-attention)" : ")"));
   runDifferentialTest(
       testName, defaultSeed, kConfigSalt, 24, 10, {&stats},
       [&](Rng &crng, int ci) {
         FP8Config c = randomFP8Config(crng, ci);
         PipelineConfig pc;
+        if (tiled) {
+          c.group = crng.pick(std::vector<int64_t>{1, 2, 4, 5});
+          pc.tileQ = c.group * crng.pick(std::vector<int64_t>{1, 2, 16});
+          pc.tileKV = crng.pick(std::vector<int64_t>{1, 3, 16, 64});
+        }
         if (prefill) {
           c.causal = ci % 3 != 2;
         } else if (ci % 3 == 1) { // decode_partial + merge_segments
@@ -836,6 +852,14 @@ TEST(PACPUDifferential, FP8Decode) {
 
 TEST(PACPUDifferential, FP8Prefill) {
   runAttentionTest("FP8Prefill", /*prefill=*/true, 42);
+}
+
+TEST(PACPUDifferential, FP8DecodeTiled) {
+  runAttentionTest("FP8DecodeTiled", /*prefill=*/false, 47, /*tiled=*/true);
+}
+
+TEST(PACPUDifferential, FP8PrefillTiled) {
+  runAttentionTest("FP8PrefillTiled", /*prefill=*/true, 48, /*tiled=*/true);
 }
 
 TEST(PACPUDifferential, FP8Cascade) { runCascadeTest("FP8Cascade", 46); }

@@ -265,6 +265,38 @@ def PAMmaSyncBF16ToNVVM : Pass<"pa-mma-sync-bf16-to-nvvm"> {
                            "::mlir::ub::UBDialect"];
 }
 
+def PAFP8ToNVVM : Pass<"pa-fp8-to-nvvm"> {
+  let summary = "Lower arith.extf from f8E4M3FN / f8E5M2 to the hardware "
+                "conversion (cvt.rn.f16x2.e4m3x2 / .e5m2x2, sm_89+)";
+  let description = [{
+    The GPU kernels read an fp8 KV cache into shared memory as bytes and
+    widen it there (pa-promote-tiles); LLVM has no fp8 types, and
+    `pa-expand-fp8`'s integer expansion costs about ten instructions an
+    element. This pass rewrites every `arith.extf` whose source is an fp8
+    scalar or a 1-D vector of 2, 4, 8, ... fp8 elements into
+    `nvvm.convert.f8x2.to.f16x2` (one `cvt` for two elements) on the source
+    bits, the pairs joined again by `vector.shuffle`, then `arith.extf` /
+    `arith.truncf` from f16 where the result is f32 or bf16 (exact: every
+    fp8 value is an f16 value, and a bf16 one). Other vector shapes are
+    rejected at the op. Run it on gpu.module bodies before the LLVM
+    lowering; PTX needs sm_89 or later.
+
+    ```mlir
+    %w = arith.extf %v : vector<4xf8E4M3FN> to vector<4xf16>
+    // becomes
+    %b = arith.bitcast %v : vector<4xf8E4M3FN> to vector<4xi8>
+    %p0 = vector.shuffle %b, %b [0, 1] : vector<4xi8>, vector<4xi8>
+    %h0 = nvvm.convert.f8x2.to.f16x2 %p0 : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+    %p1 = vector.shuffle %b, %b [2, 3] : vector<4xi8>, vector<4xi8>
+    %h1 = nvvm.convert.f8x2.to.f16x2 %p1 : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+    %w = vector.shuffle %h0, %h1 [0, 1, 2, 3] : vector<2xf16>, vector<2xf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::ub::UBDialect"];
+}
+
 def PAExpandFP8 : Pass<"pa-expand-fp8"> {
   let summary = "Expand f8E4M3FN / f8E5M2 arith.extf and arith.truncf into "
                 "integer arithmetic";

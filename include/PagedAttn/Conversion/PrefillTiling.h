@@ -54,6 +54,8 @@ struct PrefillOperands {
   Operation *op = nullptr;
   Value q, qoIndptr, qPositions, customMask, maskIndptr, alibiSlopes, o, lse;
   SmallVector<Value> kvCache;
+  /// The K / V scales of an fp8 cache (null otherwise).
+  KVScales scales;
   PagedKVAttr cache;
   bool causal = false;
   AttentionOptions options;
@@ -119,7 +121,9 @@ struct DecodeWorkItem {
 /// [kvBegin, kvEnd) for a work item) with gather_kv / qk / mask /
 /// softmax_update / pv, the mask marked `masked_if` with the test of
 /// whether the KV tile needs it, and pa.tile.store. K/V rows past `hi` are
-/// zero-filled. The op's operands are read through `map` (a kernel's
+/// zero-filled. Over an fp8 cache the tiles hold the stored fp8 values and
+/// the KV head's scales (loaded once) go to pa.tile.qk (k_scale) and
+/// pa.tile.store (v_scale). The op's operands are read through `map` (a kernel's
 /// arguments; identity when empty), its page table is `pages` (already
 /// mapped).
 void emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,

@@ -65,7 +65,10 @@ def PA_TileGatherKVOp : PA_TileOp<"gather_kv"> {
     split, NHD or HND, `cache`), found through
     `pages(kv_indptr, kv_indices)`: token `t` is in page
     `kv_indices[kv_indptr[request] + t / P]` at slot `t % P`. Tokens at or
-    beyond `end` are not read; their rows are 0.
+    beyond `end` are not read; their rows are 0. The tiles hold the stored
+    elements: over an fp8 cache (`f8E4M3FN`, `f8E5M2`) the fp8 values
+    without their scales, which `pa.tile.qk`'s `k_scale` and
+    `pa.tile.store`'s `v_scale` apply.
 
     ```mlir
     pa.tile.gather_kv kv(%kv : memref<?x2x16x8x128xf16>)
@@ -96,23 +99,29 @@ def PA_TileGatherKVOp : PA_TileOp<"gather_kv"> {
 def PA_TileQKOp : PA_TileOp<"qk"> {
   let summary = "scores of a tile: S = Q K^T";
   let description = [{
-    `s[BM, BN] = scale * q[BM, D] * k[BN, D]^T`, accumulated in f32
-    (`scale` defaults to 1). Q and K are f32 tiles, or f16 / bf16 tiles in
-    workgroup memory after `pa-promote-tiles` (which moves the query scale
-    of `pa.tile.load_q` here); `pa-tile-to-mma` maps the op onto
-    `nvgpu.ldmatrix` + `nvgpu.mma.sync`.
+    `s[BM, BN] = scale * k_scale * q[BM, D] * k[BN, D]^T`, accumulated in
+    f32 (`scale` defaults to 1; `k_scale`, an f32 value, is the K scale of
+    an fp8 cache's KV head, 1 without it). Q and K are f32 tiles, or f16 /
+    bf16 tiles in workgroup memory after `pa-promote-tiles` (which moves
+    the query scale of `pa.tile.load_q` here and converts an fp8 K tile to
+    Q's type); `pa-tile-to-mma` maps the op onto `nvgpu.ldmatrix` +
+    `nvgpu.mma.sync`.
 
     ```mlir
     pa.tile.qk ins(%qt, %kt : memref<64x128xf32>, memref<64x128xf32>)
         outs(%s : memref<64x64xf32>)
+    pa.tile.qk ins(%qt, %kt : memref<64x128xf32>, memref<64x128xf32>)
+        k_scale(%ks) outs(%s : memref<64x64xf32>)
     ```
   }];
   let arguments = (ins Arg<PA_OperandTile2D, "Q tile", [MemRead]>:$q,
                        Arg<PA_OperandTile2D, "K tile", [MemRead]>:$k,
+                       Optional<F32>:$k_scale,
                        Arg<PA_F32Tile2D, "scores", [MemWrite]>:$s,
                        OptionalAttr<F32Attr>:$scale);
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `:` type($q) `,` type($k) `)`
+    (`k_scale` `(` $k_scale^ `)`)?
     `outs` `(` $s `:` type($s) `)` attr-dict
   }];
 }
@@ -234,12 +243,14 @@ def PA_TilePVOp : PA_TileOp<"pv"> {
   }];
 }
 
-def PA_TileStoreOp : PA_TileOp<"store"> {
+def PA_TileStoreOp : PA_TileOp<"store", [AttrSizedOperandSegments]> {
   let summary = "final normalization of a tile state into o and lse";
   let description = [{
     For the valid rows of the tile (`r / group < rows`), writes
-    `o[row0 + (r / g) * stride, kv_head * g + r % g, :] = acc / l` (o's
-    element type) and `lse = m + ln(l)` (base 2 with `lse_base2`); a row
+    `o[row0 + (r / g) * stride, kv_head * g + r % g, :] = v_scale * acc / l`
+    (o's element type; `v_scale`, an f32 value, is the V scale of an fp8
+    cache's KV head, 1 without it) and `lse = m + ln(l)` (base 2 with
+    `lse_base2`); a row
     that saw no visible key (`l = 0`) gets `o = 0`, `lse = -inf`. The row
     stride is 1 unless `stride(%s)` gives it (the interleaved partial rows
     of `pa.prefill_partial`).
@@ -257,11 +268,12 @@ def PA_TileStoreOp : PA_TileOp<"store"> {
                        Index:$kv_head,
                        Arg<AnyMemRef, "o", [MemWrite]>:$o,
                        Arg<AnyMemRef, "lse", [MemWrite]>:$lse,
+                       Optional<F32>:$v_scale,
                        I64Attr:$group, UnitAttr:$lse_base2);
   let assemblyFormat = [{
     `state` `(` $m `,` $l `,` $acc `:` type($m) `,` type($l) `,` type($acc) `)`
     `rows` `(` $row0 `,` $rows `)` (`stride` `(` $row_stride^ `)`)?
-    `kv_head` `(` $kv_head `)`
+    `kv_head` `(` $kv_head `)` (`v_scale` `(` $v_scale^ `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)` attr-dict
   }];
 }

@@ -23,6 +23,7 @@ PrefillOperands::PrefillOperands(Operation *prefillOrPartial)
     o = p.getOuts()[0];
     lse = p.getOuts()[1];
     kvCache.assign(p.getKvCache().begin(), p.getKvCache().end());
+    scales = {p.getKScale(), p.getVScale()};
     cache = p.getCache();
     causal = p.getCausal();
     options = cast<AttentionOpInterface>(p.getOperation())
@@ -36,6 +37,7 @@ PrefillOperands::PrefillOperands(Operation *prefillOrPartial)
     o = d.getOuts()[0];
     lse = d.getOuts()[1];
     kvCache.assign(d.getKvCache().begin(), d.getKvCache().end());
+    scales = {d.getKScale(), d.getVScale()};
     cache = d.getCache();
     options = d.getAttentionOptions();
   };
@@ -231,13 +233,23 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
   SmallVector<Value> kvCache;
   for (Value v : op.kvCache)
     kvCache.push_back(arg(v));
+  // An fp8 cache's scales of this KV head: K's on the scores, V's on the
+  // output (null without).
+  Value kScale, vScale;
+  if (op.scales) {
+    Cache c{cache, SmallVector<Value, 2>(kvCache.begin(), kvCache.end()),
+            KVScales{arg(op.scales.k), arg(op.scales.v)}};
+    kScale = c.scale(e, /*isV=*/false, t.kvHead);
+    vScale = c.scale(e, /*isV=*/true, t.kvHead);
+  }
   scf::ForOp::create(
       b, loc, lo, hi, e.idx(tileKV), ValueRange{},
       [&](OpBuilder &, Location, Value t0, ValueRange) {
         TileGatherKVOp::create(b, loc, kvCache, pages.indptr,
                                pages.indices, t.request, t0, hi, t.kvHead,
                                tiles.k, tiles.v, cache);
-        TileQKOp::create(b, loc, tiles.q, tiles.k, tiles.s, FloatAttr());
+        TileQKOp::create(b, loc, tiles.q, tiles.k, kScale, tiles.s,
+                         FloatAttr());
         Value need;
         if (!alwaysMask) {
           Value tileEnd = e.add(t0, e.idx(tileKV));
@@ -265,7 +277,7 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
       });
   TileStoreOp::create(b, loc, tiles.m, tiles.l, tiles.acc,
                       t.outRow0 ? t.outRow0 : row0, t.rows, t.outStride,
-                      t.kvHead, arg(op.o), arg(op.lse),
+                      t.kvHead, arg(op.o), arg(op.lse), vScale,
                       b.getI64IntegerAttr(group),
                       opts.lseBase2 ? b.getUnitAttr() : UnitAttr());
 }

@@ -551,7 +551,8 @@ LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
 /// the CUDA-core kernel at groups 8 and 16, from 14% faster to 1% slower at
 /// group 4, 5-10% slower for MHA: docs/PERFORMANCE.md), or of any group
 /// whose head dim the CUDA-core kernel cannot split into a power of two of
-/// 16-byte lanes (80, 96, 112, 192, ...).
+/// 16-byte lanes (80, 96, 112, 192, ...), or over an fp8 cache (which only
+/// the tensor-core decode reads).
 bool autoTensorCoreDecode(Operation *op) {
   auto a = cast<AttentionOpInterface>(op);
   auto qt = cast<ShapedType>(a.getQ().getType());
@@ -562,7 +563,9 @@ bool autoTensorCoreDecode(Operation *op) {
     return false;
   int64_t group = qt.getDimSize(1) / a.getCache().getNumKVHeads();
   bool laneFit = llvm::isPowerOf2_64(d / 8) && d / 8 <= 32;
-  return group <= 32 && (group >= 4 || !laneFit);
+  bool fp8 = isFP8CacheType(
+      cast<ShapedType>(a.getKvCache()[0].getType()).getElementType());
+  return group <= 32 && (group >= 4 || !laneFit || fp8);
 }
 
 struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
@@ -623,16 +626,19 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              "one-shot-bufferize first";
         return WalkResult::interrupt();
       }
+      std::optional<PrefillShape> s = tileShape(op);
       if (auto a = dyn_cast<AttentionOpInterface>(op);
-          a && isFP8CacheType(
-                   cast<ShapedType>(a.getKvCache()[0].getType())
-                       .getElementType())) {
-        op->emitOpError() << "FP8 KV caches are not supported on the GPU yet "
-                             "(use pa-lower-to-cpu)";
+          a && !s &&
+          isFP8CacheType(cast<ShapedType>(a.getKvCache()[0].getType())
+                             .getElementType())) {
+        op->emitOpError()
+            << "the CUDA-core decode has no FP8 KV cache path: FP8 caches "
+               "run on the tensor-core decode (decode-kernel=auto or "
+               "tensor-core, f16 / bf16 queries, a head dim that is a "
+               "multiple of 16 up to 256, GQA groups up to 32)";
         return WalkResult::interrupt();
       }
-      if (std::optional<PrefillShape> s = tileShape(op);
-          s && failed(checkTileKernel(op, *s)))
+      if (s && failed(checkTileKernel(op, *s)))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();

@@ -78,6 +78,12 @@ LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
     return op->emitOpError() << what << " on the GPU runs on tensor cores "
                                 "and needs f16 or bf16 data, got "
                              << elem;
+  Type cacheElem =
+      cast<MemRefType>(p.kvCache[0].getType()).getElementType();
+  if (cacheElem != elem && !isFP8CacheType(cacheElem))
+    return op->emitOpError() << what << " on the GPU reads a cache of the "
+                                "queries' type or fp8, got "
+                             << cacheElem << " beside " << elem;
   c.headDim = cache.getHeadDim();
   if (c.headDim % 16 != 0 || c.headDim > 256)
     return op->emitOpError() << what << " on the GPU needs a head dim that is "

@@ -31,6 +31,14 @@
 //       barrier after the math (docs/PERFORMANCE.md); 3 stages for the
 //       tensor-core decode ran up to 9% slower than 2 (2026-11-24).
 //
+// An fp8 cache (f8E4M3FN / f8E5M2) is copied as bytes, 16 elements a
+// cp.async, into S stages of [2 S BN][D + 16] bytes placed after one pair
+// of K / V tiles of Q's type ([2 BN][D + 8]); each step widens its stage
+// into that pair (arith.extf, which pa-fp8-to-nvvm makes one cvt per two
+// elements) after the wait, and a second barrier makes it visible before
+// the math. The K / V scales stay where the tiling put them (pa.tile.qk's
+// k_scale, pa.tile.store's v_scale).
+//
 // The tile ops that remain (qk, mask, softmax_update, pv, store) read Q, K
 // and V from shared memory; pa-tile-to-mma maps them onto tensor cores.
 //
@@ -43,6 +51,7 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <functional>
 
@@ -61,25 +70,47 @@ namespace {
 
 /// f16 / bf16 elements per 16-byte copy.
 constexpr int64_t kChunk = 8;
+/// fp8 elements per 16-byte copy.
+constexpr int64_t kChunk8 = 16;
 
 /// The shared-memory layout and copy schedule of one kernel.
 struct Layout {
+  /// Q's element type, that of the matmul operands (f16 / bf16).
   Type elem;
+  /// The cache's: `elem`, or an fp8 type (copied as bytes, widened in
+  /// shared memory).
+  Type cacheElem;
   int64_t headDim = 0, rows = 0, keys = 0, threads = 0, group = 1;
   /// K/V tiles in shared memory at once (the ABI's kv_stages, default 2).
   int64_t stages = 2;
 
+  bool fp8() const { return isFP8CacheType(cacheElem); }
   int64_t stride() const { return headDim + kChunk; }
-  int64_t chunksPerRow() const { return headDim / kChunk; }
-  int64_t smemRows() const { return rows + 2 * stages * keys; }
-  int64_t smemBytes() const { return smemRows() * stride() * 2; }
-  /// First shared-memory row of K (isV = false) or V of `stage`.
-  int64_t kvRow0(bool isV, int64_t stage) const {
-    return rows + ((isV ? stages : 0) + stage) * keys;
+  /// Cache elements per 16-byte copy.
+  int64_t kvChunk() const { return fp8() ? kChunk8 : kChunk; }
+  /// K / V tiles of `elem`: the stages, or the one pair an fp8 stage is
+  /// widened into.
+  int64_t wideStages() const { return fp8() ? 1 : stages; }
+  int64_t smemRows() const { return rows + 2 * wideStages() * keys; }
+  int64_t wideBytes() const { return smemRows() * stride() * 2; }
+  /// Bytes per row of an fp8 stage (padded by 16 bytes, like `stride`).
+  int64_t stride8() const { return headDim + kChunk8; }
+  int64_t smemBytes() const {
+    return wideBytes() + (fp8() ? 2 * stages * keys * stride8() : 0);
   }
-  /// Rounds of 16-byte chunks a thread copies per K (or V) tile.
+  /// First row of K (isV = false) or V of `stage` in `elem` rows (for an
+  /// fp8 cache: of the widened pair, whatever the stage).
+  int64_t kvRow0(bool isV, int64_t stage) const {
+    return rows + ((isV ? wideStages() : 0) + (fp8() ? 0 : stage)) * keys;
+  }
+  /// First row of K or V of `stage` in the fp8 stages.
+  int64_t kvRow8(bool isV, int64_t stage) const {
+    return ((isV ? stages : 0) + stage) * keys;
+  }
+  /// 16-byte chunks of a K (or V) tile, and the rounds a thread copies.
+  int64_t kvChunks() const { return keys * (headDim / kvChunk()); }
   int64_t chunkRounds() const {
-    return llvm::divideCeil(keys * chunksPerRow(), threads);
+    return llvm::divideCeil(kvChunks(), threads);
   }
 };
 
@@ -130,6 +161,8 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
   auto qt = cast<MemRefType>(m.loadQ.getTile().getType());
   auto kt = cast<MemRefType>(m.gather.getKTile().getType());
   l.elem = q.getElementType();
+  l.cacheElem =
+      cast<MemRefType>(m.gather.getKvCache()[0].getType()).getElementType();
   l.rows = qt.getDimSize(0);
   l.headDim = qt.getDimSize(1);
   l.keys = kt.getDimSize(0);
@@ -140,10 +173,16 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
-  if (l.headDim % kChunk != 0 || l.threads % 32 != 0)
+  if (l.cacheElem != l.elem && !l.fp8())
+    return m.gather.emitOpError()
+           << "pa-promote-tiles needs a cache of the queries' type or fp8, "
+              "got "
+           << l.cacheElem << " beside " << l.elem;
+  if (l.headDim % l.kvChunk() != 0 || l.threads % 32 != 0)
     return m.loadQ.emitOpError()
            << "pa-promote-tiles needs a head dim that is a multiple of "
-           << kChunk << " and whole warps, got " << l.threads << " threads";
+           << l.kvChunk() << " and whole warps, got " << l.threads
+           << " threads";
   std::optional<int64_t> step = getConstantIntValue(m.loop.getStep());
   if (!step || *step != l.keys)
     return m.loop.emitOpError()
@@ -181,7 +220,9 @@ private:
   Location loc;
   Match &m;
   const Layout &l;
-  Value smem, tid, end, pageBase, kvHead;
+  /// Shared memory as rows of `elem` (Q, the K / V tiles the math reads)
+  /// and, for an fp8 cache, the byte rows of its stages.
+  Value smem, smem8, tid, end, pageBase, kvHead;
   Cache cache;
   PageTable pages;
   Value qView;
@@ -202,14 +243,15 @@ private:
                                b.getIndexAttr(l.headDim)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   }
-  /// One 16-byte cp.async from `src[srcIdx]` to smem[row][col], reading 16
-  /// bytes when `valid` and zero-filling otherwise.
-  Value copy16(Value src, ValueRange srcIdx, Value row, Value col,
-               Value valid) {
-    Value n = e.select(valid, e.idx(kChunk), e.idx(0));
+  /// One 16-byte cp.async of `elems` elements from `src[srcIdx]` to
+  /// dst[row][col], reading 16 bytes when `valid` and zero-filling
+  /// otherwise.
+  Value copy16(Value src, ValueRange srcIdx, Value dst, Value row, Value col,
+               Value valid, int64_t elems) {
+    Value n = e.select(valid, e.idx(elems), e.idx(0));
     return nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
-        ValueRange{row, col}, src, srcIdx, b.getIndexAttr(kChunk), n,
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        ValueRange{row, col}, src, srcIdx, b.getIndexAttr(elems), n,
         b.getUnitAttr());
   }
   Value commit(ArrayRef<Value> tokens) {
@@ -220,13 +262,13 @@ private:
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
                                      b.getI32IntegerAttr(pending));
   }
-  /// Chunk round `i` of this thread in a tile of rows of D elements: its
-  /// row and first column.
-  std::pair<Value, Value> chunk(int64_t i) {
-    int64_t cpr = l.chunksPerRow();
+  /// Chunk round `i` of this thread in a tile of rows of D elements,
+  /// `elems` elements a chunk: its row and first column.
+  std::pair<Value, Value> chunk(int64_t i, int64_t elems) {
+    int64_t cpr = l.headDim / elems;
     Value id = e.add(tid, e.idx(i * l.threads));
     return {e.divui(id, e.idx(cpr)),
-            e.mul(e.remui(id, e.idx(cpr)), e.idx(kChunk))};
+            e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
   }
   Value kvChunkValid(int64_t i, Value t);
   /// Emits `copy` for chunk round `i` of a tile of `chunks` 16-byte
@@ -240,6 +282,9 @@ private:
   SmallVector<Value> lookupPages(Value start);
   void issueKV(Value start, int64_t stage, ValueRange tilePages,
                SmallVectorImpl<Value> &tokens);
+  /// fp8: widens the K / V tiles of `stage` into the tiles the math reads
+  /// (each thread the chunks it copied).
+  void widenKV(int64_t stage);
   Value issueQ();
   /// One KV tile starting at `t0` held in `stage`: returns the pages of the
   /// tile `stages` ahead. `group` is a token of a commit group in flight
@@ -252,7 +297,7 @@ private:
 /// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys, and
 /// inside the tile for a last partial round of chunks).
 Value Promoter::kvChunkValid(int64_t i, Value t) {
-  int64_t chunks = l.keys * l.chunksPerRow();
+  int64_t chunks = l.kvChunks();
   Value valid = e.cmpi(Pred::ult, t, end);
   if ((i + 1) * l.threads > chunks)
     valid = e.andi(valid, e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
@@ -263,7 +308,7 @@ Value Promoter::kvChunkValid(int64_t i, Value t) {
 SmallVector<Value> Promoter::lookupPages(Value start) {
   SmallVector<Value> out;
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
-    Value t = e.add(start, chunk(i).first);
+    Value t = e.add(start, chunk(i, l.kvChunk()).first);
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing. Kept as i32
     // (kv_indices' type) while carried to the next step.
@@ -279,11 +324,14 @@ SmallVector<Value> Promoter::lookupPages(Value start) {
 
 void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
                        SmallVectorImpl<Value> &tokens) {
-  Value kRow0 = e.idx(l.kvRow0(false, stage)),
-        vRow0 = e.idx(l.kvRow0(true, stage));
-  int64_t chunks = l.keys * l.chunksPerRow();
+  // An fp8 stage is bytes in smem8; otherwise the stage is in smem.
+  auto row0 = [&](bool isV) {
+    return e.idx(l.fp8() ? l.kvRow8(isV, stage) : l.kvRow0(isV, stage));
+  };
+  Value kRow0 = row0(false), vRow0 = row0(true);
+  Value dst = l.fp8() ? smem8 : smem;
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
-    auto [r, col] = chunk(i);
+    auto [r, col] = chunk(i, l.kvChunk());
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
     Value slot = e.remui(t, e.idx(pages.pageSize));
@@ -292,9 +340,31 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
         out.push_back(copy16(
             cache.memref(isV),
             cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
-            e.add(isV ? vRow0 : kRow0, r), col, valid));
+            dst, e.add(isV ? vRow0 : kRow0, r), col, valid, l.kvChunk()));
     };
-    copyRound(i, chunks, tokens, copyKV);
+    copyRound(i, l.kvChunks(), tokens, copyKV);
+  }
+}
+
+void Promoter::widenKV(int64_t stage) {
+  auto fp8T = VectorType::get({kChunk8}, l.cacheElem);
+  auto wideT = VectorType::get({kChunk8}, l.elem);
+  for (int64_t i = 0; i < l.chunkRounds(); ++i) {
+    auto widen = [&](SmallVectorImpl<Value> &) {
+      auto [r, col] = chunk(i, kChunk8);
+      for (bool isV : {false, true}) {
+        Value x = vector::LoadOp::create(
+            b, loc, fp8T, smem8, ValueRange{e.add(e.idx(l.kvRow8(isV, stage)), r), col},
+            /*nontemporal=*/false, llvm::Align(16));
+        Value w = arith::ExtFOp::create(b, loc, wideT, x);
+        vector::StoreOp::create(b, loc, w, smem,
+                                ValueRange{e.add(e.idx(l.kvRow0(isV, 0)), r),
+                                           col},
+                                /*nontemporal=*/false, llvm::Align(16));
+      }
+    };
+    SmallVector<Value> none;
+    copyRound(i, l.kvChunks(), none, widen);
   }
 }
 
@@ -315,17 +385,18 @@ void Promoter::copyRound(int64_t i, int64_t chunks,
 
 Value Promoter::issueQ() {
   TileLoadQOp op = m.loadQ;
-  int64_t chunks = l.rows * l.chunksPerRow();
+  int64_t chunks = l.rows * (l.headDim / kChunk);
   SmallVector<Value> tokens;
   for (int64_t i = 0; i < llvm::divideCeil(chunks, l.threads); ++i) {
     auto copyQ = [&](SmallVectorImpl<Value> &out) {
-      auto [r, col] = chunk(i);
+      auto [r, col] = chunk(i, kChunk);
       Value qi = e.divui(r, e.idx(l.group));
       Value head = e.add(e.mul(op.getKvHead(), e.idx(l.group)),
                          e.remui(r, e.idx(l.group)));
       Value valid = e.cmpi(Pred::ult, qi, op.getRows());
       Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
-      out.push_back(copy16(op.getQ(), {qrow, head, col}, r, col, valid));
+      out.push_back(
+          copy16(op.getQ(), {qrow, head, col}, smem, r, col, valid, kChunk));
     };
     // 16 rows of D = 80 end in a partial round.
     copyRound(i, chunks, tokens, copyQ);
@@ -349,10 +420,17 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
           tokens);
   commit(tokens);
   SmallVector<Value> ahead = lookupPages(e.add(t0, e.idx(n * l.keys)));
+  // fp8: widen this stage into the tiles the math reads, visible to every
+  // warp (each warp is past the previous step's math: the barrier above).
+  int64_t wide = l.fp8() ? 0 : stage;
+  if (l.fp8()) {
+    widenKV(stage);
+    gpu::BarrierOp::create(b, loc);
+  }
   IRMapping map;
   map.map(m.loop.getInductionVar(), t0);
-  map.map(m.gather.getKTile(), kView[stage]);
-  map.map(m.gather.getVTile(), vView[stage]);
+  map.map(m.gather.getKTile(), kView[wide]);
+  map.map(m.gather.getVTile(), vView[wide]);
   for (Operation &op : m.loop.getBody()->without_terminator())
     if (&op != m.gather.getOperation())
       b.clone(op, map);
@@ -373,8 +451,14 @@ void Promoter::run() {
       MemRefType::get({l.smemRows(), l.stride()}, l.elem,
                       MemRefLayoutAttrInterface(), wg),
       raw, e.idx(0), ValueRange{});
+  if (l.fp8())
+    smem8 = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({2 * l.stages * l.keys, l.stride8()}, l.cacheElem,
+                        MemRefLayoutAttrInterface(), wg),
+        raw, e.idx(l.wideBytes()), ValueRange{});
   qView = view(0, l.rows);
-  for (int64_t s = 0; s < l.stages; ++s) {
+  for (int64_t s = 0; s < l.wideStages(); ++s) {
     kView.push_back(view(l.kvRow0(false, s), l.keys));
     vView.push_back(view(l.kvRow0(true, s), l.keys));
   }

@@ -66,6 +66,10 @@ struct MmaConfig {
   /// tile, K = keys / kvWarps, with a softmax state of its own.
   int64_t kvWarps = 1;
   double smScale = 1.0;
+  /// An fp8 cache's K scale (pa.tile.qk's k_scale) and V scale
+  /// (pa.tile.store's v_scale) of the CTA's KV head: f32 values defined
+  /// before the KV loop; null without.
+  Value kScale, vScale;
   std::optional<double> softCap;
   bool alibi = false, causal = false, customMask = false, lseBase2 = false;
   std::optional<int64_t> window;
@@ -209,7 +213,8 @@ private:
         /*uniform=*/false, /*cluster_size=*/4u);
   }
   /// The factor from what logits() returns to base-2 logits: sm_scale *
-  /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise.
+  /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise (times the
+  /// K scale, where there is one, for raw scores).
   double postScale() const {
     return (c.softCap || c.alibi) ? 1.0 : c.smScale * kLog2e;
   }
@@ -390,6 +395,8 @@ SmallVector<Value> MmaLowering::logits(ArrayRef<Value> s, int64_t mt,
   if (c.softCap)
     scale /= *c.softCap;
   Value scaleV = e.f32(scale), log2e = e.f32(kLog2e);
+  if (mods && c.kScale)
+    scaleV = e.mul(scaleV, c.kScale);
   Value start32 = e.toI32(e.add(keyRow(tileStart), laneCol));
   Value kvLen32 = e.toI32(kvLen);
   SmallVector<Value> out;
@@ -468,6 +475,8 @@ void MmaLowering::softmaxUpdate(Env &env) {
   const SmallVector<Value> &x = env.s;
   // Online softmax per row half (base 2).
   Value post = e.f32(postScale());
+  if (c.kScale && !(c.softCap || c.alibi))
+    post = e.mul(post, c.kScale);
   SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
   for (int64_t mt = 0; mt < mT; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
@@ -577,7 +586,8 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
         int64_t r = 2 * mt + h;
         const Row &row = rowInfo[r];
         Value some = e.cmpf(FPred::OGT, l[r], e.f32(0));
-        Value inv = e.select(some, e.divf(e.f32(1), l[r]), e.f32(0));
+        Value inv = e.select(
+            some, e.divf(c.vScale ? c.vScale : e.f32(1), l[r]), e.f32(0));
         Value lseV = e.select(
             some, e.mul(e.add(m[r], e.lg2(l[r])), toBase), e.negInf());
         e.ifThen(row.valid, [&]() {
@@ -962,13 +972,15 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
         cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
         failed(sharedTile(other, other.getK())) ||
         other.getScaleAttr() != qk.getScaleAttr() ||
-        other.getS() != scores)
+        other.getKScale() != qk.getKScale() || other.getS() != scores)
       return other.emitOpError()
              << "pa-tile-to-mma expects every pa.tile.qk of a kernel to "
-                "share its shapes, scale and score buffer";
+                "share its shapes, scales and score buffer";
   if (auto sc = qk.getScale())
     c.smScale = sc->convertToDouble();
+  c.kScale = qk.getKScale();
   TileStoreOp st = stores[0];
+  c.vScale = st.getVScale();
   c.group = st.getGroup();
   c.lseBase2 = st.getLseBase2();
   for (TileMaskOp mk : masks) {

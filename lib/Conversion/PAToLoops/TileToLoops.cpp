@@ -131,10 +131,13 @@ struct QKToLoops final : OpRewritePattern<TileQKOp> {
                                 PatternRewriter &rewriter) const override {
     Emitter e{rewriter, op.getLoc()};
     Value q = op.getQ(), k = op.getK();
-    // The scale multiplies Q's elements (in f32) as they are read.
+    // The scale (times the K scale) multiplies Q's elements (in f32) as
+    // they are read.
     std::optional<Value> scale;
     if (auto sc = op.getScale())
       scale = e.f32(sc->convertToDouble());
+    if (Value ks = op.getKScale())
+      scale = scale ? e.mul(*scale, ks) : ks;
     emitTileMatmul(
         e, op.getS(), tileDim(e, q, 1), /*accumulate=*/false,
         [&](Value r, Value d) {
@@ -302,7 +305,8 @@ struct StoreToLoops final : OpRewritePattern<TileStoreOp> {
                                             : i);
         Value l = e.load(op.getL(), {r});
         Value nonEmpty = e.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0));
-        Value inv = e.select(nonEmpty, e.divf(e.f32(1), l), e.f32(0));
+        Value one = op.getVScale() ? op.getVScale() : e.f32(1);
+        Value inv = e.select(nonEmpty, e.divf(one, l), e.f32(0));
         e.forEach(e.idx(0), tileDim(e, acc, 1), [&](Value d) {
           e.store(e.fromF32(e.mul(e.load(acc, {r, d}), inv), oElem),
                   op.getO(), {row, h, d});

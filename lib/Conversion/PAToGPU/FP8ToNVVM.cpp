@@ -1,0 +1,110 @@
+//===- FP8ToNVVM.cpp - fp8 arith.extf to the hardware conversion ----------===//
+//
+// pa-fp8-to-nvvm: see the pass description.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PagedAttn/Conversion/Passes.h"
+#include "PagedAttn/Dialect/PA.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::pa {
+#define GEN_PASS_DEF_PAFP8TONVVM
+#include "PagedAttn/Conversion/Passes.h.inc"
+} // namespace mlir::pa
+
+using namespace mlir;
+
+namespace {
+
+/// arith.extf fp8 -> f16 / bf16 / f32 (scalar, or a vector of a power of
+/// two >= 2 elements).
+struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rw) const override {
+    Type srcElem = getElementTypeOrSelf(op.getIn().getType());
+    if (!pa::isFP8CacheType(srcElem))
+      return rw.notifyMatchFailure(op, "not from fp8");
+    Type dstElem = getElementTypeOrSelf(op.getType());
+    auto vt = dyn_cast<VectorType>(op.getIn().getType());
+    if (vt && (vt.getRank() != 1 || vt.getDimSize(0) < 2 ||
+               !llvm::isPowerOf2_64(vt.getDimSize(0))))
+      return op.emitOpError()
+             << "pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, "
+                "4, 8, ... elements, got "
+             << vt;
+    if (!dstElem.isF16() && !dstElem.isBF16() && !dstElem.isF32())
+      return op.emitOpError()
+             << "pa-fp8-to-nvvm widens fp8 to f16, bf16 or f32, got "
+             << dstElem;
+    Location loc = op.getLoc();
+    Type i8 = rw.getI8Type(), f16 = rw.getF16Type();
+    auto pairT = VectorType::get({2}, i8);
+    auto halfT = VectorType::get({2}, f16);
+    int64_t n = vt ? vt.getDimSize(0) : 1;
+    // The source bits as vector<n or 2 x i8>.
+    Value bits;
+    if (vt) {
+      bits = arith::BitcastOp::create(rw, loc, VectorType::get({n}, i8),
+                                      op.getIn());
+    } else {
+      Value byte = arith::BitcastOp::create(rw, loc, i8, op.getIn());
+      bits = vector::BroadcastOp::create(rw, loc, pairT, byte);
+    }
+    // One cvt per pair; the pairs concatenated again by a tree of
+    // vector.shuffle (which, unlike strided slices, lowers to LLVM as is).
+    SmallVector<Value> parts;
+    for (int64_t j = 0; j < std::max<int64_t>(n, 2); j += 2) {
+      Value pair = vt ? vector::ShuffleOp::create(rw, loc, bits, bits,
+                                                  ArrayRef<int64_t>{j, j + 1})
+                      : bits;
+      parts.push_back(NVVM::ConvertF8x2ToF16x2Op::create(
+          rw, loc, halfT, pair, /*relu=*/false, srcElem));
+    }
+    while (parts.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        int64_t w = cast<VectorType>(parts[i].getType()).getDimSize(0);
+        next.push_back(vector::ShuffleOp::create(
+            rw, loc, parts[i], parts[i + 1],
+            llvm::to_vector(llvm::seq<int64_t>(0, 2 * w))));
+      }
+      parts = std::move(next);
+    }
+    Value half = parts[0];
+    if (!vt)
+      half = vector::ExtractOp::create(rw, loc, half, 0);
+    // Every fp8 value is exact in f16, f32 and bf16.
+    Value out = half;
+    if (dstElem.isF32() || dstElem.isBF16())
+      out = arith::ExtFOp::create(rw, loc, vt ? Type(VectorType::get({n},
+                                                     rw.getF32Type()))
+                                              : rw.getF32Type(),
+                                  out);
+    if (dstElem.isBF16())
+      out = arith::TruncFOp::create(rw, loc, op.getType(), out);
+    rw.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct PAFP8ToNVVM final : pa::impl::PAFP8ToNVVMBase<PAFP8ToNVVM> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ExtFFromFP8>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,64 @@
+// RUN: pa-opt %s --split-input-file --pa-fp8-to-nvvm --verify-diagnostics | FileCheck %s
+
+// pa-fp8-to-nvvm: arith.extf from fp8 becomes one cvt (nvvm.convert.f8x2.
+// to.f16x2) per two elements on the source bits, the pairs joined by
+// vector.shuffle; f32 and bf16 results widen / narrow the exact f16 values.
+
+// CHECK-LABEL: func.func @vec4_f16
+// CHECK:         %[[B:.*]] = arith.bitcast %arg0 : vector<4xf8E4M3FN> to vector<4xi8>
+// CHECK:         %[[P0:.*]] = vector.shuffle %[[B]], %[[B]] [0, 1] : vector<4xi8>, vector<4xi8>
+// CHECK:         %[[H0:.*]] = nvvm.convert.f8x2.to.f16x2 %[[P0]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:         %[[P1:.*]] = vector.shuffle %[[B]], %[[B]] [2, 3] : vector<4xi8>, vector<4xi8>
+// CHECK:         %[[H1:.*]] = nvvm.convert.f8x2.to.f16x2 %[[P1]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:         %[[W:.*]] = vector.shuffle %[[H0]], %[[H1]] [0, 1, 2, 3] : vector<2xf16>, vector<2xf16>
+// CHECK:         return %[[W]]
+// CHECK-NOT:     arith.extf
+func.func @vec4_f16(%v: vector<4xf8E4M3FN>) -> vector<4xf16> {
+  %w = arith.extf %v : vector<4xf8E4M3FN> to vector<4xf16>
+  return %w : vector<4xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @vec2_bf16
+// CHECK:         nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E5M2) -> vector<2xf16>
+// CHECK:         %[[F:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
+// CHECK:         %[[R:.*]] = arith.truncf %[[F]] : vector<2xf32> to vector<2xbf16>
+// CHECK:         return %[[R]]
+func.func @vec2_bf16(%v: vector<2xf8E5M2>) -> vector<2xbf16> {
+  %w = arith.extf %v : vector<2xf8E5M2> to vector<2xbf16>
+  return %w : vector<2xbf16>
+}
+
+// -----
+
+// A scalar goes through a pair (both lanes the same byte).
+// CHECK-LABEL: func.func @scalar_f32
+// CHECK:         %[[B:.*]] = arith.bitcast %arg0 : f8E4M3FN to i8
+// CHECK:         %[[P:.*]] = vector.broadcast %[[B]] : i8 to vector<2xi8>
+// CHECK:         %[[H:.*]] = nvvm.convert.f8x2.to.f16x2 %[[P]]
+// CHECK:         %[[E:.*]] = vector.extract %[[H]][0] : f16 from vector<2xf16>
+// CHECK:         arith.extf %[[E]] : f16 to f32
+func.func @scalar_f32(%v: f8E4M3FN) -> f32 {
+  %w = arith.extf %v : f8E4M3FN to f32
+  return %w : f32
+}
+
+// -----
+
+// Other widths are left to the LLVM lowering: f16 -> f32 is untouched.
+// CHECK-LABEL: func.func @not_fp8
+// CHECK:         arith.extf %arg0 : f16 to f32
+// CHECK-NOT:     nvvm.convert
+func.func @not_fp8(%v: f16) -> f32 {
+  %w = arith.extf %v : f16 to f32
+  return %w : f32
+}
+
+// -----
+
+func.func @odd(%v: vector<3xf8E4M3FN>) -> vector<3xf16> {
+  // expected-error @+1 {{pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, 4, 8, ... elements, got 'vector<3xf8E4M3FN>'}}
+  %w = arith.extf %v : vector<3xf8E4M3FN> to vector<3xf16>
+  return %w : vector<3xf16>
+}

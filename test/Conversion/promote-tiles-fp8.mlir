@@ -1,0 +1,38 @@
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s
+
+// pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
+// 128, 64-key tiles, 2 stages): shared memory holds Q and one pair of K / V
+// tiles of the queries' type ([16 + 2 x 64][128 + 8] f16 = 39168 bytes),
+// then the fp8 stages as bytes ([2 x 2 x 64][128 + 16] = 36864 bytes):
+// 76032 bytes in all, the launch's dynamic shared memory. The copies move
+// 16 fp8 elements each into the stages; each step waits for its stage,
+// passes a barrier, issues the next copies, widens its stage into the f16
+// tiles (16-byte loads, arith.extf, 16-byte stores: each thread the chunks
+// of its copy rounds), passes a second barrier and runs the tile math on
+// the f16 tiles; k_scale stays on pa.tile.qk.
+
+// CHECK:       gpu.launch_func @pa_kernels::@pa_decode
+// CHECK-SAME:    dynamic_shared_memory_size %c76032_i32
+// CHECK:       gpu.func @pa_decode
+// CHECK:         %[[RAW:.*]] = gpu.dynamic_shared_memory
+// CHECK:         %[[WIDE:.*]] = memref.view %[[RAW]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x136xf16, #gpu.address_space<workgroup>>
+// CHECK:         %[[BYTES:.*]] = memref.view %[[RAW]][%c39168{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK-DAG:     %[[Q:.*]] = memref.subview %[[WIDE]][0, 0] [16, 128] [1, 1]
+// CHECK-DAG:     %[[K:.*]] = memref.subview %[[WIDE]][16, 0] [64, 128] [1, 1]
+// CHECK-DAG:     %[[V:.*]] = memref.subview %[[WIDE]][80, 0] [64, 128] [1, 1]
+// CHECK:         %[[KS:.*]] = memref.load %arg2
+// CHECK:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf8E4M3FN> to memref<256x144xf8E4M3FN
+// CHECK:         scf.for
+// CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
+// CHECK:           %[[X:.*]] = vector.load %[[BYTES]][{{.*}}] {alignment = 16 : i64} : memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK-NEXT:      %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
+// CHECK:           vector.store %[[W]], %[[WIDE]][{{.*}}] {alignment = 16 : i64} : memref<144x136xf16, #gpu.address_space<workgroup>>, vector<16xf16>
+// CHECK:           gpu.barrier
+// CHECK-NEXT:      pa.tile.qk ins(%[[Q]], %[[K]] : {{.*}}) k_scale(%[[KS]])
+// CHECK:           pa.tile.pv ins(%{{.*}}, %[[V]] :
+func.func @decode(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %ks: memref<1xf32>, %vs: memref<8xf32>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %o: memref<4x32x128xf16>, %l: memref<4x32xf32>) {
+  pa.decode q(%q : memref<4x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : memref<1xf32>, memref<8xf32>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) outs(%o, %l : memref<4x32x128xf16>, memref<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  return
+}
