@@ -14,13 +14,15 @@
 //                    sum per block that is added to one output word (so the
 //                    loads cannot be optimized away); the bench reports the
 //                    faster of the two;
-//   pa_fill_uniform  hashed uniform random values (f16, bf16, f32) to fill KV
+//   pa_fill_uniform  hashed uniform random values (f16, bf16, f32; fp8
+//                    e4m3 / e5m2 as dtype 3 / 4, saturated) to fill KV
 //                    caches of tens of GiB on the device, not from the host.
 //
 //===----------------------------------------------------------------------===//
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 /// Reads n16 16-byte words of `src`; adds a checksum to *out. Streaming
@@ -95,6 +97,9 @@ extern "C" __global__ void pa_fill_uniform(void *dst, uint64_t count,
       ((__half *)dst)[i] = __float2half_rn(v);
     else if (dtype == 1)
       ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(v);
+    else if (dtype == 3 || dtype == 4)
+      ((__nv_fp8_storage_t *)dst)[i] = __nv_cvt_float_to_fp8(
+          v, __NV_SATFINITE, dtype == 3 ? __NV_E4M3 : __NV_E5M2);
     else
       ((float *)dst)[i] = v;
   }

@@ -68,7 +68,13 @@ const std::pair<const char *, ElemType> kElemTypes[] = {{"f16", ElemType::F16},
                                                         {"bf16", ElemType::BF16},
                                                         {"f32", ElemType::F32},
                                                         {"i32", ElemType::I32},
-                                                        {"i8", ElemType::I8}};
+                                                        {"i8", ElemType::I8},
+                                                        {"f8E4M3FN", ElemType::F8E4M3FN},
+                                                        {"f8E5M2", ElemType::F8E5M2}};
+const std::pair<const char *, KVDType> kKVDTypes[] = {{"e4m3", KVDType::E4M3},
+                                                      {"e5m2", KVDType::E5M2}};
+const std::pair<const char *, KVScale> kKVScales[] = {
+    {"tensor", KVScale::Tensor}, {"head", KVScale::Head}};
 const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"decode", KernelKind::Decode},
     {"decode_partial", KernelKind::DecodePartial},
@@ -102,7 +108,9 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"work_kv_start", ArgRole::WorkKVStart},
     {"work_kv_end", ArgRole::WorkKVEnd},
     {"work_partial_row", ArgRole::WorkPartialRow},
-    {"work_partial_stride", ArgRole::WorkPartialStride}};
+    {"work_partial_stride", ArgRole::WorkPartialStride},
+    {"k_scale", ArgRole::KScale},
+    {"v_scale", ArgRole::VScale}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -122,12 +130,12 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
     return;
   case ArgRole::KV:
     rank = 5;
-    type = toElemType(c.dtype);
+    type = c.cacheElemType();
     return;
   case ArgRole::K:
   case ArgRole::V:
     rank = 4;
-    type = toElemType(c.dtype);
+    type = c.cacheElemType();
     return;
   case ArgRole::KVIndptr:
   case ArgRole::KVIndices:
@@ -153,6 +161,8 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
     type = ElemType::I8;
     return;
   case ArgRole::AlibiSlopes:
+  case ArgRole::KScale:
+  case ArgRole::VScale:
     rank = 1;
     type = ElemType::F32;
     return;
@@ -170,8 +180,10 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   type = ElemType::F32;
 }
 
-/// The roles kernel kind `k` takes, for KV storage `s` (order-free).
-std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
+/// The roles kernel kind `k` takes, for the bundle's KV storage and cache
+/// type (order-free).
+std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
+  KVStorage s = c.kv;
   std::vector<ArgRole> roles;
   roles.reserve(12);
   bool cache = k != KernelKind::MergeSegments;
@@ -184,6 +196,10 @@ std::vector<ArgRole> requiredRoles(KernelKind k, KVStorage s) {
     } else {
       roles.push_back(ArgRole::K);
       roles.push_back(ArgRole::V);
+    }
+    if (c.fp8()) {
+      roles.push_back(ArgRole::KScale);
+      roles.push_back(ArgRole::VScale);
     }
     roles.push_back(ArgRole::KVIndptr);
     roles.push_back(ArgRole::KVIndices);
@@ -400,11 +416,22 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
   if ((t.size() - 1) % 2 != 0)
     return lineError("'config' expects KEY VALUE pairs");
   BundleConfig c;
-  enum Key { HeadDim, PageSize, KVHeads, Group, Layout, Dtype, Kv, NumKeys };
+  enum Key {
+    HeadDim,
+    PageSize,
+    KVHeads,
+    Group,
+    Layout,
+    Dtype,
+    Kv,
+    KvDtype,
+    KvScale,
+    NumKeys
+  };
   const std::pair<const char *, Key> keys[] = {
       {"head_dim", HeadDim}, {"page_size", PageSize}, {"kv_heads", KVHeads},
       {"group", Group},      {"layout", Layout},      {"dtype", Dtype},
-      {"kv", Kv}};
+      {"kv", Kv},            {"kv_dtype", KvDtype},   {"kv_scale", KvScale}};
   bool seen[NumKeys] = {};
   for (size_t i = 1; i + 1 < t.size(); i += 2) {
     Key key;
@@ -444,6 +471,16 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
         return lineError("unknown kv storage '", val, "' (expected ",
                          spellings(kStorages), ")");
       break;
+    case KvDtype:
+      if (!fromString(val, c.kvDtype))
+        return lineError("unknown kv_dtype '", val, "' (expected ",
+                         spellings(kKVDTypes), ")");
+      break;
+    case KvScale:
+      if (!fromString(val, c.kvScale))
+        return lineError("unknown kv_scale '", val, "' (expected ",
+                         spellings(kKVScales), ")");
+      break;
     case NumKeys:
       break;
     }
@@ -455,9 +492,15 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
                          " must be in [1, 2^20]");
     }
   }
+  // kv_dtype (an fp8 cache) and kv_scale come together, or neither.
   for (const auto &[spelling, key] : keys)
-    if (!seen[key])
+    if (!seen[key] && key != KvDtype && key != KvScale)
       return lineError("config is missing key '", spelling, "'");
+  if (seen[KvDtype] != seen[KvScale])
+    return lineError(seen[KvDtype] ? "config kv_dtype needs kv_scale"
+                                   : "config kv_scale needs kv_dtype");
+  if (c.fp8() && c.dtype == DType::F32)
+    return lineError("an fp8 cache (kv_dtype) needs dtype f16 or bf16");
   m.config = c;
   haveConfig = true;
   return Status::success();
@@ -516,7 +559,7 @@ Status Parser::parseArg(const std::vector<std::string_view> &t) {
   if (!fromString(t[4], a.type))
     return lineError("unknown element type '", t[4], "' (expected ",
                      spellings(kElemTypes), ")");
-  std::vector<ArgRole> allowed = requiredRoles(k.kind, m.config.kv);
+  std::vector<ArgRole> allowed = requiredRoles(k.kind, m.config);
   for (ArgRole r : optionalRoles(k.kind))
     allowed.push_back(r);
   if (std::find(allowed.begin(), allowed.end(), a.role) == allowed.end())
@@ -667,7 +710,7 @@ Status Parser::closeKernel() {
   };
   if (!kernelHasLaunch)
     return kernelError("missing 'launch' line");
-  for (ArgRole r : requiredRoles(k.kind, m.config.kv)) {
+  for (ArgRole r : requiredRoles(k.kind, m.config)) {
     bool found = false;
     for (const ArgSpec &a : k.args)
       found |= a.role == r;
@@ -796,6 +839,10 @@ const char *pa::rt::toString(DType t) { return spellingOf(kDTypes, t); }
 const char *pa::rt::toString(CacheLayout l) { return spellingOf(kLayouts, l); }
 const char *pa::rt::toString(KVStorage s) { return spellingOf(kStorages, s); }
 const char *pa::rt::toString(ElemType t) { return spellingOf(kElemTypes, t); }
+const char *pa::rt::toString(KVDType t) {
+  return t == KVDType::Data ? "data" : spellingOf(kKVDTypes, t);
+}
+const char *pa::rt::toString(KVScale s) { return spellingOf(kKVScales, s); }
 const char *pa::rt::toString(KernelKind k) {
   return spellingOf(kKernelKinds, k);
 }
@@ -817,6 +864,12 @@ bool pa::rt::fromString(std::string_view s, KVStorage &out) {
 }
 bool pa::rt::fromString(std::string_view s, ElemType &out) {
   return lookup(kElemTypes, s, out);
+}
+bool pa::rt::fromString(std::string_view s, KVDType &out) {
+  return lookup(kKVDTypes, s, out);
+}
+bool pa::rt::fromString(std::string_view s, KVScale &out) {
+  return lookup(kKVScales, s, out);
 }
 bool pa::rt::fromString(std::string_view s, KernelKind &out) {
   return lookup(kKernelKinds, s, out);
@@ -844,11 +897,25 @@ ElemType pa::rt::toElemType(DType t) {
   return ElemType::F32;
 }
 
+ElemType BundleConfig::cacheElemType() const {
+  switch (kvDtype) {
+  case KVDType::E4M3:
+    return ElemType::F8E4M3FN;
+  case KVDType::E5M2:
+    return ElemType::F8E5M2;
+  case KVDType::Data:
+    break;
+  }
+  return toElemType(dtype);
+}
+
 std::string BundleConfig::str() const {
   std::ostringstream os;
   os << "D" << headDim << " P" << pageSize << " Hkv" << kvHeads << " g"
      << group << " " << toString(layout) << " " << toString(dtype) << " "
      << toString(kv);
+  if (fp8())
+    os << " " << toString(kvDtype) << " scale per " << toString(kvScale);
   return os.str();
 }
 
@@ -889,7 +956,11 @@ std::string pa::rt::printManifest(const Manifest &m) {
   os << "config head_dim " << c.headDim << " page_size " << c.pageSize
      << " kv_heads " << c.kvHeads << " group " << c.group << " layout "
      << toString(c.layout) << " dtype " << toString(c.dtype) << " kv "
-     << toString(c.kv) << "\n";
+     << toString(c.kv);
+  if (c.fp8())
+    os << " kv_dtype " << toString(c.kvDtype) << " kv_scale "
+       << toString(c.kvScale);
+  os << "\n";
   for (const KernelSpec &k : m.kernels) {
     os << "kernel " << toString(k.kind) << " " << k.file << " " << k.symbol
        << "\n";
@@ -971,6 +1042,9 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
     return {d.maskBytes};
   case ArgRole::AlibiSlopes:
     return {hq};
+  case ArgRole::KScale:
+  case ArgRole::VScale:
+    return {c.kvScale == KVScale::Head ? hkv : 1};
   case ArgRole::KVIndices:
     return {d.nnz};
   case ArgRole::KVLastPageLen:

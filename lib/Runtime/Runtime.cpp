@@ -25,6 +25,8 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -405,20 +407,24 @@ struct CacheArgs {
   pa_deviceptr q = 0, kv = 0, k = 0, v = 0, kvIndptr = 0, kvIndices = 0,
                kvLastPageLen = 0, o = 0, lse = 0;
   int64_t batch = 0, numQHeads = 0, headDim = 0, numPages = 0, nnz = 0;
+  /// An fp8 cache's scales (0 otherwise).
+  pa_deviceptr kScale = 0, vScale = 0;
 };
 
 CacheArgs cacheArgs(const pa_decode_args &a) {
   return {a.q,         a.kv,          a.k,        a.v,
           a.kv_indptr, a.kv_indices,  a.kv_last_page_len,
           a.o,         a.lse,         a.batch,    a.num_q_heads,
-          a.head_dim,  a.num_pages,   a.nnz};
+          a.head_dim,  a.num_pages,   a.nnz,      a.k_scale,
+          a.v_scale};
 }
 
 CacheArgs cacheArgs(const pa_prefill_args &a) {
   return {a.q,         a.kv,          a.k,        a.v,
           a.kv_indptr, a.kv_indices,  a.kv_last_page_len,
           a.o,         a.lse,         a.batch,    a.num_q_heads,
-          a.head_dim,  a.num_pages,   a.nnz};
+          a.head_dim,  a.num_pages,   a.nnz,      a.k_scale,
+          a.v_scale};
 }
 
 /// The checks every run makes before anything else: the plan's bundle
@@ -451,6 +457,10 @@ Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
   if (!joint && a.kv)
     return fail("the bundle stores K and V apart (kv split): pass k and v, "
                 "not kv");
+  if (!c.fp8() && (a.kScale || a.vScale))
+    return fail("k_scale / v_scale are given but the bundle's cache is not "
+                "fp8 (its elements are ",
+                toString(c.dtype), "): pass 0");
   if (a.batch == 0)
     return Status::success();
   struct {
@@ -465,7 +475,9 @@ Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
                   {"kv_indices", a.kvIndices, a.nnz > 0},
                   {"kv", a.kv, joint && a.numPages > 0},
                   {"k", a.k, !joint && a.numPages > 0},
-                  {"v", a.v, !joint && a.numPages > 0}};
+                  {"v", a.v, !joint && a.numPages > 0},
+                  {"k_scale", a.kScale, c.fp8()},
+                  {"v_scale", a.vScale, c.fp8()}};
   for (const auto &r : required)
     if (r.needed && !r.ptr)
       return fail("argument '", r.name, "' is null");
@@ -485,11 +497,37 @@ void bindCacheArgs(const BundleConfig &c, const CacheArgs &a,
     bind(ArgRole::K, a.k);
     bind(ArgRole::V, a.v);
   }
+  if (c.fp8()) {
+    bind(ArgRole::KScale, a.kScale);
+    bind(ArgRole::VScale, a.vScale);
+  }
   bind(ArgRole::KVIndptr, a.kvIndptr);
   bind(ArgRole::KVIndices, a.kvIndices);
   bind(ArgRole::KVLastPageLen, a.kvLastPageLen);
   bind(ArgRole::O, a.o);
   bind(ArgRole::LSE, a.lse);
+}
+
+/// Checked mode, fp8 caches: every K and V scale finite and > 0 (what the
+/// CPU lowering asserts; the kernels assume it).
+Status checkScales(const BundleConfig &c, const CacheArgs &a,
+                   CUstream stream) {
+  if (!c.fp8())
+    return Status::success();
+  int64_t n = c.kvScale == KVScale::Head ? c.kvHeads : 1;
+  for (auto [ptr, name] : {std::pair{a.kScale, "k_scale"},
+                           std::pair{a.vScale, "v_scale"}}) {
+    std::vector<int32_t> bits;
+    PA_TRY(download(bits, ptr, n, stream, name));
+    for (int64_t i = 0; i < n; ++i) {
+      float x;
+      std::memcpy(&x, &bits[i], sizeof(x));
+      if (!(x > 0) || !std::isfinite(x))
+        return fail(name, "[", i, "] = ", x,
+                    ": fp8 cache scales must be finite and > 0");
+    }
+  }
+  return Status::success();
 }
 
 /// Checked mode: validates the device page table on the host against the
@@ -556,8 +594,10 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   PA_TRY(checkCacheArgs(c, p.config, p.batch, p.nnz, ca));
   if (p.batch == 0)
     return Status::success();
-  if (a.checked)
+  if (a.checked) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
+    PA_TRY(checkScales(c, ca, stream));
+  }
 
   ProblemDims dims;
   dims.batch = p.batch;
@@ -805,6 +845,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
 
   if (a.checked && p.batch > 0) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
+    PA_TRY(checkScales(c, ca, stream));
     std::vector<int32_t> qo;
     PA_TRY(download(qo, a.qo_indptr, p.batch + 1, stream, "qo_indptr"));
     PA_TRY(validateQueries(qo, p.batch, a.num_query_rows, p.kvLens,
@@ -961,6 +1002,11 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->has_split_kernels = bundle->hasSplit() ? 1 : 0;
   out->has_decode = bundle->function(KernelKind::Decode) ? 1 : 0;
   out->has_prefill = bundle->function(KernelKind::Prefill) ? 1 : 0;
+  out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
+                  : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
+                                               : PA_KV_DTYPE_DATA;
+  out->kv_scale =
+      c.kvScale == KVScale::Head ? PA_KV_SCALE_HEAD : PA_KV_SCALE_TENSOR;
   return PA_SUCCESS;
 }
 

@@ -85,15 +85,19 @@ pa::test::cacheBuffers(const CacheGeometry &g, rt::DType t,
   assert(kv.layout == g.refLayout() && kv.pageSize == g.pageSize &&
          kv.numHeads == g.kvHeads && kv.headDim == g.headDim &&
          "cacheBuffers: the cache does not have the geometry's shape");
-  size_t bytes =
-      static_cast<size_t>(g.bufferElements(kv.numPages) * rt::elementBytes(t));
+  int64_t eb = kv.fp8 ? 1 : rt::elementBytes(t);
+  size_t bytes = static_cast<size_t>(g.bufferElements(kv.numPages) * eb);
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(g.numBuffers()),
                                             std::vector<uint8_t>(bytes));
   for (int64_t which = 0; which < 2; ++which) {
     const std::vector<double> &src = which ? kv.v : kv.k;
     uint8_t *dst = buffers[static_cast<size_t>(g.bufferOf(which))].data();
-    for (int64_t i = 0, n = kv.numElements(); i < n; ++i)
-      storeElement(dst, g.offsetOfRef(i, which), t, src[i]);
+    for (int64_t i = 0, n = kv.numElements(); i < n; ++i) {
+      if (kv.fp8)
+        dst[g.offsetOfRef(i, which)] = fp8Bits(src[i], kv.fp8->format);
+      else
+        storeElement(dst, g.offsetOfRef(i, which), t, src[i]);
+    }
   }
   return buffers;
 }

@@ -130,3 +130,31 @@ std::vector<uint8_t> pa::test::toBytes(rt::DType t,
     storeElement(bytes.data(), static_cast<int64_t>(i), t, values[i]);
   return bytes;
 }
+
+uint8_t pa::test::fp8Bits(double v, ref::FP8Format f) {
+  const bool e4m3 = f == ref::FP8Format::E4M3FN;
+  const int manBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  if (std::isnan(v))
+    return e4m3 ? 0x7F : 0x7E;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  double a = std::fabs(v);
+  if (std::isinf(a))
+    return static_cast<uint8_t>(sign | 0x7C); // e5m2 only
+  if (a == 0)
+    return sign;
+  int e;
+  double m = std::frexp(a, &e); // a = m 2^e, m in [0.5, 1)
+  int exp = e - 1 + bias;       // biased exponent of 1.f x 2^(e - 1)
+  if (exp >= 1) {
+    int man = static_cast<int>(std::lround((2 * m - 1) * (1 << manBits)));
+    return static_cast<uint8_t>(sign | (exp << manBits) | man);
+  }
+  // Subnormal: a = man x 2^(1 - bias - manBits).
+  int man = static_cast<int>(std::lround(std::ldexp(a, bias - 1 + manBits)));
+  return static_cast<uint8_t>(sign | man);
+}
+
+pa::ref::FP8Format pa::test::fp8FormatOf(rt::KVDType t) {
+  return t == rt::KVDType::E5M2 ? ref::FP8Format::E5M2
+                                : ref::FP8Format::E4M3FN;
+}

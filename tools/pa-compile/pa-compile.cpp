@@ -72,6 +72,17 @@ static cl::opt<std::string> dtype("dtype", cl::init("f16"),
 static cl::opt<std::string> kvForm("kv", cl::init("joint"),
                                    cl::desc("joint | split"),
                                    cl::cat(category));
+static cl::opt<std::string>
+    kvDtype("kv-dtype", cl::init(""),
+            cl::desc("The cache's element type: e4m3 (f8E4M3FN) | e5m2 "
+                     "(f8E5M2) for an fp8 cache whose kernels take K / V "
+                     "scales (default: --dtype)"),
+            cl::cat(category));
+static cl::opt<std::string>
+    kvScale("kv-scale", cl::init("tensor"),
+            cl::desc("The scales of an fp8 cache: tensor ([1]) | head "
+                     "([kv-heads])"),
+            cl::cat(category));
 static cl::opt<std::string> chip("chip", cl::init("sm_90"),
                                  cl::desc("sm_80 | sm_90 | ..."),
                                  cl::cat(category));
@@ -252,6 +263,18 @@ bool checkFlags() {
     fail("--dtype must be f16, bf16 or f32, got '" + dtype + "'");
   if (!rt::fromString(kvForm.getValue(), s))
     fail("--kv must be joint or split, got '" + kvForm + "'");
+  rt::KVDType kd;
+  rt::KVScale ks;
+  if (!kvDtype.empty() && !rt::fromString(kvDtype.getValue(), kd))
+    fail("--kv-dtype must be e4m3 or e5m2 (or absent: the --dtype), got '" +
+         kvDtype + "'");
+  if (!rt::fromString(kvScale.getValue(), ks))
+    fail("--kv-scale must be tensor or head, got '" + kvScale + "'");
+  if (kvDtype.empty() && kvScale.getNumOccurrences())
+    fail("--kv-scale is an fp8 cache option: it needs --kv-dtype");
+  if (!kvDtype.empty() && dtype == "f32")
+    fail("--kv-dtype " + kvDtype + " needs --dtype f16 or bf16 (the fp8 "
+         "kernels run on tensor cores)");
   if (!StringRef(chip.getValue()).starts_with("sm_"))
     fail("--chip must name an SM, e.g. sm_90, got '" + chip + "'");
   if (!wantDecode() && !wantPrefill())
@@ -289,8 +312,28 @@ bool checkFlags() {
 /// Types and attributes of the configuration.
 struct ProgramTypes {
   RankedTensorType q, lse, part, cache, index, mask, slopes;
+  /// An fp8 cache's K / V scales ([1] or [Hkv] f32); null otherwise.
+  RankedTensorType scale;
   mlir::pa::PagedKVAttr attr;
   bool joint;
+
+  /// The cache operands and, for an fp8 cache, the two scales.
+  SmallVector<Type> cacheInputs() const {
+    SmallVector<Type> in(joint ? 1 : 2, cache);
+    if (scale)
+      in.append({scale, scale});
+    return in;
+  }
+  /// Arguments the cache operands take (cacheInputs().size()).
+  int cacheArgs() const { return (joint ? 1 : 2) + (scale ? 2 : 0); }
+  /// The scales among the function arguments `a`, whose cache operands
+  /// start at `first`.
+  mlir::pa::KVScales scales(ValueRange a, int first) const {
+    if (!scale)
+      return {};
+    int s = first + (joint ? 1 : 2);
+    return {a[s], a[s + 1]};
+  }
 };
 
 ProgramTypes programTypes(MLIRContext *ctx) {
@@ -312,7 +355,15 @@ ProgramTypes programTypes(MLIRContext *ctx) {
     shape.append({pageSize, kvHeads, headDim});
   else
     shape.append({kvHeads, pageSize, headDim});
-  t.cache = RankedTensorType::get(shape, elem);
+  Type cacheElem = elem;
+  if (kvDtype == "e4m3")
+    cacheElem = b.getType<Float8E4M3FNType>();
+  else if (kvDtype == "e5m2")
+    cacheElem = b.getType<Float8E5M2Type>();
+  t.cache = RankedTensorType::get(shape, cacheElem);
+  if (!kvDtype.empty())
+    t.scale = RankedTensorType::get({kvScale == "head" ? kvHeads.getValue() : 1},
+                                    b.getF32Type());
   t.index = RankedTensorType::get({dyn}, b.getI32Type());
   t.mask = RankedTensorType::get({dyn}, b.getI8Type());
   t.slopes = RankedTensorType::get({hq}, b.getF32Type());
@@ -353,7 +404,7 @@ mlir::pa::AttentionOptions prefillOptions() {
 /// q_positions, custom mask and ALiBi slopes the flags ask for.
 SmallVector<Type> prefillInputs(const ProgramTypes &t, int workArrays) {
   SmallVector<Type> in{t.q, t.index};
-  in.append(t.joint ? 1 : 2, t.cache);
+  in.append(t.cacheInputs());
   in.append({t.index, t.index, t.index});
   in.append(workArrays, t.index);
   if (positions)
@@ -365,16 +416,17 @@ SmallVector<Type> prefillInputs(const ProgramTypes &t, int workArrays) {
   return in;
 }
 
-/// @prefill(q, qo_indptr, kv..., kv_indptr, kv_indices, kv_last_page_len,
-///          [q_positions], [custom_mask, mask_indptr], [alibi_slopes], o,
-///          lse): one pa.prefill with the flags' masking and options.
+/// @prefill(q, qo_indptr, kv..., [k_scale, v_scale], kv_indptr,
+///          kv_indices, kv_last_page_len, [q_positions], [custom_mask,
+///          mask_indptr], [alibi_slopes], o, lse): one pa.prefill with the
+///          flags' masking and options.
 void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
   int nkv = t.joint ? 1 : 2;
   SmallVector<Type> in = prefillInputs(t, /*workArrays=*/0);
   in.append({t.q, t.lse});
   buildFunc(b, loc, "prefill", in, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-              int i = 2 + nkv;
+              int i = 2 + t.cacheArgs();
               mlir::pa::PageTableOperands pages{a[i], a[i + 1], a[i + 2]};
               i += 3;
               mlir::pa::PrefillMasking masking;
@@ -389,12 +441,13 @@ void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
               auto op = mlir::pa::PrefillOp::create(
                   b, loc, a[0], a[1], a.slice(2, nkv), pages,
                   ValueRange{a[i], a[i + 1]}, t.attr, masking,
-                  prefillOptions(), slopes);
+                  prefillOptions(), slopes, t.scales(a, 2));
               return {op.getResult(0), op.getResult(1)};
             });
 }
 
-/// @prefill_split(q, qo_indptr, kv..., kv_indptr, kv_indices,
+/// @prefill_split(q, qo_indptr, kv..., [k_scale, v_scale], kv_indptr,
+///                kv_indices,
 ///                kv_last_page_len, work_request, work_qo_start,
 ///                work_qo_end, work_kv_start, work_kv_end, work_partial_row,
 ///                work_partial_stride, [q_positions], [custom_mask,
@@ -408,7 +461,7 @@ void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
   buildFunc(
       b, loc, "prefill_split", in, {t.q, t.lse},
       [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-        int i = 2 + nkv;
+        int i = 2 + t.cacheArgs();
         ValueRange pages = a.slice(i, 3);
         i += 3;
         ValueRange work = a.slice(i, 7);
@@ -418,9 +471,10 @@ void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
         Value maskIndptr = customMask ? a[i++] : Value();
         Value slopes = alibi ? a[i++] : Value();
         mlir::pa::AttentionOptions o = prefillOptions();
+        mlir::pa::KVScales scales = t.scales(a, 2);
         auto part = mlir::pa::PrefillPartialOp::create(
             b, loc, TypeRange{t.part, t.lse}, a[0], a[1], a.slice(2, nkv),
-            /*k_scale=*/Value(), /*v_scale=*/Value(), pages[0], pages[1],
+            scales.k, scales.v, pages[0], pages[1],
             pages[2], work[0], work[1], work[2], work[3], work[4], work[5],
             work[6], qPositions, mask, maskIndptr, slopes,
             ValueRange{a[i], a[i + 1]}, t.attr,
@@ -450,37 +504,41 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
     buildPrefillSplit(b, loc, t);
   if (!decode)
     return module;
-  int nkv = t.joint ? 1 : 2;
-  SmallVector<Type> cacheTypes(nkv, t.cache);
+  int nkv = t.joint ? 1 : 2, nc = t.cacheArgs();
 
-  // @decode(q, kv..., kv_indptr, kv_indices, kv_last_page_len, o, lse)
+  // @decode(q, kv..., [k_scale, v_scale], kv_indptr, kv_indices,
+  //         kv_last_page_len, o, lse)
   SmallVector<Type> in{t.q};
-  in.append(cacheTypes);
+  in.append(t.cacheInputs());
   in.append({t.index, t.index, t.index, t.q, t.lse});
   buildFunc(b, loc, "decode", in, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-              mlir::pa::PageTableOperands pages{a[1 + nkv], a[2 + nkv], a[3 + nkv]};
+              mlir::pa::PageTableOperands pages{a[1 + nc], a[2 + nc],
+                                                a[3 + nc]};
               auto op = mlir::pa::DecodeOp::create(
                   b, loc, a[0], a.slice(1, nkv), pages,
-                  ValueRange{a[4 + nkv], a[5 + nkv]}, t.attr);
+                  ValueRange{a[4 + nc], a[5 + nc]}, t.attr,
+                  mlir::pa::AttentionOptions(), Value(), t.scales(a, 1));
               return {op.getResult(0), op.getResult(1)};
             });
 
-  // @decode_split(q, kv..., pages..., work_indptr, work_request, work_start,
-  //               work_end, o_part, lse_part, o, lse)
+  // @decode_split(q, kv..., [k_scale, v_scale], pages..., work_indptr,
+  //               work_request, work_start, work_end, o_part, lse_part, o,
+  //               lse)
   SmallVector<Type> inSplit{t.q};
-  inSplit.append(cacheTypes);
+  inSplit.append(t.cacheInputs());
   inSplit.append({t.index, t.index, t.index, t.index, t.index, t.index,
                   t.index, t.part, t.lse, t.q, t.lse});
   buildFunc(b, loc, "decode_split", inSplit, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-              int i = 1 + nkv;
+              int i = 1 + nc;
               mlir::pa::PageTableOperands pages{a[i], a[i + 1], a[i + 2]};
               mlir::pa::WorkListOperands work{a[i + 3], a[i + 4], a[i + 5],
                                         a[i + 6]};
               auto part = mlir::pa::DecodePartialOp::create(
                   b, loc, a[0], a.slice(1, nkv), pages, work,
-                  ValueRange{a[i + 7], a[i + 8]}, t.attr);
+                  ValueRange{a[i + 7], a[i + 8]}, t.attr,
+                  mlir::pa::AttentionOptions(), Value(), t.scales(a, 1));
               auto merge = mlir::pa::MergeSegmentsOp::create(
                   b, loc, TypeRange{t.q, t.lse}, part.getResult(0),
                   part.getResult(1), work.indptr,
@@ -535,6 +593,10 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
   (void)rt::fromString(layout.getValue(), c.layout);
   (void)rt::fromString(dtype.getValue(), c.dtype);
   (void)rt::fromString(kvForm.getValue(), c.kv);
+  if (!kvDtype.empty()) {
+    (void)rt::fromString(kvDtype.getValue(), c.kvDtype);
+    (void)rt::fromString(kvScale.getValue(), c.kvScale);
+  }
   bool ok = true;
   module.walk([&](gpu::GPUFuncOp func) {
     if (!func.isKernel())

@@ -178,9 +178,11 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   row.len = L;
   const int64_t P = c.pageSize, Hkv = c.kvHeads, Hq = c.numQHeads(),
                 D = c.headDim, eb = rt::elementBytes(c.dtype);
+  // Bytes of a cache element: the dtype's, or 1 for an fp8 cache.
+  const int64_t kvEb = c.fp8() ? 1 : eb;
   const int64_t ppr = (L + P - 1) / P;
   const int64_t pagesPerSet = B * ppr;
-  const double pageBytes = 2.0 * P * Hkv * D * eb; // K and V
+  const double pageBytes = 2.0 * P * Hkv * D * kvEb; // K and V
   const double setBytes = pageBytes * pagesPerSet;
   if (setBytes > o.maxKVGiB * kGiB) {
     row.skipped = fmt("KV %.3g GiB > %.3g GiB", setBytes / kGiB, o.maxKVGiB);
@@ -211,11 +213,18 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
               : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
                                            : PA_DTYPE_F32;
-  roofs.fillUniform(pool0.get(), pool0.size() / eb, dtype, o.seed + 1, -1.f,
-                    1.f, stream);
+  int kvDtype = c.kvDtype == rt::KVDType::E4M3   ? kFillE4M3
+                : c.kvDtype == rt::KVDType::E5M2 ? kFillE5M2
+                                                 : dtype;
+  roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvDtype, o.seed + 1,
+                    -1.f, 1.f, stream);
   if (!joint)
-    roofs.fillUniform(pool1.get(), pool1.size() / eb, dtype, o.seed + 2, -1.f,
-                      1.f, stream);
+    roofs.fillUniform(pool1.get(), pool1.size() / kvEb, kvDtype, o.seed + 2,
+                      -1.f, 1.f, stream);
+  // An fp8 cache's scales (their values do not change the work).
+  std::vector<float> scales(
+      static_cast<size_t>(c.kvScale == rt::KVScale::Head ? Hkv : 1), 1.0f);
+  DeviceBuffer dScales = c.fp8() ? uploadVector(scales) : DeviceBuffer();
   // One page table per set over the shared, shuffled pool: each set reads
   // its own pages, in a random order. Indptr and last_page_len are the same
   // for every set.
@@ -264,6 +273,10 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
       a.k = pool0.get();
       a.v = pool1.get();
     }
+    if (c.fp8()) {
+      a.k_scale = dScales.get();
+      a.v_scale = dScales.get();
+    }
     a.kv_indptr = dIndptr.get();
     a.kv_indices = dIndices[s].get();
     a.kv_last_page_len = dLast.get();
@@ -286,7 +299,7 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   for (float v : lse)
     row.sane &= std::isfinite(v);
 
-  row.bytes = 2.0 * static_cast<double>(B) * L * Hkv * D * eb +
+  row.bytes = 2.0 * static_cast<double>(B) * L * Hkv * D * kvEb +
               2.0 * static_cast<double>(qBytes);
   row.gbs = gbps(row.bytes, row.t.medianUs);
   return row;

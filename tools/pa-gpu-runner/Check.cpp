@@ -32,6 +32,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,15 +96,31 @@ HostCache pa::runner::makeHostCache(const std::vector<int64_t> &lens,
   double slack = finiteSlack ? 8.0 : std::numeric_limits<double>::quiet_NaN();
   std::fill(hc.kv.k.begin(), hc.kv.k.end(), slack);
   std::fill(hc.kv.v.begin(), hc.kv.v.end(), slack);
+  // fp8: values over the whole range, scales that bring them back to O(1).
+  std::optional<ref::FP8Format> fmt;
+  double max = 1;
+  if (c.fp8()) {
+    fmt = test::fp8FormatOf(c.kvDtype);
+    max = ref::fp8Max(*fmt);
+    int64_t n = c.kvScale == rt::KVScale::Head ? Hkv : 1;
+    for (std::vector<float> *s : {&hc.kScale, &hc.vScale})
+      for (int64_t i = 0; i < n; ++i)
+        s->push_back(static_cast<float>(rng.uniform(0.5, 2) / max));
+    hc.kv.fp8 = ref::FP8Scales{
+        *fmt, std::vector<double>(hc.kScale.begin(), hc.kScale.end()),
+        std::vector<double>(hc.vScale.begin(), hc.vScale.end())};
+  }
+  auto value = [&]() {
+    double x = rng.uniform(-1, 1);
+    return fmt ? ref::quantizeFP8(x * max, *fmt) : test::roundTo(c.dtype, x);
+  };
   for (size_t b = 0; b < lens.size(); ++b)
     for (int64_t t = 0; t < lens[b]; ++t) {
       auto [page, slot] = hc.pt.locate(static_cast<int64_t>(b), t);
       for (int64_t h = 0; h < Hkv; ++h)
         for (int64_t d = 0; d < D; ++d) {
-          hc.kv.kAt(page, slot, h, d) =
-              test::roundTo(c.dtype, rng.uniform(-1, 1));
-          hc.kv.vAt(page, slot, h, d) =
-              test::roundTo(c.dtype, rng.uniform(-1, 1));
+          hc.kv.kAt(page, slot, h, d) = value();
+          hc.kv.vAt(page, slot, h, d) = value();
         }
     }
   hc.buffers = test::cacheBuffers(g, c.dtype, hc.kv);
@@ -201,12 +218,14 @@ struct CaseData {
   std::vector<uint8_t> q;
   /// Joint: one buffer; split: K, then V (test::CacheGeometry).
   std::vector<std::vector<uint8_t>> cache;
+  /// An fp8 cache's scales (HostCache::kScale / vScale).
+  std::vector<float> kScale, vScale;
   ref::States expected;
 };
 
 /// Device copies of a CaseData.
 struct DeviceCase {
-  DeviceBuffer q, cache[2], indptr, indices, last, o, lse;
+  DeviceBuffer q, cache[2], scales[2], indptr, indices, last, o, lse;
 };
 
 CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
@@ -227,6 +246,8 @@ CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
       test::randomValues(rng, cs.batch * Hq * D, c.dtype, -3, 3);
   cs.q = test::toBytes(c.dtype, refQ);
   cs.cache = std::move(hc.buffers);
+  cs.kScale = hc.kScale;
+  cs.vScale = hc.vScale;
   cs.expected = ref::decode(refQ, Hq, hc.kv, hc.pt, ref::AttnOptions{});
   return cs;
 }
@@ -236,6 +257,10 @@ DeviceCase uploadCase(const CaseData &cs, const rt::BundleConfig &c) {
   d.q = uploadVector(cs.q);
   for (size_t i = 0; i < cs.cache.size(); ++i)
     d.cache[i] = uploadVector(cs.cache[i]);
+  if (c.fp8()) {
+    d.scales[0] = uploadVector(cs.kScale);
+    d.scales[1] = uploadVector(cs.vScale);
+  }
   d.indptr = uploadVector(cs.indptr);
   d.indices = uploadVector(cs.indices);
   d.last = uploadVector(cs.last);
@@ -520,6 +545,33 @@ void testCheckedMode(pa_bundle *bundle, const rt::BundleConfig &c,
         [&] { setInt(d.last, 6, cs.last[6] + 1); },
         [&] { setInt(d.last, 6, cs.last[6]); },
         "does not match the plan: kv_len[6] = " + str(cs.lens[6] + 1));
+  // fp8 caches: the scales are required, and checked mode rejects a scale
+  // that is not finite and > 0; other caches take none.
+  auto setFloat = [](const DeviceBuffer &buf, int64_t i, float v) {
+    PA_CU(cuMemcpyHtoD(buf.get() + 4 * i, &v, 4));
+  };
+  if (c.fp8()) {
+    int64_t last = static_cast<int64_t>(cs.vScale.size()) - 1;
+    expectRejected(
+        "k_scale null", [&](pa_decode_args &a) { a.k_scale = 0; }, nullptr,
+        nullptr, "argument 'k_scale' is null");
+    expectRejected(
+        "v_scale[last] == 0", nullptr,
+        [&] { setFloat(d.scales[1], last, 0.0f); },
+        [&] { setFloat(d.scales[1], last, cs.vScale[last]); },
+        "v_scale[" + str(last) + "] = 0: fp8 cache scales must be finite "
+                                 "and > 0");
+    expectRejected(
+        "k_scale[0] == NaN", nullptr,
+        [&] { setFloat(d.scales[0], 0, std::nanf("")); },
+        [&] { setFloat(d.scales[0], 0, cs.kScale[0]); },
+        "k_scale[0] = nan: fp8 cache scales must be finite and > 0");
+  } else {
+    expectRejected(
+        "k_scale on a non-fp8 cache",
+        [&](pa_decode_args &a) { a.k_scale = d.q.get(); }, nullptr, nullptr,
+        "k_scale / v_scale are given but the bundle's cache is not fp8");
+  }
   pa_plan_free(plan);
 }
 

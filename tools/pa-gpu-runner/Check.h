@@ -67,21 +67,27 @@ Comparison compareStates(const ref::States &expected, const Outputs &out,
 /// A random paged cache for requests of `lens` tokens: a page pool 1.5x
 /// larger than needed in a random order, K and V uniform in [-1, 1) rounded
 /// to the dtype, unused slots and pages NaN (8.0 with finiteSlack), and the
-/// device-format buffers (test::cacheBuffers).
+/// device-format buffers (test::cacheBuffers). An fp8 cache (c.fp8()) holds
+/// fp8 values spread over the format's range (uniform in [-max, max),
+/// rounded) with K / V scales of 1 or Hkv entries (kv_scale), each
+/// uniform in [0.5, 2) / max, so that the values are O(1) again.
 struct HostCache {
   int64_t numPages = 0;
   ref::PageTable pt;
   ref::PagedKV kv;
   std::vector<std::vector<uint8_t>> buffers;
+  /// fp8: the scales as the kernels take them (f32); empty otherwise.
+  std::vector<float> kScale, vScale;
 };
 HostCache makeHostCache(const std::vector<int64_t> &lens,
                         const rt::BundleConfig &c, test::Rng &rng,
                         bool finiteSlack);
 
-/// Binds device copies `d` of a paged cache (members cache[2], indptr,
-/// indices, last) to a launch's arguments `a` (pa_decode_args or
+/// Binds device copies `d` of a paged cache (members cache[2], scales[2],
+/// indptr, indices, last) to a launch's arguments `a` (pa_decode_args or
 /// pa_prefill_args, which spell these fields alike): `kv` for a joint
-/// cache, `k` and `v` for a split one, and the page table.
+/// cache, `k` and `v` for a split one, the scales of an fp8 cache, and the
+/// page table.
 template <typename Args, typename Device>
 void bindPagedCache(Args &a, const Device &d, const rt::BundleConfig &c) {
   if (c.kv == rt::KVStorage::Joint) {
@@ -89,6 +95,10 @@ void bindPagedCache(Args &a, const Device &d, const rt::BundleConfig &c) {
   } else {
     a.k = d.cache[0].get();
     a.v = d.cache[1].get();
+  }
+  if (c.fp8()) {
+    a.k_scale = d.scales[0].get();
+    a.v_scale = d.scales[1].get();
   }
   a.kv_indptr = d.indptr.get();
   a.kv_indices = d.indices.get();

@@ -108,6 +108,9 @@ struct DeviceInfo {
 DeviceInfo queryDevice();
 
 /// The kernels of bench/roofs.cu, loaded from pa-roofs.cubin.
+/// fillUniform's dtypes for fp8 caches (beside PA_DTYPE_*).
+constexpr int kFillE4M3 = 3, kFillE5M2 = 4;
+
 struct Roofs {
   CUmodule module = nullptr;
   /// pa_read_roof (read-only path loads), pa_read_roof_cs (streaming loads),
@@ -119,8 +122,9 @@ struct Roofs {
   void load(const std::string &path);
   ~Roofs();
 
-  /// Fills `count` elements of `dtype` (PA_DTYPE_*) at `dst` with hashed
-  /// uniform values in [lo, hi), on `stream`.
+  /// Fills `count` elements of `dtype` (PA_DTYPE_*, or kFillE4M3 /
+  /// kFillE5M2: fp8 bytes) at `dst` with hashed uniform values in [lo, hi),
+  /// on `stream`.
   void fillUniform(CUdeviceptr dst, uint64_t count, int dtype, uint32_t seed,
                    float lo, float hi, CUstream stream) const;
 };

@@ -270,8 +270,8 @@ PrefillCase makePrefillCase(const std::string &name,
 
 /// Device copies of a PrefillCase.
 struct DevicePrefill {
-  DeviceBuffer q, qoIndptr, cache[2], indptr, indices, last, positions, mask,
-      maskIndptr, slopes, o, lse;
+  DeviceBuffer q, qoIndptr, cache[2], scales[2], indptr, indices, last,
+      positions, mask, maskIndptr, slopes, o, lse;
 };
 
 DevicePrefill uploadPrefill(const PrefillCase &cs, const PrefillKernel &k) {
@@ -281,6 +281,10 @@ DevicePrefill uploadPrefill(const PrefillCase &cs, const PrefillKernel &k) {
   d.qoIndptr = uploadVector(cs.qoIndptr);
   for (size_t i = 0; i < cs.cache.buffers.size(); ++i)
     d.cache[i] = uploadVector(cs.cache.buffers[i]);
+  if (c.fp8()) {
+    d.scales[0] = uploadVector(cs.cache.kScale);
+    d.scales[1] = uploadVector(cs.cache.vScale);
+  }
   d.indptr = uploadVector(cs.cache.pt.indptr);
   d.indices = uploadVector(cs.cache.pt.indices);
   d.last = uploadVector(cs.cache.pt.lastPageLen);

@@ -376,7 +376,16 @@ TEST(BundleSpellings, EveryEnumeratorRoundTrips) {
   expectSpellingsRoundTrip<DType>(3, "dtype");
   expectSpellingsRoundTrip<CacheLayout>(2, "layout");
   expectSpellingsRoundTrip<KVStorage>(2, "kv storage");
-  expectSpellingsRoundTrip<ElemType>(5, "element type");
+  expectSpellingsRoundTrip<ElemType>(7, "element type");
+  expectSpellingsRoundTrip<KVScale>(2, "kv_scale");
+  // KVDType::Data is the absence of kv_dtype: never spelled.
+  for (KVDType t : {KVDType::E4M3, KVDType::E5M2}) {
+    KVDType back = KVDType::Data;
+    EXPECT_TRUE(fromString(toString(t), back)) << toString(t);
+    EXPECT_EQ(back, t) << toString(t);
+  }
+  KVDType data = KVDType::E4M3;
+  EXPECT_FALSE(fromString("data", data));
   expectSpellingsRoundTrip<KernelKind>(kNumKernelKinds, "kernel kind");
   expectSpellingsRoundTrip<ArgRole>(kNumArgRoles, "argument role");
   expectSpellingsRoundTrip<GridSymbol>(kNumGridSymbols, "grid symbol");
@@ -1446,4 +1455,117 @@ TEST(BundlePrefillSplit, StructureErrors) {
   window[16] = "prefill queries_per_tile 8 causal 1 window 7 soft_cap 0 "
                "sm_scale 0.0883883461 lse_base2 0";
   expectError(join(window), 16, "differs from kernel 'prefill''s");
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 caches
+//===----------------------------------------------------------------------===//
+
+/// A decode bundle over an fp8 cache: kv_dtype / kv_scale on the config
+/// line, the cache arguments in the fp8 type, k_scale and v_scale.
+std::vector<std::string> fp8Lines(const std::string &kvDtype,
+                                  const std::string &kvScale) {
+  std::string elem = kvDtype == "e4m3" ? "f8E4M3FN" : "f8E5M2";
+  return {"pa-bundle 1",                                                 // 1
+          "config head_dim 128 page_size 16 kv_heads 8 group 4 layout "
+          "nhd dtype f16 kv joint kv_dtype " +
+              kvDtype + " kv_scale " + kvScale,                          // 2
+          "kernel decode decode.cubin pa_decode",                        // 3
+          "arg q memref 3 f16",                                          // 4
+          "arg kv memref 5 " + elem,                                     // 5
+          "arg k_scale memref 1 f32",                                    // 6
+          "arg v_scale memref 1 f32",                                    // 7
+          "arg kv_indptr memref 1 i32",                                  // 8
+          "arg kv_indices memref 1 i32",                                 // 9
+          "arg kv_last_page_len memref 1 i32",                           // 10
+          "arg o memref 3 f16",                                          // 11
+          "arg lse memref 2 f32",                                        // 12
+          "launch grid batch kv_heads 1 block 128 1 1 smem 76032",       // 13
+          "end"};                                                        // 14
+}
+
+TEST(BundleFP8, ParsesPrintsAndShapesTheScales) {
+  for (const char *dt : {"e4m3", "e5m2"})
+    for (const char *sc : {"tensor", "head"}) {
+      std::string text = join(fp8Lines(dt, sc));
+      Manifest m;
+      Status s = parseManifest(text, m);
+      ASSERT_TRUE(s.ok) << s.message;
+      EXPECT_TRUE(m.config.fp8());
+      EXPECT_EQ(m.config.kvDtype,
+                std::string(dt) == "e4m3" ? KVDType::E4M3 : KVDType::E5M2);
+      EXPECT_EQ(m.config.kvScale, std::string(sc) == "head" ? KVScale::Head
+                                                           : KVScale::Tensor);
+      EXPECT_EQ(m.config.cacheElemType(), std::string(dt) == "e4m3"
+                                              ? ElemType::F8E4M3FN
+                                              : ElemType::F8E5M2);
+      EXPECT_EQ(printManifest(m), text) << "the canonical text round-trips";
+      EXPECT_NE(m.config.str().find(std::string(dt) + " scale per " + sc),
+                std::string::npos)
+          << m.config.str();
+      ProblemDims d;
+      d.batch = 3;
+      d.numPages = 10;
+      using V = std::vector<int64_t>;
+      V scales = std::string(sc) == "head" ? V{8} : V{1};
+      EXPECT_EQ(roleShape(m.config, ArgRole::KScale, d), scales);
+      EXPECT_EQ(roleShape(m.config, ArgRole::VScale, d), scales);
+      // The scales are parameters in manifest order (3 + 2 words each).
+      EXPECT_EQ(m.find(KernelKind::Decode)->numParams(),
+                9 + 13 + 5 + 5 + 5 + 5 + 5 + 9 + 7);
+    }
+  // A different cache type or scale granularity is a different config.
+  Manifest a, b;
+  ASSERT_TRUE(parseManifest(join(fp8Lines("e4m3", "head")), a).ok);
+  ASSERT_TRUE(parseManifest(join(fp8Lines("e4m3", "tensor")), b).ok);
+  EXPECT_NE(a.config, b.config);
+  ASSERT_TRUE(parseManifest(join(fp8Lines("e5m2", "head")), b).ok);
+  EXPECT_NE(a.config, b.config);
+  BundleConfig data = a.config;
+  data.kvDtype = KVDType::Data;
+  EXPECT_FALSE(data.fp8());
+  EXPECT_EQ(data.cacheElemType(), ElemType::F16);
+  EXPECT_NE(data, a.config);
+}
+
+TEST(BundleFP8, Errors) {
+  std::vector<std::string> lines = fp8Lines("e4m3", "head");
+  auto with = [&](int line, const std::string &text) {
+    std::vector<std::string> l = lines;
+    l[line - 1] = text;
+    return join(l);
+  };
+  auto without = [&](int line) {
+    std::vector<std::string> l = lines;
+    l.erase(l.begin() + line - 1);
+    return join(l);
+  };
+  const std::string base = "config head_dim 128 page_size 16 kv_heads 8 "
+                           "group 4 layout nhd dtype f16 kv joint";
+  expectError(with(2, base + " kv_dtype e4m3"), 2,
+              "config kv_dtype needs kv_scale");
+  expectError(with(2, base + " kv_scale head"), 2,
+              "config kv_scale needs kv_dtype");
+  expectError(with(2, base + " kv_dtype e3m4 kv_scale head"), 2,
+              "unknown kv_dtype 'e3m4' (expected 'e4m3', 'e5m2')");
+  expectError(with(2, base + " kv_dtype e4m3 kv_scale token"), 2,
+              "unknown kv_scale 'token' (expected 'tensor', 'head')");
+  expectError(with(2, "config head_dim 128 page_size 16 kv_heads 8 group 4 "
+                      "layout nhd dtype f32 kv joint kv_dtype e5m2 kv_scale "
+                      "tensor"),
+              2, "an fp8 cache (kv_dtype) needs dtype f16 or bf16");
+  // The cache arguments hold the fp8 type; the scales are required, f32,
+  // rank 1, and only for an fp8 cache.
+  expectError(with(5, "arg kv memref 5 f16"), 5,
+              "role 'kv' must have element type f8E4M3FN");
+  expectError(with(5, "arg kv memref 5 f8E5M2"), 5,
+              "role 'kv' must have element type f8E4M3FN");
+  expectError(without(6), 3, "missing argument role 'k_scale'");
+  expectError(without(7), 3, "missing argument role 'v_scale'");
+  expectError(with(6, "arg k_scale memref 1 f16"), 6,
+              "role 'k_scale' must have element type f32");
+  expectError(with(7, "arg v_scale memref 2 f32"), 7,
+              "role 'v_scale' must be a memref of rank 1");
+  expectError(inserted(5, "arg k_scale memref 1 f32"), 5,
+              "role 'k_scale' is not an argument of kernel 'decode'");
 }

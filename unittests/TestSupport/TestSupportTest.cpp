@@ -335,6 +335,74 @@ TEST(CacheOffsets, BuffersHoldTheReferenceCache) {
     }
 }
 
+/// The value of fp8 code `b` from its fields (independent of fp8Bits).
+double fp8Decode(uint8_t b, ref::FP8Format f) {
+  bool e4m3 = f == ref::FP8Format::E4M3FN;
+  int manBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  int exp = (b & 0x7F) >> manBits, man = b & ((1 << manBits) - 1);
+  double sign = (b & 0x80) ? -1 : 1;
+  int maxExp = (1 << (7 - manBits)) - 1;
+  if (e4m3 && exp == maxExp && man == (1 << manBits) - 1)
+    return std::numeric_limits<double>::quiet_NaN();
+  if (!e4m3 && exp == maxExp)
+    return man ? std::numeric_limits<double>::quiet_NaN()
+               : sign * std::numeric_limits<double>::infinity();
+  if (exp == 0)
+    return sign * std::ldexp(man, 1 - bias - manBits);
+  return sign * std::ldexp((1 << manBits) + man, exp - bias - manBits);
+}
+
+TEST(Numbers, EveryFP8CodeRoundTrips) {
+  for (ref::FP8Format f : {ref::FP8Format::E4M3FN, ref::FP8Format::E5M2}) {
+    uint8_t nan = f == ref::FP8Format::E4M3FN ? 0x7F : 0x7E;
+    int values = 0;
+    for (int b = 0; b < 256; ++b) {
+      double v = fp8Decode(static_cast<uint8_t>(b), f);
+      if (std::isnan(v)) {
+        EXPECT_EQ(fp8Bits(v, f), nan) << "NaN code " << b;
+        continue;
+      }
+      ++values;
+      EXPECT_TRUE(ref::isFP8Value(v, f)) << b << " = " << v;
+      EXPECT_EQ(fp8Bits(v, f), b) << "code " << b << " = " << v;
+    }
+    EXPECT_EQ(values, f == ref::FP8Format::E4M3FN ? 254 : 250);
+    EXPECT_EQ(fp8Decode(fp8Bits(ref::fp8Max(f), f), f), ref::fp8Max(f));
+  }
+  EXPECT_EQ(fp8FormatOf(rt::KVDType::E4M3), ref::FP8Format::E4M3FN);
+  EXPECT_EQ(fp8FormatOf(rt::KVDType::E5M2), ref::FP8Format::E5M2);
+}
+
+TEST(CacheOffsets, FP8BuffersHoldTheCodes) {
+  Rng rng(announceSeed("CacheOffsets.FP8BuffersHoldTheCodes"));
+  for (const CacheGeometry &g : allGeometries(4, 3, 6))
+    for (ref::FP8Format f : {ref::FP8Format::E4M3FN, ref::FP8Format::E5M2}) {
+      SCOPED_TRACE(describe(g));
+      ref::PagedKV kv = randomPagedKV(rng, g.refLayout(), 5, g.pageSize,
+                                      g.kvHeads, g.headDim);
+      for (std::vector<double> *x : {&kv.k, &kv.v})
+        for (double &v : *x)
+          v = ref::quantizeFP8(v * ref::fp8Max(f), f);
+      kv.fp8 = ref::FP8Scales{f, {0.5}, {0.25}};
+      std::vector<std::vector<uint8_t>> bufs =
+          cacheBuffers(g, rt::DType::F16, kv);
+      for (const std::vector<uint8_t> &b : bufs)
+        ASSERT_EQ(static_cast<int64_t>(b.size()), g.bufferElements(5))
+            << "one byte per element";
+      for (int64_t page = 0; page < 5; ++page)
+        for (int64_t slot = 0; slot < g.pageSize; ++slot)
+          for (int64_t h = 0; h < g.kvHeads; ++h)
+            for (int64_t d = 0; d < g.headDim; ++d)
+              for (int64_t which = 0; which < 2; ++which) {
+                double want =
+                    which ? kv.vAt(page, slot, h, d) : kv.kAt(page, slot, h, d);
+                uint8_t code = bufs[static_cast<size_t>(g.bufferOf(which))]
+                                   [g.offset(page, which, slot, h, d)];
+                ASSERT_EQ(fp8Decode(code, f), want);
+              }
+    }
+}
+
 TEST(CacheOffsets, OfABundleConfig) {
   rt::BundleConfig c;
   c.headDim = 64;

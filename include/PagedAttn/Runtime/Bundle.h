@@ -47,9 +47,15 @@ enum class DType { F16, BF16, F32 };
 enum class CacheLayout { NHD, HND };
 /// One cache tensor holding K and V (`kv joint`) or two (`kv split`).
 enum class KVStorage { Joint, Split };
+/// Element type of the KV cache: the data type (`dtype`), or an fp8 format
+/// whose values are scale * element (the manifest's optional `kv_dtype`).
+enum class KVDType { Data, E4M3, E5M2 };
+/// The K / V scales of an fp8 cache: one per tensor ([1]) or per KV head
+/// ([Hkv]) (the manifest's `kv_scale`).
+enum class KVScale { Tensor, Head };
 /// Element type of a kernel argument (I8: the packed bytes of a custom
-/// mask).
-enum class ElemType { F16, BF16, F32, I32, I8 };
+/// mask; F8E4M3FN / F8E5M2: an fp8 cache).
+enum class ElemType { F16, BF16, F32, I32, I8, F8E4M3FN, F8E5M2 };
 
 /// Size in bytes of one element of `t`.
 int64_t elementBytes(DType t);
@@ -58,6 +64,10 @@ const char *toString(DType t);
 const char *toString(CacheLayout l);
 const char *toString(KVStorage s);
 const char *toString(ElemType t);
+/// "e4m3", "e5m2" ("data" for KVDType::Data, which a manifest never
+/// spells); "tensor", "head".
+const char *toString(KVDType t);
+const char *toString(KVScale s);
 /// The value spelled `s` in a manifest (exactly toString's spelling, case
 /// sensitive); false, `out` untouched, for any other text. The same tables
 /// serve the parser, the printer and a compiler that builds a Manifest.
@@ -65,6 +75,9 @@ bool fromString(std::string_view s, DType &out);
 bool fromString(std::string_view s, CacheLayout &out);
 bool fromString(std::string_view s, KVStorage &out);
 bool fromString(std::string_view s, ElemType &out);
+/// "e4m3" / "e5m2" (not "data"); "tensor" / "head".
+bool fromString(std::string_view s, KVDType &out);
+bool fromString(std::string_view s, KVScale &out);
 /// The argument element type that holds values of `t`.
 ElemType toElemType(DType t);
 
@@ -78,16 +91,26 @@ struct BundleConfig {
   CacheLayout layout = CacheLayout::NHD;
   DType dtype = DType::F16;
   KVStorage kv = KVStorage::Joint;
+  /// The cache's element type (Data: `dtype`); an fp8 cache's kernels take
+  /// the k_scale and v_scale roles, of kvScale's shape.
+  KVDType kvDtype = KVDType::Data;
+  KVScale kvScale = KVScale::Tensor;
 
   /// Hq = kv_heads * group.
   int64_t numQHeads() const { return kvHeads * group; }
-  /// A one-line summary, e.g. "D128 P16 Hkv8 g4 nhd f16 joint".
+  /// True for an fp8 cache.
+  bool fp8() const { return kvDtype != KVDType::Data; }
+  /// The element type of the cache arguments (kv, k, v).
+  ElemType cacheElemType() const;
+  /// A one-line summary, e.g. "D128 P16 Hkv8 g4 nhd f16 joint" (fp8:
+  /// "... joint e4m3 scale per head").
   std::string str() const;
 
   bool operator==(const BundleConfig &o) const {
     return headDim == o.headDim && pageSize == o.pageSize &&
            kvHeads == o.kvHeads && group == o.group && layout == o.layout &&
-           dtype == o.dtype && kv == o.kv;
+           dtype == o.dtype && kv == o.kv && kvDtype == o.kvDtype &&
+           (!fp8() || kvScale == o.kvScale);
   }
   bool operator!=(const BundleConfig &o) const { return !(*this == o); }
 };
@@ -156,8 +179,11 @@ enum class ArgRole {
   WorkKVEnd,
   WorkPartialRow,
   WorkPartialStride,
+  /// fp8 caches: [1] or [Hkv] f32, the K and V scales (kv_scale).
+  KScale,
+  VScale,
 };
-constexpr int kNumArgRoles = 26;
+constexpr int kNumArgRoles = 28;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -378,7 +404,8 @@ struct ProblemDims {
 /// mask_indptr [B+1]; kv_indices [nnz]; kv_last_page_len [B]; lse [R, Hq];
 /// work_request, work_start, work_end [Wcap]; o_part [Wcap, Hq, D];
 /// lse_part [Wcap, Hq]; q_positions [Nq]; custom_mask [mask_bytes];
-/// alibi_slopes [Hq].
+/// alibi_slopes [Hq]; k_scale, v_scale [1] (kv_scale tensor) or [Hkv]
+/// (head).
 std::vector<int64_t> roleShape(const BundleConfig &c, ArgRole r,
                                const ProblemDims &dims);
 

@@ -53,6 +53,10 @@ typedef struct pa_prefill_plan pa_prefill_plan_t;
 enum { PA_DTYPE_F16 = 0, PA_DTYPE_BF16 = 1, PA_DTYPE_F32 = 2 };
 enum { PA_LAYOUT_NHD = 0, PA_LAYOUT_HND = 1 };
 enum { PA_KV_JOINT = 0, PA_KV_SPLIT = 1 };
+/** The cache's element type: the bundle dtype, or an fp8 format. */
+enum { PA_KV_DTYPE_DATA = 0, PA_KV_DTYPE_E4M3 = 1, PA_KV_DTYPE_E5M2 = 2 };
+/** The K / V scales of an fp8 cache: [1] (per tensor) or [Hkv] float. */
+enum { PA_KV_SCALE_TENSOR = 0, PA_KV_SCALE_HEAD = 1 };
 
 /** The bundle's `config` line. */
 typedef struct pa_bundle_config {
@@ -64,6 +68,11 @@ typedef struct pa_bundle_config {
   int has_split_kernels; /**< decode_partial + merge_segments present */
   int has_decode;        /**< a decode kernel is present */
   int has_prefill;       /**< a prefill kernel is present */
+  /** PA_KV_DTYPE_*: DATA (elements of dtype) or an fp8 cache, whose value
+   *  is scale * element; its kernels take k_scale / v_scale. */
+  int kv_dtype;
+  /** PA_KV_SCALE_* of an fp8 cache (TENSOR for other caches). */
+  int kv_scale;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -134,8 +143,12 @@ typedef struct pa_decode_args {
   /** Nonzero: checked mode. Copies the page table to the host, validates it
    *  (pa::rt::validatePageTable), checks it against the plan and fails with
    *  that message before any launch; after the launches, synchronizes the
-   *  stream and reports a faulting kernel by name. */
+   *  stream and reports a faulting kernel by name. With an fp8 cache it
+   *  also copies the scales and checks them (finite, > 0) first. */
   int checked;
+  /** fp8 caches (pa_bundle_config.kv_dtype): the K and V scales, float
+   *  [1] or [kv_heads] (kv_scale); 0 for other caches. */
+  pa_deviceptr k_scale, v_scale;
 } pa_decode_args;
 
 /** What a prefill plan recorded. */
@@ -189,8 +202,13 @@ typedef struct pa_prefill_args {
    *  validates them (pa::rt::validatePageTable, validateQueries,
    *  validateMask, q_positions >= 0), checks them against the plan and
    *  fails with that message before any launch; after the launch,
-   *  synchronizes the stream and reports a faulting kernel by name. */
+   *  synchronizes the stream and reports a faulting kernel by name. With
+   *  an fp8 cache it also copies the scales and checks them (finite, > 0)
+   *  first. */
   int checked;
+  /** fp8 caches (pa_bundle_config.kv_dtype): the K and V scales, float
+   *  [1] or [kv_heads] (kv_scale); 0 for other caches. */
+  pa_deviceptr k_scale, v_scale;
 } pa_prefill_args;
 
 /** Initializes the driver, retains the primary context of `device` and makes

@@ -61,8 +61,9 @@ struct CacheGeometry {
 };
 
 /// The buffers (numBuffers() of them, elements of `t`, bufferElements()
-/// each) that hold K and V of `kv`, every value rounded to `t`. `kv` must
-/// have g's layout, page size, heads and head dim.
+/// each) that hold K and V of `kv`, every value rounded to `t`; for an fp8
+/// cache (kv.fp8) one byte per element, its fp8 code (fp8Bits), whatever
+/// `t`. `kv` must have g's layout, page size, heads and head dim.
 std::vector<std::vector<uint8_t>>
 cacheBuffers(const CacheGeometry &g, rt::DType t, const ref::PagedKV &kv);
 

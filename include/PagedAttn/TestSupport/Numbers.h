@@ -16,6 +16,7 @@
 #ifndef PAGEDATTN_TESTSUPPORT_NUMBERS_H
 #define PAGEDATTN_TESTSUPPORT_NUMBERS_H
 
+#include "PagedAttn/Reference/Reference.h"
 #include "PagedAttn/Runtime/Bundle.h"
 
 #include <cstdint>
@@ -49,6 +50,13 @@ double roundTo(rt::DType t, double v);
 double storeElement(void *base, int64_t i, rt::DType t, double v);
 /// Element `i` of the buffer at `base`, which holds elements of `t`.
 double loadElement(const void *base, int64_t i, rt::DType t);
+
+/// The byte of fp8 value `v` of format `f` (a value of the format, as
+/// pa::ref::quantizeFP8 gives; NaN: the format's quiet NaN, +-inf: e5m2's
+/// infinities).
+uint8_t fp8Bits(double v, ref::FP8Format f);
+/// The fp8 format of a bundle's cache (kv_dtype e4m3 or e5m2).
+ref::FP8Format fp8FormatOf(rt::KVDType t);
 
 /// A buffer of `values`, each stored as an element of `t`.
 std::vector<uint8_t> toBytes(rt::DType t, const std::vector<double> &values);
