@@ -455,6 +455,39 @@ int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
   return lo * pageSize;
 }
 
+int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
+                             int64_t numKVHeads, int64_t maxCTAs,
+                             int64_t pageSize, int64_t minChunk) {
+  pageSize = std::max<int64_t>(pageSize, 1);
+  int64_t batch = static_cast<int64_t>(kvLens.size()), maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  if (numKVHeads <= 0 || maxCTAs <= 0 || batch * numKVHeads < maxCTAs)
+    return noSplit;
+  int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
+  auto modelled = [&](int64_t c) {
+    int64_t waves = ceilDiv(countCTAs(kvLens, numKVHeads, c), maxCTAs);
+    return waves * (c + kWaveItemCost) + (c < maxLen ? kWaveMergeCost : 0);
+  };
+  int64_t best = noSplit, bestTime = std::numeric_limits<int64_t>::max();
+  for (int64_t s = 2; s <= kWaveMaxSplit; ++s) {
+    int64_t c = roundUp(ceilDiv(maxLen, s), pageSize);
+    if (c < minC || c >= noSplit)
+      continue;
+    if (int64_t t = modelled(c); t < bestTime) {
+      best = c;
+      bestTime = t;
+    }
+  }
+  // A split must model at least kWaveMinGainPercent faster.
+  int64_t noSplitTime = modelled(noSplit);
+  if (best != noSplit &&
+      bestTime * 100 <= noSplitTime * (100 - kWaveMinGainPercent))
+    return best;
+  return noSplit;
+}
+
 Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                           int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
                           int64_t ctasPerSM, DecodePlan &plan,
@@ -477,6 +510,9 @@ Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
   DecodePlan result;
   result.chunkSize =
       chooseChunkSize(lens, numKVHeads, numSMs * ctasPerSM, pageSize, minChunk);
+  if (batch * numKVHeads >= numSMs * ctasPerSM)
+    result.chunkSize = balanceWaves(lens, numKVHeads, numSMs * ctasPerSM,
+                                    pageSize, minChunk);
   result.work = planFixedChunks(lens, result.chunkSize);
   int64_t totalTokens = 0;
   for (int64_t b = 0; b < batch; ++b) {

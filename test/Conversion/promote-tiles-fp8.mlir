@@ -5,11 +5,16 @@
 // tiles of the queries' type ([16 + 2 x 64][128 + 8] f16 = 39168 bytes),
 // then the fp8 stages as bytes ([2 x 2 x 64][128 + 16] = 36864 bytes):
 // 76032 bytes in all, the launch's dynamic shared memory. The copies move
-// 16 fp8 elements each into the stages; each step waits for its stage,
-// passes a barrier, issues the next copies, widens its stage into the f16
-// tiles (16-byte loads, arith.extf, 16-byte stores: each thread the chunks
-// of its copy rounds), passes a second barrier and runs the tile math on
-// the f16 tiles; k_scale stays on pa.tile.qk.
+// 16 fp8 elements each into the stages. The decode's warps split each
+// tile's keys (kv_warps 4), so each warp copies, widens and reads only the
+// rows of its 16 keys (rows 16 w + lane / 8 + 4 i, lane % 8 the 16-byte
+// column) and a warp barrier (nvvm.bar.warp.sync) replaces the CTA's: each
+// step waits for its stage, passes the warp barrier, issues the next
+// copies, widens its stage into the f16 tiles (16-byte loads, arith.extf,
+// 16-byte stores: each thread the chunks it copied), passes a second warp
+// barrier and runs the tile math on the f16 tiles; k_scale stays on
+// pa.tile.qk. Q (shared by every warp) is made visible by the CTA barrier
+// before the loop.
 
 // CHECK:       gpu.launch_func @pa_kernels::@pa_decode
 // CHECK-SAME:    dynamic_shared_memory_size %c76032_i32
@@ -20,16 +25,23 @@
 // CHECK-DAG:     %[[Q:.*]] = memref.subview %[[WIDE]][0, 0] [16, 128] [1, 1]
 // CHECK-DAG:     %[[K:.*]] = memref.subview %[[WIDE]][16, 0] [64, 128] [1, 1]
 // CHECK-DAG:     %[[V:.*]] = memref.subview %[[WIDE]][80, 0] [64, 128] [1, 1]
+// CHECK:         %[[TID:.*]] = gpu.thread_id x
 // CHECK:         %[[KS:.*]] = memref.load %arg2
+// CHECK:         %[[LANE:.*]] = arith.remui %[[TID]], %c32
+// CHECK:         %[[WARP:.*]] = arith.divui %[[TID]], %c32
+// CHECK-NEXT:    %[[WROW:.*]] = arith.muli %[[WARP]], %c16
 // CHECK:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf8E4M3FN> to memref<256x144xf8E4M3FN
+// CHECK:         gpu.barrier
 // CHECK:         scf.for
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
-// CHECK-NEXT:      gpu.barrier
+// CHECK-NOT:       gpu.barrier
+// CHECK:           nvvm.bar.warp.sync %{{.*}} : i32
 // CHECK:           nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
 // CHECK:           %[[X:.*]] = vector.load %[[BYTES]][{{.*}}] {alignment = 16 : i64} : memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK-NEXT:      %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
 // CHECK:           vector.store %[[W]], %[[WIDE]][{{.*}}] {alignment = 16 : i64} : memref<144x136xf16, #gpu.address_space<workgroup>>, vector<16xf16>
-// CHECK:           gpu.barrier
+// CHECK-NOT:       gpu.barrier
+// CHECK:           nvvm.bar.warp.sync %{{.*}} : i32
 // CHECK-NEXT:      pa.tile.qk ins(%[[Q]], %[[K]] : {{.*}}) k_scale(%[[KS]])
 // CHECK:           pa.tile.pv ins(%{{.*}}, %[[V]] :
 func.func @decode(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %ks: memref<1xf32>, %vs: memref<8xf32>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %o: memref<4x32x128xf16>, %l: memref<4x32xf32>) {

@@ -781,7 +781,9 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       std::vector<int64_t> qoLens(static_cast<size_t>(B), sh.qoLen),
           kvLens(static_cast<size_t>(B), sh.kvLen);
       const int64_t ppr = (sh.kvLen + P - 1) / P, pagesPerSet = B * ppr;
-      const double pageBytes = 2.0 * P * Hkv * D * eb;
+      // An fp8 cache holds one byte per element.
+      const int64_t kvEb = c.fp8() ? 1 : eb;
+      const double pageBytes = 2.0 * P * Hkv * D * kvEb;
       const int64_t rows = B * sh.qoLen;
       const double qBytes = static_cast<double>(rows * Hq * D * eb);
       size_t freeB = 0, totalB = 0;
@@ -803,11 +805,17 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
           static_cast<size_t>(pageBytes * static_cast<double>(numPages));
       DeviceBuffer pool0(joint ? poolBytes : poolBytes / 2);
       DeviceBuffer pool1(joint ? 0 : poolBytes / 2);
-      roofs.fillUniform(pool0.get(), pool0.size() / eb, PA_DTYPE_F16,
-                        o.seed + 1, -1.f, 1.f, stream);
+      int kvFill = c.kvDtype == rt::KVDType::E4M3   ? kFillE4M3
+                   : c.kvDtype == rt::KVDType::E5M2 ? kFillE5M2
+                                                    : PA_DTYPE_F16;
+      roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvFill, o.seed + 1,
+                        -1.f, 1.f, stream);
       if (!joint)
-        roofs.fillUniform(pool1.get(), pool1.size() / eb, PA_DTYPE_F16,
+        roofs.fillUniform(pool1.get(), pool1.size() / kvEb, kvFill,
                           o.seed + 2, -1.f, 1.f, stream);
+      std::vector<float> scales(
+          static_cast<size_t>(c.kvScale == rt::KVScale::Head ? Hkv : 1), 1.0f);
+      DeviceBuffer dScales = c.fp8() ? uploadVector(scales) : DeviceBuffer();
       test::Rng rng(test::mixSeed(o.seed, static_cast<uint64_t>(B),
                                   static_cast<uint64_t>(sh.kvLen)));
       test::PagePool pages(rng, numPages);
@@ -868,6 +876,10 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
         } else {
           a.k = pool0.get();
           a.v = pool1.get();
+        }
+        if (c.fp8()) {
+          a.k_scale = dScales.get();
+          a.v_scale = dScales.get();
         }
         a.kv_indptr = dIndptr.get();
         a.kv_indices = dIndices[s].get();

@@ -584,6 +584,77 @@ TEST(ChunkSize, RandomRule) {
 }
 
 //===----------------------------------------------------------------------===//
+// balanceWaves
+//===----------------------------------------------------------------------===//
+
+TEST(BalanceWaves, SplitsALastWaveThatLeavesSlotsIdle) {
+  // 64 requests x 8 KV heads = 512 items on 132 SMs x 3 CTAs = 396 slots:
+  // 1.29 waves. Three items a request (1536 items, 3.9 waves) model
+  // 4 x (2736 + 64) + 256 = 11456 against 2 x (8192 + 64) = 16512.
+  std::vector<int64_t> lens(64, 8192);
+  EXPECT_EQ(balanceWaves(lens, 8, 396, 16, 64), 2736);
+  // On 264 slots (2 CTAs / SM) the same batch is 1.94 waves: no split.
+  EXPECT_EQ(balanceWaves(lens, 8, 264, 16, 64), 8192);
+  // Below one wave chooseChunkSize's rule applies: no refinement.
+  EXPECT_EQ(balanceWaves(lens, 8, 1000, 16, 64), 8192);
+  // A minimal chunk above every candidate keeps the request whole.
+  EXPECT_EQ(balanceWaves(lens, 8, 396, 16, 5000), 8192);
+  // Many waves lose little to the last one: 256 x 4096 on 264 slots.
+  EXPECT_EQ(balanceWaves(std::vector<int64_t>(256, 4096), 8, 264, 16, 64),
+            4096);
+  // 256 x 8192 x 8 heads on 396 slots (5.17 waves): four items a request
+  // model 10% faster (21 x 2112 + 256 against 6 x 8256), short of the
+  // 15% a split must gain.
+  EXPECT_EQ(balanceWaves(std::vector<int64_t>(256, 8192), 8, 396, 16, 64),
+            8192);
+}
+
+TEST(BalanceWaves, NeverModelsSlowerThanNoSplit) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Rng rng(seed);
+    std::vector<int64_t> lens = randomBatch(rng, 300, 40000, 256);
+    int64_t kvHeads = rng.uniformInt(1, 32), pageSize = rng.uniformInt(1, 64);
+    int64_t maxCTAs = rng.uniformInt(1, 1000), minChunk = rng.uniformInt(1, 512);
+    int64_t maxLen = 0;
+    for (int64_t len : lens)
+      maxLen = std::max(maxLen, len);
+    int64_t noSplit = ceilDiv(std::max<int64_t>(maxLen, 1), pageSize) * pageSize;
+    int64_t c = balanceWaves(lens, kvHeads, maxCTAs, pageSize, minChunk);
+    EXPECT_EQ(c % pageSize, 0);
+    EXPECT_LE(c, noSplit);
+    auto modelled = [&](int64_t chunk) {
+      return ceilDiv(ctas(lens, kvHeads, chunk), maxCTAs) *
+                 (chunk + kWaveItemCost) +
+             (chunk < maxLen ? kWaveMergeCost : 0);
+    };
+    EXPECT_LE(modelled(c), modelled(noSplit));
+    if (c < noSplit) {
+      EXPECT_LE(modelled(c) * 100,
+                modelled(noSplit) * (100 - kWaveMinGainPercent));
+    }
+    if (c < noSplit) {
+      EXPECT_GE(static_cast<int64_t>(lens.size()) * kvHeads, maxCTAs);
+      EXPECT_GE(c, ceilDiv(minChunk, pageSize) * pageSize);
+    }
+  }
+}
+
+TEST(PlanDecode, BalancesWaves) {
+  // planDecode applies balanceWaves where chooseChunkSize does not split.
+  std::vector<int32_t> indptr(65), last(64, 16);
+  for (int i = 0; i <= 64; ++i)
+    indptr[i] = i * 512; // 512 pages of 16: 8192 tokens
+  DecodePlan plan;
+  ASSERT_TRUE(planDecode(indptr, last, 64, 16, 8, 132, 3, plan).ok);
+  EXPECT_EQ(plan.chunkSize, 2736);
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.work.size(), 64 * 3);
+  ASSERT_TRUE(planDecode(indptr, last, 64, 16, 8, 132, 2, plan).ok);
+  EXPECT_FALSE(plan.split);
+}
+
+//===----------------------------------------------------------------------===//
 // planDecode
 //===----------------------------------------------------------------------===//
 
@@ -653,8 +724,11 @@ TEST(PlanDecode, RandomMatchesParts) {
                           sms, perSM, plan);
     ASSERT_TRUE(s) << s.message;
     EXPECT_EQ(plan.chunkSize,
-              chooseChunkSize(lens, kvHeads, sms * perSM, pageSize,
-                              kDefaultMinChunk));
+              batch * kvHeads >= sms * perSM
+                  ? balanceWaves(lens, kvHeads, sms * perSM, pageSize,
+                                 kDefaultMinChunk)
+                  : chooseChunkSize(lens, kvHeads, sms * perSM, pageSize,
+                                    kDefaultMinChunk));
     ASSERT_TRUE(checkWorkList(plan.work, lens, plan.chunkSize));
     bool split = false;
     for (int64_t b = 0; b < batch; ++b)

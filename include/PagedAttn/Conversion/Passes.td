@@ -202,7 +202,9 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {

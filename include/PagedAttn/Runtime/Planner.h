@@ -169,6 +169,34 @@ int64_t chooseChunkSize(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
                         int64_t maxCTAs, int64_t pageSize,
                         int64_t minChunk = 256);
 
+/// The cost model of balanceWaves(), in tokens of one work item's stream:
+/// a fixed cost per item (its setup, query load, store) and the cost of
+/// the merge that a split adds (the merge_segments launch and the partial
+/// states it reads).
+inline constexpr int64_t kWaveItemCost = 64, kWaveMergeCost = 256;
+/// Splits considered by balanceWaves(): up to this many items a request;
+/// a split must model this much faster than no split (on an H100,
+/// 2026-11-25, the fp8 decode: splits that modelled 3-10% faster ran 3-7%
+/// slower at 2.6-5.2 waves, those that modelled 30% faster at 1.29 waves
+/// ran 22-27% faster: docs/PERFORMANCE.md).
+inline constexpr int64_t kWaveMaxSplit = 8, kWaveMinGainPercent = 15;
+
+/// The wave refinement of a no-split choice. When the batch alone fills
+/// the CTA slots (B * numKVHeads >= maxCTAs) but not a whole number of
+/// times, the last wave leaves slots idle (B = 64 x 8 KV heads on 396
+/// slots: 512 items, 1.29 waves, 35% idle). Models the time of a chunk C
+/// as waves(C) * (C + kWaveItemCost), plus kWaveMergeCost when C < maxLen,
+/// with waves(C) = ceil(ctas(C) / maxCTAs) (exact for equal lengths), and
+/// returns the chunk of least modelled time among ceil(maxLen / s) rounded
+/// up to pageSize, s = 2..kWaveMaxSplit, at least minChunk (rounded up),
+/// if it models at least kWaveMinGainPercent faster than C = maxLen
+/// rounded up (no split), else that no-split chunk. Returns the no-split
+/// chunk
+/// whenever B * numKVHeads < maxCTAs or maxCTAs <= 0 (chooseChunkSize's
+/// split rule applies there).
+int64_t balanceWaves(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
+                     int64_t maxCTAs, int64_t pageSize, int64_t minChunk);
+
 /// The result of planDecode().
 struct DecodePlan {
   /// KV tokens per work item (the last item of a request may be shorter).
@@ -189,7 +217,8 @@ inline constexpr int64_t kDefaultMinChunk = 64;
 
 /// Plans a split-KV decode step: kvLengths(), then
 /// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize,
-/// minChunk), then planFixedChunks(). Fails on an invalid page table (see
+/// minChunk) (refined by balanceWaves() where it does not split), then
+/// planFixedChunks(). Fails on an invalid page table (see
 /// kvLengths()), on a kv_len above INT32_MAX, or on non-positive numKVHeads,
 /// numSMs or ctasPerSM; `plan` is only written on success.
 Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,

@@ -49,6 +49,7 @@
 #include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -83,8 +84,22 @@ struct Layout {
   int64_t headDim = 0, rows = 0, keys = 0, threads = 0, group = 1;
   /// K/V tiles in shared memory at once (the ABI's kv_stages, default 2).
   int64_t stages = 2;
+  /// Warps that split each KV tile's keys (the ABI's kv_warps).
+  int64_t kvWarps = 1;
 
   bool fp8() const { return isFP8CacheType(cacheElem); }
+  /// Every warp owns a block of keys of each tile (kv_warps = the CTA's
+  /// warps, pa-tile-to-mma's key split): it copies, widens and reads only
+  /// the K / V rows of its keys, so a warp barrier replaces the CTA's.
+  bool warpLocal() const {
+    return kvWarps > 1 && kvWarps * 32 == threads && keys % kvWarps == 0;
+  }
+  /// The threads that share one block of K / V chunks (a warp, or the
+  /// CTA), and the chunks of a block.
+  int64_t kvCopiers() const { return warpLocal() ? 32 : threads; }
+  int64_t kvBlockChunks() const {
+    return warpLocal() ? kvChunks() / kvWarps : kvChunks();
+  }
   int64_t stride() const { return headDim + kChunk; }
   /// Cache elements per 16-byte copy.
   int64_t kvChunk() const { return fp8() ? kChunk8 : kChunk; }
@@ -110,7 +125,7 @@ struct Layout {
   /// 16-byte chunks of a K (or V) tile, and the rounds a thread copies.
   int64_t kvChunks() const { return keys * (headDim / kvChunk()); }
   int64_t chunkRounds() const {
-    return llvm::divideCeil(kvChunks(), threads);
+    return llvm::divideCeil(kvBlockChunks(), kvCopiers());
   }
 };
 
@@ -170,6 +185,8 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, Match &m) {
   l.group = m.loadQ.getGroup();
   if (abi->kvStages > 0)
     l.stages = abi->kvStages;
+  if (abi->kvWarps > 0)
+    l.kvWarps = abi->kvWarps;
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
@@ -270,6 +287,21 @@ private:
     return {e.divui(id, e.idx(cpr)),
             e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
   }
+  /// K / V chunk round `i` of this thread: its row and first column. With
+  /// warp-local tiles warp w takes the rows of its keys, [w K / W, (w + 1)
+  /// K / W), lane l chunk l + 32 i of them; otherwise chunk(i, ...).
+  std::pair<Value, Value> kvChunkAt(int64_t i);
+  /// The index of K / V chunk round `i` of this thread within its block
+  /// (the warp's or the CTA's chunks).
+  Value kvLocalId(int64_t i) {
+    return l.warpLocal()
+               ? e.add(e.remui(tid, e.idx(32)), e.idx(i * 32))
+               : e.add(tid, e.idx(i * l.threads));
+  }
+  /// Orders the shared-memory accesses of the threads that share K / V
+  /// rows: a warp barrier (nvvm.bar.warp.sync) for warp-local tiles, else
+  /// the CTA's.
+  void kvBarrier();
   Value kvChunkValid(int64_t i, Value t);
   /// Emits `copy` for chunk round `i` of a tile of `chunks` 16-byte
   /// chunks: for every thread (its tokens into `tokens`) when the round is
@@ -279,6 +311,9 @@ private:
   /// a thread's copies regardless of the tokens it is given.)
   void copyRound(int64_t i, int64_t chunks, SmallVectorImpl<Value> &tokens,
                  function_ref<void(SmallVectorImpl<Value> &)> copy);
+  /// copyRound for K / V chunk rounds (kvLocalId within kvBlockChunks).
+  void kvRound(int64_t i, SmallVectorImpl<Value> &tokens,
+               function_ref<void(SmallVectorImpl<Value> &)> copy);
   SmallVector<Value> lookupPages(Value start);
   void issueKV(Value start, int64_t stage, ValueRange tilePages,
                SmallVectorImpl<Value> &tokens);
@@ -297,18 +332,48 @@ private:
 /// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys, and
 /// inside the tile for a last partial round of chunks).
 Value Promoter::kvChunkValid(int64_t i, Value t) {
-  int64_t chunks = l.kvChunks();
+  int64_t chunks = l.kvBlockChunks();
   Value valid = e.cmpi(Pred::ult, t, end);
-  if ((i + 1) * l.threads > chunks)
-    valid = e.andi(valid, e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
-                                 e.idx(chunks)));
+  if ((i + 1) * l.kvCopiers() > chunks)
+    valid = e.andi(valid, e.cmpi(Pred::ult, kvLocalId(i), e.idx(chunks)));
   return valid;
+}
+
+std::pair<Value, Value> Promoter::kvChunkAt(int64_t i) {
+  int64_t elems = l.kvChunk();
+  if (!l.warpLocal())
+    return chunk(i, elems);
+  int64_t cpr = l.headDim / elems;
+  Value id = kvLocalId(i);
+  Value row0 = e.mul(e.divui(tid, e.idx(32)), e.idx(l.keys / l.kvWarps));
+  return {e.add(row0, e.divui(id, e.idx(cpr))),
+          e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
+}
+
+void Promoter::kvBarrier() {
+  if (l.warpLocal())
+    NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
+  else
+    gpu::BarrierOp::create(b, loc);
+}
+
+void Promoter::kvRound(int64_t i, SmallVectorImpl<Value> &tokens,
+                       function_ref<void(SmallVectorImpl<Value> &)> copy) {
+  int64_t chunks = l.kvBlockChunks();
+  if ((i + 1) * l.kvCopiers() <= chunks) {
+    copy(tokens);
+    return;
+  }
+  e.ifThen(e.cmpi(Pred::ult, kvLocalId(i), e.idx(chunks)), [&]() {
+    SmallVector<Value> inner;
+    copy(inner);
+  });
 }
 
 SmallVector<Value> Promoter::lookupPages(Value start) {
   SmallVector<Value> out;
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
-    Value t = e.add(start, chunk(i, l.kvChunk()).first);
+    Value t = e.add(start, kvChunkAt(i).first);
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing. Kept as i32
     // (kv_indices' type) while carried to the next step.
@@ -331,7 +396,7 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
   Value kRow0 = row0(false), vRow0 = row0(true);
   Value dst = l.fp8() ? smem8 : smem;
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
-    auto [r, col] = chunk(i, l.kvChunk());
+    auto [r, col] = kvChunkAt(i);
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
     Value slot = e.remui(t, e.idx(pages.pageSize));
@@ -342,7 +407,7 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
             cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
             dst, e.add(isV ? vRow0 : kRow0, r), col, valid, l.kvChunk()));
     };
-    copyRound(i, l.kvChunks(), tokens, copyKV);
+    kvRound(i, tokens, copyKV);
   }
 }
 
@@ -351,7 +416,7 @@ void Promoter::widenKV(int64_t stage) {
   auto wideT = VectorType::get({kChunk8}, l.elem);
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
     auto widen = [&](SmallVectorImpl<Value> &) {
-      auto [r, col] = chunk(i, kChunk8);
+      auto [r, col] = kvChunkAt(i);
       for (bool isV : {false, true}) {
         Value x = vector::LoadOp::create(
             b, loc, fp8T, smem8, ValueRange{e.add(e.idx(l.kvRow8(isV, stage)), r), col},
@@ -364,7 +429,7 @@ void Promoter::widenKV(int64_t stage) {
       }
     };
     SmallVector<Value> none;
-    copyRound(i, l.kvChunks(), none, widen);
+    kvRound(i, none, widen);
   }
 }
 
@@ -411,21 +476,23 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
   // previous step, so its stage is free: the copies of the tile stages - 1
   // ahead go there (with the pages looked up one step ago) and overlap this
   // tile's math, and the pages of the tile after it are looked up. Every
-  // step commits one group, so the count holds to the end.
+  // step commits one group, so the count holds to the end. With warp-local
+  // tiles only the warp's own rows are involved: a warp barrier.
   int64_t n = l.stages;
   wait(group, static_cast<int32_t>(n - 2));
-  gpu::BarrierOp::create(b, loc);
+  kvBarrier();
   SmallVector<Value> tokens;
   issueKV(e.add(t0, e.idx((n - 1) * l.keys)), (stage + n - 1) % n, tilePages,
           tokens);
   commit(tokens);
   SmallVector<Value> ahead = lookupPages(e.add(t0, e.idx(n * l.keys)));
-  // fp8: widen this stage into the tiles the math reads, visible to every
-  // warp (each warp is past the previous step's math: the barrier above).
+  // fp8: widen this stage into the tiles the math reads, visible to the
+  // threads that read them (each is past the previous step's math: the
+  // barrier above).
   int64_t wide = l.fp8() ? 0 : stage;
   if (l.fp8()) {
     widenKV(stage);
-    gpu::BarrierOp::create(b, loc);
+    kvBarrier();
   }
   IRMapping map;
   map.map(m.loop.getInductionVar(), t0);
