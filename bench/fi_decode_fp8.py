@@ -8,8 +8,8 @@ and "tc" = use_tensor_cores=True (FA2 prefill kernel used for decode). The wrapp
 with plan(..., q_data_type=fp16, kv_data_type=float8_e4m3fn) and timed as
 run(q, cache, k_scale=K, v_scale=V, out=o) with per-tensor Python-float scales (default 1.0).
 
-Method: the same as the kit's `fi_bench.py decode` (shared/tools/flashinfer/fi_bench.py; on the
-device .gpu-fi/kit/fi_bench.py, path given by --kit), whose helpers this script imports and
+Method: the same as the FlashInfer kit's `fi_bench.py decode` (staged with the kit into the
+git-ignored .gpu-fi/kit/fi_bench.py, path given by --kit), whose helpers this script imports and
 reuses: Ctx (256 MiB L2-eviction buffer zeroed before every call, not timed; 5 warm-ups, then the
 median and min of 30 CUDA-event-timed run() calls, host time inside run() included), page_table
 (CSR tables over a random permutation of the physical pages), decode_wrapper, header, write,

@@ -191,12 +191,22 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     }
     ```
 
+    With the ABI's `kv_stages` = S the pipeline holds S stages (S - 1 tiles
+    in flight, `cp.async.wait_group S - 2`). When every warp owns a block of
+    each tile's keys (`kv_warps` = the CTA's warps: the tensor-core decode)
+    the K / V tiles are warp-local: warp w copies only the rows of its keys
+    and the per-tile barrier is `nvvm.bar.warp.sync`. Over an fp8 cache
+    (`f8E4M3FN`, `f8E5M2`) the stages hold the cache's bytes (16 elements a
+    copy) after one pair of K / V tiles of Q's type, and each step widens
+    its stage into that pair (`vector.load`, `arith.extf`, `vector.store`;
+    `pa-fp8-to-nvvm` lowers the extf) behind a barrier before the math.
+
     The ABI's shared memory and the launches' dynamic shared memory are set
     to the layout's size. Errors at the op: more than one load_q / gather per
     kernel, a gather outside such a loop, a loop step other than the K
-    tile's rows, a tile read by other ops than qk / pv, data other than f16
-    / bf16, a query tile whose 16-byte chunks the threads do not split
-    evenly.
+    tile's rows, a tile read by other ops than qk / pv, queries other than
+    f16 / bf16, a cache other than the queries' type or fp8, a query tile
+    whose 16-byte chunks the threads do not split evenly.
   }];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",
