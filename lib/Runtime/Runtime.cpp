@@ -161,6 +161,14 @@ struct pa_plan {
   CUdeviceptr oPart = 0, lsePart = 0;
   /// Wcap: rows of the work arrays and of o_part / lse_part.
   int64_t workCapacity = 0;
+  /// A CUDA-graph plan: the split path always, Wcap fixed at creation,
+  /// re-planned in place by pa_decode_plan_update.
+  bool graph = false;
+  /// force_chunk (0: the planner's), kept for updates.
+  int64_t forceChunk = 0;
+  /// The bundle the plan was made with (pa_decode_plan_update re-plans
+  /// with it; the bundle must outlive the plan).
+  const pa_bundle *bundle = nullptr;
 
   void release() {
     ContextGuard guard(ctx);
@@ -300,10 +308,14 @@ Status upload(CUdeviceptr &dst, const void *data, size_t bytes) {
   return Status::success();
 }
 
+Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
+                  I32Span lastLen);
+
 Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
                 const int32_t *lastPageLen, int64_t batch,
                 const pa_plan_options *options, pa_plan &p) {
   PA_TRY(requireContext(&p.ctx));
+  p.bundle = &b;
   const BundleConfig &c = b.manifest.config;
   p.config = c;
   p.batch = batch;
@@ -339,6 +351,55 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
     }
   }
 
+  p.forceChunk = forceChunk;
+  int64_t capacity = options ? options->graph_work_capacity : 0;
+  if (capacity < 0)
+    return fail("graph_work_capacity = ", capacity, " is negative");
+  if (capacity > 0) {
+    if (!b.hasSplit())
+      return fail("a CUDA-graph plan (graph_work_capacity) runs "
+                  "decode_partial + merge_segments, and bundle '",
+                  b.dir, "' has no such kernels");
+    p.graph = true;
+    p.workCapacity = capacity;
+    PA_TRY(choosePlan(b, p, indptr, lastLen));
+    const WorkList &w = p.plan.work;
+    PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
+    PA_TRY(upload(p.workRequest, nullptr, capacity * 4));
+    PA_TRY(upload(p.workStart, nullptr, capacity * 4));
+    PA_TRY(upload(p.workEnd, nullptr, capacity * 4));
+    PA_CU(cuMemcpyHtoD(p.workRequest, w.request.data(), w.request.size() * 4));
+    PA_CU(cuMemcpyHtoD(p.workStart, w.start.data(), w.start.size() * 4));
+    PA_CU(cuMemcpyHtoD(p.workEnd, w.end.data(), w.end.size() * 4));
+    size_t rows = static_cast<size_t>(capacity * c.numQHeads());
+    PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
+    PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+    return Status::success();
+  }
+  PA_TRY(choosePlan(b, p, indptr, lastLen));
+  if (!p.plan.split)
+    return Status::success();
+
+  const WorkList &w = p.plan.work;
+  p.workCapacity = w.size();
+  PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
+  PA_TRY(upload(p.workRequest, w.request.data(), w.request.size() * 4));
+  PA_TRY(upload(p.workStart, w.start.data(), w.start.size() * 4));
+  PA_TRY(upload(p.workEnd, w.end.data(), w.end.size() * 4));
+  size_t rows = static_cast<size_t>(p.workCapacity * c.numQHeads());
+  PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
+  PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+  return Status::success();
+}
+
+/// The work list of plan `p` (its kvLens, forceChunk, SMs and CTAs per SM
+/// set) for bundle `b`: the planner's chunk or force_chunk; one item a
+/// request without split kernels; for a graph plan the split path always,
+/// the chunk enlarged until the items fit p.workCapacity.
+Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
+                  I32Span lastLen) {
+  const BundleConfig &c = b.manifest.config;
+  int64_t batch = p.batch, forceChunk = p.forceChunk;
   int64_t maxLen = 0;
   for (int64_t len : p.kvLens)
     maxLen = std::max(maxLen, len);
@@ -371,18 +432,74 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
     return fail("the plan splits KV (chunk ", p.plan.chunkSize,
                 " tokens) but bundle '", b.dir,
                 "' has no decode_partial / merge_segments kernels");
-  if (!p.plan.split)
+  if (!p.graph)
     return Status::success();
+  // A graph plan: at most Wcap items (the smallest chunk, a multiple of the
+  // page size, that fits: items are non-increasing in the chunk), and the
+  // split path whatever the chunk.
+  int64_t P = c.pageSize, noSplit = ceilDiv(std::max<int64_t>(maxLen, 1), P) * P;
+  if (planFixedChunks(p.kvLens, noSplit).size() > p.workCapacity)
+    return fail("graph_work_capacity = ", p.workCapacity,
+                " is below the batch's non-empty requests (",
+                planFixedChunks(p.kvLens, noSplit).size(), ")");
+  if (p.plan.work.size() > p.workCapacity) {
+    int64_t lo = p.plan.chunkSize / P + 1, hi = noSplit / P;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (planFixedChunks(p.kvLens, mid * P).size() <= p.workCapacity)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    p.plan.chunkSize = lo * P;
+    p.plan.work = planFixedChunks(p.kvLens, p.plan.chunkSize);
+  }
+  p.plan.split = true;
+  return Status::success();
+}
 
-  const WorkList &w = p.plan.work;
-  p.workCapacity = w.size();
-  PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
-  PA_TRY(upload(p.workRequest, w.request.data(), w.request.size() * 4));
-  PA_TRY(upload(p.workStart, w.start.data(), w.start.size() * 4));
-  PA_TRY(upload(p.workEnd, w.end.data(), w.end.size() * 4));
-  size_t rows = static_cast<size_t>(p.workCapacity * c.numQHeads());
-  PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
-  PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+/// pa_decode_plan_update: re-plans graph plan `p` for a new page table of
+/// its batch and copies the list into its buffers on `stream`; `p` is
+/// unchanged on failure.
+Status updatePlan(const pa_bundle &b, pa_plan &p, const int32_t *kvIndptr,
+                  const int32_t *lastPageLen, int64_t batch,
+                  CUstream stream) {
+  if (!p.graph)
+    return fail("the plan is not a CUDA-graph plan (make it with "
+                "pa_plan_options.graph_work_capacity > 0)");
+  if (batch != p.batch)
+    return fail("batch = ", batch, " but the graph plan was made for batch ",
+                p.batch);
+  if (p.config != b.manifest.config)
+    return fail("the plan was made for a bundle with config '",
+                p.config.str(), "', this bundle's is '",
+                b.manifest.config.str(), "'");
+  if (!kvIndptr || !lastPageLen)
+    return fail("null page table");
+  PA_TRY(requireContext());
+  pa_plan next = p;
+  // `next` shares p's device buffers: it must not release them.
+  I32Span indptr(kvIndptr, batch + 1), lastLen(lastPageLen, batch);
+  PA_TRY(kvLengths(indptr, lastLen, batch, b.manifest.config.pageSize,
+                   next.kvLens));
+  next.nnz = kvIndptr[batch];
+  PA_TRY(choosePlan(b, next, indptr, lastLen));
+  const WorkList &w = next.plan.work;
+  auto copy = [&](CUdeviceptr dst, const std::vector<int32_t> &v,
+                  const char *what) -> Status {
+    if (v.empty())
+      return Status::success();
+    std::string call = std::string("cuMemcpyHtoDAsync(") + what + ")";
+    return cuCheck(cuMemcpyHtoDAsync(dst, v.data(), v.size() * 4, stream),
+                   call.c_str());
+  };
+  PA_TRY(copy(p.workIndptr, w.indptr, "work_indptr"));
+  PA_TRY(copy(p.workRequest, w.request, "work_request"));
+  PA_TRY(copy(p.workStart, w.start, "work_start"));
+  PA_TRY(copy(p.workEnd, w.end, "work_end"));
+  p.kvLens = std::move(next.kvLens);
+  p.nnz = next.nnz;
+  p.plan = std::move(next.plan);
   return Status::success();
 }
 
@@ -1028,6 +1145,19 @@ int pa_decode_plan(pa_bundle *bundle, const int32_t *kv_indptr,
   return PA_SUCCESS;
 }
 
+int pa_decode_plan_update(pa_plan *plan, const int32_t *kv_indptr,
+                          const int32_t *kv_last_page_len, int64_t batch,
+                          pa_stream stream) {
+  if (!plan)
+    return report(fail("pa_decode_plan_update: null plan"));
+  const pa_bundle *b = plan->bundle;
+  if (Status s = updatePlan(*b, *plan, kv_indptr, kv_last_page_len, batch,
+                            static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_decode_plan_update: ", s.message));
+  return PA_SUCCESS;
+}
+
 int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out) {
   if (!plan || !out)
     return report(fail("pa_plan_get_info: null argument"));
@@ -1038,6 +1168,7 @@ int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out) {
   out->nnz = plan->nnz;
   out->num_sms = plan->numSMs;
   out->ctas_per_sm = plan->ctasPerSM;
+  out->graph = plan->graph ? 1 : 0;
   return PA_SUCCESS;
 }
 

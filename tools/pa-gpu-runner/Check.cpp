@@ -32,6 +32,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -220,6 +221,10 @@ struct CaseData {
   std::vector<std::vector<uint8_t>> cache;
   /// An fp8 cache's scales (HostCache::kScale / vScale).
   std::vector<float> kScale, vScale;
+  /// The reference's q and cache (the graph test re-plans the case with
+  /// other lengths over them).
+  std::vector<double> refQ;
+  ref::PagedKV kv;
   ref::States expected;
 };
 
@@ -249,6 +254,8 @@ CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
   cs.kScale = hc.kScale;
   cs.vScale = hc.vScale;
   cs.expected = ref::decode(refQ, Hq, hc.kv, hc.pt, ref::AttnOptions{});
+  cs.refQ = std::move(refQ);
+  cs.kv = std::move(hc.kv);
   return cs;
 }
 
@@ -575,6 +582,147 @@ void testCheckedMode(pa_bundle *bundle, const rt::BundleConfig &c,
   pa_plan_free(plan);
 }
 
+/// CUDA graphs: a graph plan (pa_plan_options.graph_work_capacity) of case
+/// `cs` (whose lengths are the largest of the test), pa_decode_run
+/// captured once into a graph, then replayed for new kv lengths of the
+/// same batch: each step writes a page table of the new lengths into the
+/// same device buffers (a prefix of each request's pages), calls
+/// pa_decode_plan_update on the stream and relaunches the graph, and o /
+/// lse are compared with the reference over the same cache. The first
+/// step replays the captured lengths; later ones shrink, grow back, empty
+/// requests and go down to a single token.
+void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
+               const CaseData &cs, const DeviceCase &d, bool finiteSlack,
+               BundleSummary &sum) {
+  const int64_t P = c.pageSize, B = cs.batch;
+  test::Rng rng(test::mixSeed(0x67726170, static_cast<uint64_t>(B)));
+  CUstream stream = nullptr;
+  PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  pa_plan *plan = nullptr;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  auto tableOf = [&](const std::vector<int64_t> &lens) {
+    ref::PageTable t;
+    t.pageSize = P;
+    t.indptr = {0};
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t pages = (lens[b] + P - 1) / P;
+      for (int64_t i = 0; i < pages; ++i)
+        t.indices.push_back(cs.indices[cs.indptr[b] + i]);
+      t.indptr.push_back(static_cast<int32_t>(t.indices.size()));
+      t.lastPageLen.push_back(
+          static_cast<int32_t>(pages ? lens[b] - (pages - 1) * P : 1));
+    }
+    return t;
+  };
+  std::vector<std::vector<int64_t>> steps = {cs.lens};
+  for (int s = 0; s < 4; ++s) {
+    std::vector<int64_t> l(cs.lens.size());
+    for (size_t b = 0; b < l.size(); ++b)
+      l[b] = s == 3 ? std::min<int64_t>(cs.lens[b], 1)
+                    : rng.uniformInt(0, cs.lens[b]);
+    steps.push_back(l);
+  }
+  steps.push_back(cs.lens);
+  std::string error;
+  int passed = 0;
+  try {
+    // A capacity of two items more than the non-empty requests: the
+    // planner's chunk is enlarged to fit it.
+    pa_plan_options opts{};
+    for (int64_t len : cs.lens)
+      opts.graph_work_capacity += len > 0;
+    opts.graph_work_capacity += 2;
+    PA_RT(pa_decode_plan(bundle, cs.indptr.data(), cs.last.data(), B, &opts,
+                         &plan));
+    pa_plan_info info{};
+    PA_RT(pa_plan_get_info(plan, &info));
+    if (!info.graph || !info.split)
+      throw Failure("a graph plan must report graph = 1 and split = 1");
+    pa_decode_args a = makeArgs(cs, d, c, /*checked=*/false);
+    if (CUresult r = cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        r == CUDA_ERROR_NOT_SUPPORTED) {
+      std::printf("  graph: skipped (the driver captures no streams)\n");
+      pa_plan_free(plan);
+      cuStreamDestroy(stream);
+      return;
+    } else {
+      PA_CU(r);
+    }
+    int rc = pa_decode_run(bundle, plan, &a, stream);
+    CUresult end = cuStreamEndCapture(stream, &graph);
+    if (rc != PA_SUCCESS)
+      throw Failure(std::string("pa_decode_run under capture: ") +
+                    pa_last_error());
+    PA_CU(end);
+    PA_CU(cuGraphInstantiate(&exec, graph, 0));
+    for (size_t s = 0; s < steps.size(); ++s) {
+      ref::PageTable t = tableOf(steps[s]);
+      // Same buffers: the new table is no longer than the captured one.
+      PA_CU(cuMemcpyHtoDAsync(d.indptr.get(), t.indptr.data(),
+                              t.indptr.size() * 4, stream));
+      PA_CU(cuMemcpyHtoDAsync(d.last.get(), t.lastPageLen.data(),
+                              t.lastPageLen.size() * 4, stream));
+      if (!t.indices.empty())
+        PA_CU(cuMemcpyHtoDAsync(d.indices.get(), t.indices.data(),
+                                t.indices.size() * 4, stream));
+      PA_RT(pa_decode_plan_update(plan, t.indptr.data(), t.lastPageLen.data(),
+                                  B, stream));
+      PA_CU(cuStreamSynchronize(stream));
+      poisonOutputs(cs, d, c);
+      PA_CU(cuCtxSynchronize());
+      PA_CU(cuGraphLaunch(exec, stream));
+      PA_CU(cuStreamSynchronize(stream));
+      CaseData step = cs;
+      step.lens = steps[s];
+      step.expected = ref::decode(cs.refQ, c.numQHeads(), cs.kv, t,
+                                  ref::AttnOptions{});
+      PA_RT(pa_plan_get_info(plan, &info));
+      Comparison cmp = compare(step, readOutputs(cs, d, c), c, finiteSlack);
+      std::printf("  graph step %zu: kv_len sum %" PRId64 ", chunk %" PRId64
+                  ", items %" PRId64 " of %" PRId64
+                  ": rel_o %.2e lse_err %.2e %s\n",
+                  s, std::accumulate(steps[s].begin(), steps[s].end(),
+                                     int64_t(0)),
+                  info.chunk_size, info.num_work_items,
+                  opts.graph_work_capacity, cmp.relO,
+                  cmp.maxLseErr, cmp.pass ? "PASS" : "FAIL");
+      for (const std::string &pr : cmp.problems)
+        std::printf("      %s\n", pr.c_str());
+      if (cmp.pass)
+        ++passed;
+    }
+    // Another batch is refused and leaves the plan alone.
+    if (pa_decode_plan_update(plan, cs.indptr.data(), cs.last.data(), B - 1,
+                              stream) == PA_SUCCESS)
+      throw Failure("pa_decode_plan_update accepted another batch");
+  } catch (const Failure &f) {
+    error = f.what();
+  }
+  if (exec)
+    cuGraphExecDestroy(exec);
+  if (graph)
+    cuGraphDestroy(graph);
+  cuStreamSynchronize(stream);
+  pa_plan_free(plan);
+  cuStreamDestroy(stream);
+  // The device page table back to the case's.
+  for (auto [dst, src] :
+       {std::pair{&d.indptr, &cs.indptr}, std::pair{&d.indices, &cs.indices},
+        std::pair{&d.last, &cs.last}})
+    if (!src->empty())
+      PA_CU(cuMemcpyHtoD(dst->get(), src->data(), src->size() * 4));
+  ++sum.checkedTotal;
+  if (error.empty() && passed == static_cast<int>(steps.size())) {
+    ++sum.checkedPassed;
+    std::printf("  graph: %d replays with new kv lengths PASS\n", passed);
+  } else {
+    std::printf("  graph: FAIL %s\n",
+                error.empty() ? "(a replay mismatched)" : error.c_str());
+  }
+  std::fflush(stdout);
+}
+
 /// Token counts of the checked-mode case (its messages depend on them).
 std::vector<int64_t> checkedLens(int64_t P) {
   return {0, 1, P, P + 1, 2 * P, 3 * P - 1, 16 * P + 1};
@@ -631,6 +779,8 @@ BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
         runVariant(bundle, c, cs, d, v, opts.finiteSlack, sum);
       if (cases[i].first == "b7-mixed")
         testCheckedMode(bundle, c, cs, d, opts.finiteSlack, sum);
+      if (cases[i].first == "b7-mixed" && m.hasSplitKernels())
+        testGraph(bundle, c, cs, d, opts.finiteSlack, sum);
     }
   } catch (const Failure &f) {
     sum.fatal = f.what();

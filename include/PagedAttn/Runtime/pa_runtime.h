@@ -113,6 +113,16 @@ typedef struct pa_plan_options {
    *  planner's choice, e.g. to force split-KV in tests; needs the split
    *  kernels when some request is longer than it. */
   int64_t force_chunk;
+  /** > 0: a plan for CUDA graphs (docs/Runtime.md, "CUDA graphs"). It
+   *  always runs the split path (decode_partial + merge_segments, which the
+   *  bundle must have), allocates its work list and partial states for
+   *  this many work items once, and launches decode_partial over all of
+   *  them (items past the list exit). pa_decode_plan_update re-plans it
+   *  for new kv lengths of the same batch into the same buffers, so that a
+   *  graph that captured pa_decode_run replays with the new lengths. The
+   *  chunk is the planner's (or force_chunk), enlarged to a multiple of
+   *  the page size until the items fit. */
+  int64_t graph_work_capacity;
 } pa_plan_options;
 
 /** What a plan decided. */
@@ -120,9 +130,14 @@ typedef struct pa_plan_info {
   int64_t batch;
   int64_t chunk_size;     /**< tokens per work item */
   int split;              /**< 1: decode_partial + merge_segments */
-  int64_t num_work_items; /**< = work capacity Wcap of the launch */
+  /** Items of the work list: the launch's work capacity Wcap, except in a
+   *  graph plan, whose Wcap is graph_work_capacity (the items in use are
+   *  at most that). */
+  int64_t num_work_items;
   int64_t nnz;            /**< kv_indptr[batch] the plan was made with */
   int64_t num_sms, ctas_per_sm;
+  /** 1: a CUDA-graph plan (pa_plan_options.graph_work_capacity). */
+  int graph;
 } pa_plan_info;
 
 /** Arguments of one decode step (device pointers, sizes). */
@@ -240,6 +255,20 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out);
 int pa_decode_plan(pa_bundle *bundle, const int32_t *kv_indptr,
                    const int32_t *kv_last_page_len, int64_t batch,
                    const pa_plan_options *options, pa_plan **out);
+
+/** Re-plans a CUDA-graph plan (pa_plan_options.graph_work_capacity) for
+ *  new HOST copies of the page table of the same batch: recomputes the kv
+ *  lengths and the work list (at most the plan's capacity of items) and
+ *  copies the list into the plan's device buffers with cuMemcpyHtoDAsync
+ *  on `stream`, ordered after the work already on it (a graph replay
+ *  still reading the old list). Launches nothing: replay the captured
+ *  graph (or call pa_decode_run) afterwards, with the device page table
+ *  holding the new lengths. Fails, leaving the plan as it was, on another
+ *  plan, another batch, an invalid table or more items than the capacity
+ *  even at one item a request. */
+int pa_decode_plan_update(pa_plan *plan, const int32_t *kv_indptr,
+                          const int32_t *kv_last_page_len, int64_t batch,
+                          pa_stream stream);
 
 /** Copies what the plan decided to `out`. */
 int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out);
