@@ -213,18 +213,13 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
               : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
                                            : PA_DTYPE_F32;
-  int kvDtype = c.kvDtype == rt::KVDType::E4M3   ? kFillE4M3
-                : c.kvDtype == rt::KVDType::E5M2 ? kFillE5M2
-                                                 : dtype;
+  int kvDtype = cacheFillDtype(c, dtype);
   roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvDtype, o.seed + 1,
                     -1.f, 1.f, stream);
   if (!joint)
     roofs.fillUniform(pool1.get(), pool1.size() / kvEb, kvDtype, o.seed + 2,
                       -1.f, 1.f, stream);
-  // An fp8 cache's scales (their values do not change the work).
-  std::vector<float> scales(
-      static_cast<size_t>(c.kvScale == rt::KVScale::Head ? Hkv : 1), 1.0f);
-  DeviceBuffer dScales = c.fp8() ? uploadVector(scales) : DeviceBuffer();
+  DeviceBuffer dScales = benchScales(c);
   // One page table per set over the shared, shuffled pool: each set reads
   // its own pages, in a random order. Indptr and last_page_len are the same
   // for every set.

@@ -150,3 +150,23 @@ std::string pa::runner::utcNow() {
   std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
   return buf;
 }
+
+int pa::runner::cacheFillDtype(const rt::BundleConfig &c, int dataDtype) {
+  switch (c.kvDtype) {
+  case rt::KVDType::E4M3:
+    return kFillE4M3;
+  case rt::KVDType::E5M2:
+    return kFillE5M2;
+  case rt::KVDType::Data:
+    break;
+  }
+  return dataDtype;
+}
+
+DeviceBuffer pa::runner::benchScales(const rt::BundleConfig &c) {
+  if (!c.fp8())
+    return DeviceBuffer();
+  return uploadVector(std::vector<float>(
+      static_cast<size_t>(c.kvScale == rt::KVScale::Head ? c.kvHeads : 1),
+      1.0f));
+}

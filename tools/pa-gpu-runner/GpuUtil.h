@@ -15,6 +15,7 @@
 #ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_GPUUTIL_H
 #define PAGEDATTN_TOOLS_PA_GPU_RUNNER_GPUUTIL_H
 
+#include "PagedAttn/Runtime/Bundle.h"
 #include "PagedAttn/Runtime/pa_runtime.h"
 
 #include <cuda.h>
@@ -26,6 +27,7 @@
 #include <vector>
 
 namespace pa::runner {
+namespace rt = pa::rt;
 
 /// A failed check of the runner.
 class Failure : public std::runtime_error {
@@ -107,10 +109,16 @@ struct DeviceInfo {
 };
 DeviceInfo queryDevice();
 
-/// The kernels of bench/roofs.cu, loaded from pa-roofs.cubin.
 /// fillUniform's dtypes for fp8 caches (beside PA_DTYPE_*).
 constexpr int kFillE4M3 = 3, kFillE5M2 = 4;
+/// fillUniform's dtype for the cache of `c`: its fp8 format, else
+/// `dataDtype` (a PA_DTYPE_*).
+int cacheFillDtype(const rt::BundleConfig &c, int dataDtype);
+/// The benchmarks' K / V scales of an fp8 cache of `c` (all 1: their
+/// values do not change the work), one buffer for both; empty otherwise.
+DeviceBuffer benchScales(const rt::BundleConfig &c);
 
+/// The kernels of bench/roofs.cu, loaded from pa-roofs.cubin.
 struct Roofs {
   CUmodule module = nullptr;
   /// pa_read_roof (read-only path loads), pa_read_roof_cs (streaming loads),

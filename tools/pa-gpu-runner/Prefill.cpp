@@ -805,17 +805,13 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
           static_cast<size_t>(pageBytes * static_cast<double>(numPages));
       DeviceBuffer pool0(joint ? poolBytes : poolBytes / 2);
       DeviceBuffer pool1(joint ? 0 : poolBytes / 2);
-      int kvFill = c.kvDtype == rt::KVDType::E4M3   ? kFillE4M3
-                   : c.kvDtype == rt::KVDType::E5M2 ? kFillE5M2
-                                                    : PA_DTYPE_F16;
+      int kvFill = cacheFillDtype(c, PA_DTYPE_F16);
       roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvFill, o.seed + 1,
                         -1.f, 1.f, stream);
       if (!joint)
         roofs.fillUniform(pool1.get(), pool1.size() / kvEb, kvFill,
                           o.seed + 2, -1.f, 1.f, stream);
-      std::vector<float> scales(
-          static_cast<size_t>(c.kvScale == rt::KVScale::Head ? Hkv : 1), 1.0f);
-      DeviceBuffer dScales = c.fp8() ? uploadVector(scales) : DeviceBuffer();
+      DeviceBuffer dScales = benchScales(c);
       test::Rng rng(test::mixSeed(o.seed, static_cast<uint64_t>(B),
                                   static_cast<uint64_t>(sh.kvLen)));
       test::PagePool pages(rng, numPages);
