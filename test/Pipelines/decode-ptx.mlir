@@ -23,12 +23,14 @@
 // SM80-SAME: .entry pa_decode(
 // The default (decode-kernel=auto) for this group of 4 at f16 is the
 // tensor-core decode of the tile pipeline: cp.async copies of K/V through
-// the page table, ldmatrix, mma.sync, and the warps' merge through shared
-// memory behind barriers.
+// the page table, ldmatrix, mma.sync, a warp barrier per K/V tile (each
+// warp copies and reads only its keys' rows), and the warps' merge through
+// shared memory behind barriers.
 // TC: .entry pa_decode(
 // TC-SAME: cp.async.cg.shared.global
 // TC-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TC-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// TC-SAME: bar.warp.sync
 // TC-SAME: bar.sync
 // TC-SAME: st.shared.v2.b32
 // TC-SAME: ld.shared.v2.b32
