@@ -116,8 +116,9 @@ fi
 # fp8, for every group) and prefill bundles prefill_fp8_...: the benchmark
 # shapes (GQA 4, MHA, GQA 8 at D 128 P 16, e4m3, per-tensor scales) and
 # check variants over both formats, both scale granularities, f16/bf16
-# queries, head dims 64/96/128/256, page sizes 1/5/16/64, groups 1/4/7/32,
-# NHD/HND, joint/split. PA_SKIP_FP8=1 skips them.
+# queries, head dims 64/80/96/112/128/256 (80 and 112: a warp's last round
+# of 16-byte fp8 chunks is partial), page sizes 1/5/16/64, groups
+# 1/4/5/7/32, NHD/HND, joint/split. PA_SKIP_FP8=1 skips them.
 # name kv_heads group head_dim page_size dtype layout kv kv_dtype kv_scale [flags...]
 fp8=(
   "fp8_gqa4_d128_p16_f16_nhd_joint_e4m3 8 4 128 16 f16 nhd joint e4m3 tensor"
@@ -128,6 +129,9 @@ fp8=(
   "fp8_g7_d96_p5_bf16_nhd_joint_e4m3_head 2 7 96 5 bf16 nhd joint e4m3 head"
   "fp8_g4_d256_p64_f16_hnd_joint_e4m3 2 4 256 64 f16 hnd joint e4m3 tensor"
   "fp8_g32_d128_p16_f16_nhd_split_e4m3_head 1 32 128 16 f16 nhd split e4m3 head"
+  "fp8_g5_d80_p5_bf16_nhd_joint_e4m3_head 2 5 80 5 bf16 nhd joint e4m3 head"
+  "fp8_g1_d112_p16_f16_hnd_split_e5m2 4 1 112 16 f16 hnd split e5m2 tensor"
+  "prefill_fp8_g4_d80_p16_f16_nhd_joint_causal_e4m3 2 4 80 16 f16 nhd joint e4m3 tensor --kernels prefill --causal"
   "prefill_fp8_gqa4_d128_p16_f16_nhd_joint_causal_e4m3 8 4 128 16 f16 nhd joint e4m3 tensor --kernels prefill --causal"
   "prefill_fp8_g4_d64_p5_bf16_hnd_split_window_e5m2_head 2 4 64 5 bf16 hnd split e5m2 head --kernels prefill --causal --window 100"
   "prefill_fp8_g1_d128_p16_f16_nhd_joint_none_e4m3_head 4 1 128 16 f16 nhd joint e4m3 head --kernels prefill"
