@@ -368,9 +368,12 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
     PA_TRY(upload(p.workRequest, nullptr, capacity * 4));
     PA_TRY(upload(p.workStart, nullptr, capacity * 4));
     PA_TRY(upload(p.workEnd, nullptr, capacity * 4));
-    PA_CU(cuMemcpyHtoD(p.workRequest, w.request.data(), w.request.size() * 4));
-    PA_CU(cuMemcpyHtoD(p.workStart, w.start.data(), w.start.size() * 4));
-    PA_CU(cuMemcpyHtoD(p.workEnd, w.end.data(), w.end.size() * 4));
+    if (w.size() > 0) {
+      PA_CU(cuMemcpyHtoD(p.workRequest, w.request.data(),
+                         w.request.size() * 4));
+      PA_CU(cuMemcpyHtoD(p.workStart, w.start.data(), w.start.size() * 4));
+      PA_CU(cuMemcpyHtoD(p.workEnd, w.end.data(), w.end.size() * 4));
+    }
     size_t rows = static_cast<size_t>(capacity * c.numQHeads());
     PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
     PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));

@@ -263,9 +263,10 @@ int pa_decode_plan(pa_bundle *bundle, const int32_t *kv_indptr,
  *  on `stream`, ordered after the work already on it (a graph replay
  *  still reading the old list). Launches nothing: replay the captured
  *  graph (or call pa_decode_run) afterwards, with the device page table
- *  holding the new lengths. Fails, leaving the plan as it was, on another
- *  plan, another batch, an invalid table or more items than the capacity
- *  even at one item a request. */
+ *  holding the new lengths. The bundle the plan was made with must still
+ *  be loaded. Fails, leaving the plan as it was, on another plan, another
+ *  batch, an invalid table or more items than the capacity even at one
+ *  item a request. */
 int pa_decode_plan_update(pa_plan *plan, const int32_t *kv_indptr,
                           const int32_t *kv_last_page_len, int64_t batch,
                           pa_stream stream);
