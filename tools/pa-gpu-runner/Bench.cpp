@@ -170,9 +170,35 @@ struct Row {
   bool sane = true;
 };
 
+/// Bytes of K and V of one input set of B requests of L tokens (whole
+/// pages), for the cache of `c`.
+double setBytesOf(const rt::BundleConfig &c, int64_t B, int64_t L) {
+  const int64_t P = c.pageSize;
+  const int64_t kvEb = c.fp8() ? 1 : rt::elementBytes(c.dtype);
+  return 2.0 * P * c.kvHeads * c.headDim * kvEb * (B * ((L + P - 1) / P));
+}
+
+/// The KV arena of a benchmark: room for --max-sets input sets of the
+/// largest row within --max-kv-gib, at most the free memory less 4 GiB.
+/// One allocation serves every row: allocating a pool per row ran 256 x
+/// 2048 (GQA 4, f16, H100) at 899 µs after the longer rows of the grid and
+/// 763 µs on its own, with the same kernel (docs/PERFORMANCE.md).
+size_t kvArenaBytes(const BenchOptions &o, const rt::BundleConfig &c) {
+  double need = 0;
+  for (int64_t B : o.batches)
+    for (int64_t L : o.lengths)
+      if (double set = setBytesOf(c, B, L); set <= o.maxKVGiB * kGiB)
+        need = std::max(need, set * static_cast<double>(o.maxSets));
+  size_t freeB = 0, totalB = 0;
+  PA_CU(cuMemGetInfo(&freeB, &totalB));
+  double avail = static_cast<double>(freeB) - 4.0 * kGiB;
+  return static_cast<size_t>(std::max(0.0, std::min(need, avail)));
+}
+
 Row benchOne(const BenchOptions &o, pa_bundle *bundle,
              const rt::BundleConfig &c, const Roofs &roofs, CUstream stream,
-             CUdeviceptr flush, int64_t B, int64_t L) {
+             CUdeviceptr flush, CUdeviceptr arena, size_t arenaBytes,
+             int64_t B, int64_t L) {
   Row row;
   row.batch = B;
   row.len = L;
@@ -183,19 +209,18 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   const int64_t ppr = (L + P - 1) / P;
   const int64_t pagesPerSet = B * ppr;
   const double pageBytes = 2.0 * P * Hkv * D * kvEb; // K and V
-  const double setBytes = pageBytes * pagesPerSet;
+  const double setBytes = setBytesOf(c, B, L);
   if (setBytes > o.maxKVGiB * kGiB) {
     row.skipped = fmt("KV %.3g GiB > %.3g GiB", setBytes / kGiB, o.maxKVGiB);
     return row;
   }
-  size_t freeB = 0, totalB = 0;
-  PA_CU(cuMemGetInfo(&freeB, &totalB));
-  double avail = static_cast<double>(freeB) - 4.0 * kGiB;
   int64_t sets = std::min<int64_t>(
-      o.maxSets, static_cast<int64_t>(std::floor(avail / setBytes)));
+      o.maxSets, static_cast<int64_t>(
+                     std::floor(static_cast<double>(arenaBytes) / setBytes)));
   if (sets < 1) {
-    row.skipped = fmt("KV %.3g GiB does not fit (%.3g GiB free)",
-                      setBytes / kGiB, static_cast<double>(freeB) / kGiB);
+    row.skipped = fmt("KV %.3g GiB does not fit (KV arena %.3g GiB)",
+                      setBytes / kGiB,
+                      static_cast<double>(arenaBytes) / kGiB);
     return row;
   }
   int64_t numPages = sets * pagesPerSet;
@@ -205,11 +230,18 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   }
   row.sets = static_cast<int>(sets);
 
-  // The cache pool(s): random contents, random page order per set.
+  // The cache pool(s) in the arena: random contents, random page order
+  // per set.
   bool joint = c.kv == rt::KVStorage::Joint;
   size_t poolBytes = static_cast<size_t>(pageBytes * static_cast<double>(numPages));
-  DeviceBuffer pool0(joint ? poolBytes : poolBytes / 2);
-  DeviceBuffer pool1(joint ? 0 : poolBytes / 2);
+  struct Pool {
+    CUdeviceptr ptr;
+    size_t bytes;
+    CUdeviceptr get() const { return ptr; }
+    size_t size() const { return bytes; }
+  };
+  Pool pool0{arena, joint ? poolBytes : poolBytes / 2};
+  Pool pool1{arena + (joint ? 0 : poolBytes / 2), joint ? 0 : poolBytes / 2};
   int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
               : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
                                            : PA_DTYPE_F32;
@@ -354,7 +386,8 @@ int pa::runner::runBench(const BenchOptions &o) {
     out(fmt("- method: median of %d timed calls after %d warm-up calls, CUDA "
             "events around each call, L2 evicted before every call "
             "(cuMemsetD8Async of 256 MiB, not timed), up to %d input sets "
-            "(KV caches with their own random page order) rotated; "
+            "(KV caches with their own random page order, in one KV arena "
+            "allocated once for every row) rotated; "
             "GB/s = (K+V bytes read + q + o bytes) / time, 1 GB = 1e9 B",
             o.reps, o.warmup, o.maxSets));
 
@@ -369,9 +402,12 @@ int pa::runner::runBench(const BenchOptions &o) {
     out("| B | kv_len | Hq/Hkv | plan (chunk, items) | sets | time us | min us "
         "| GB/s | % read roof | % copy |");
     out("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    size_t arenaBytes = kvArenaBytes(o, c);
+    DeviceBuffer arena(arenaBytes);
     for (int64_t B : o.batches)
       for (int64_t L : o.lengths) {
-        Row r = benchOne(o, bundle, c, roofs, stream, flush.get(), B, L);
+        Row r = benchOne(o, bundle, c, roofs, stream, flush.get(), arena.get(),
+                         arenaBytes, B, L);
         std::string heads = fmt("%" PRId64 "/%" PRId64, c.numQHeads(),
                                 c.kvHeads);
         if (!r.skipped.empty()) {
