@@ -234,14 +234,9 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   // per set.
   bool joint = c.kv == rt::KVStorage::Joint;
   size_t poolBytes = static_cast<size_t>(pageBytes * static_cast<double>(numPages));
-  struct Pool {
-    CUdeviceptr ptr;
-    size_t bytes;
-    CUdeviceptr get() const { return ptr; }
-    size_t size() const { return bytes; }
-  };
-  Pool pool0{arena, joint ? poolBytes : poolBytes / 2};
-  Pool pool1{arena + (joint ? 0 : poolBytes / 2), joint ? 0 : poolBytes / 2};
+  DeviceSpan pool0{arena, joint ? poolBytes : poolBytes / 2};
+  DeviceSpan pool1{arena + (joint ? 0 : poolBytes / 2),
+                   joint ? 0 : poolBytes / 2};
   int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
               : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
                                            : PA_DTYPE_F32;

@@ -109,6 +109,15 @@ struct DeviceInfo {
 };
 DeviceInfo queryDevice();
 
+/// A part of a device allocation the span does not own (a benchmark's KV
+/// pools inside its arena).
+struct DeviceSpan {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  CUdeviceptr get() const { return ptr; }
+  size_t size() const { return bytes; }
+};
+
 /// fillUniform's dtypes for fp8 caches (beside PA_DTYPE_*).
 constexpr int kFillE4M3 = 3, kFillE5M2 = 4;
 /// fillUniform's dtype for the cache of `c`: its fp8 format, else

@@ -774,6 +774,23 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
     shapes.push_back({"few tiles: 1 x 128 over 16384", 1, 128, 16384});
     shapes.push_back({"few tiles: 4 x 16 over 8192", 4, 16, 8192});
 
+    // One KV arena for every shape's pools, allocated once (as the decode
+    // bench: pools allocated per row ran later rows slower, same kernel):
+    // room for the sets of the largest shape, leaving 8 GiB for q / o.
+    const int64_t kvEbAll = c.fp8() ? 1 : eb;
+    double arenaNeed = 0;
+    for (const BenchShape &sh : shapes)
+      if (sh.name.find(o.only) != std::string::npos)
+        arenaNeed = std::max(
+            arenaNeed, 2.0 * P * Hkv * D * kvEbAll * sh.batch *
+                           ((sh.kvLen + P - 1) / P) *
+                           static_cast<double>(o.maxSets));
+    size_t freeAll = 0, totalAll = 0;
+    PA_CU(cuMemGetInfo(&freeAll, &totalAll));
+    size_t arenaBytes = static_cast<size_t>(std::max(
+        0.0, std::min(arenaNeed, static_cast<double>(freeAll) -
+                                     8.0 * (1 << 30))));
+    DeviceBuffer arena(arenaBytes);
     for (const BenchShape &sh : shapes) {
       if (sh.name.find(o.only) == std::string::npos)
         continue;
@@ -790,9 +807,12 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       PA_CU(cuMemGetInfo(&freeB, &totalB));
       double perSet = pageBytes * pagesPerSet + 2 * qBytes + rows * Hq * 4.0;
       int64_t sets = std::min<int64_t>(
-          o.maxSets, static_cast<int64_t>((static_cast<double>(freeB) -
-                                           4.0 * (1 << 30)) /
-                                          perSet));
+          {o.maxSets,
+           static_cast<int64_t>((static_cast<double>(freeB) -
+                                 4.0 * (1 << 30)) /
+                                perSet),
+           static_cast<int64_t>(static_cast<double>(arenaBytes) /
+                                (pageBytes * pagesPerSet))});
       if (sets < 1) {
         out(fmt("| %s | %" PRId64 " | %" PRId64 " | %" PRId64
                 " | | skipped: does not fit | | |",
@@ -803,8 +823,9 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
       bool joint = c.kv == rt::KVStorage::Joint;
       size_t poolBytes =
           static_cast<size_t>(pageBytes * static_cast<double>(numPages));
-      DeviceBuffer pool0(joint ? poolBytes : poolBytes / 2);
-      DeviceBuffer pool1(joint ? 0 : poolBytes / 2);
+      DeviceSpan pool0{arena.get(), joint ? poolBytes : poolBytes / 2};
+      DeviceSpan pool1{arena.get() + (joint ? 0 : poolBytes / 2),
+                       joint ? 0 : poolBytes / 2};
       int kvFill = cacheFillDtype(c, PA_DTYPE_F16);
       roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvFill, o.seed + 1,
                         -1.f, 1.f, stream);
