@@ -283,7 +283,7 @@ private:
   /// `elems` elements a chunk: its row and first column.
   std::pair<Value, Value> chunk(int64_t i, int64_t elems) {
     int64_t cpr = l.headDim / elems;
-    Value id = e.add(tid, e.idx(i * l.threads));
+    Value id = localId(i, /*kv=*/false);
     return {e.divui(id, e.idx(cpr)),
             e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
   }
@@ -291,10 +291,13 @@ private:
   /// warp-local tiles warp w takes the rows of its keys, [w K / W, (w + 1)
   /// K / W), lane l chunk l + 32 i of them; otherwise chunk(i, ...).
   std::pair<Value, Value> kvChunkAt(int64_t i);
-  /// The index of K / V chunk round `i` of this thread within its block
-  /// (the warp's or the CTA's chunks).
-  Value kvLocalId(int64_t i) {
-    return l.warpLocal()
+  /// The threads that share a block of chunks: for K / V (`kv`) a warp
+  /// with warp-local tiles, else the CTA.
+  int64_t copiers(bool kv) const { return kv ? l.kvCopiers() : l.threads; }
+  /// The index of chunk round `i` of this thread within its block (for K /
+  /// V the warp's or the CTA's chunks, for Q the CTA's).
+  Value localId(int64_t i, bool kv) {
+    return kv && l.warpLocal()
                ? e.add(e.remui(tid, e.idx(32)), e.idx(i * 32))
                : e.add(tid, e.idx(i * l.threads));
   }
@@ -303,17 +306,16 @@ private:
   /// the CTA's.
   void kvBarrier();
   Value kvChunkValid(int64_t i, Value t);
-  /// Emits `copy` for chunk round `i` of a tile of `chunks` 16-byte
-  /// chunks: for every thread (its tokens into `tokens`) when the round is
-  /// full; in a last partial round (e.g. D = 96 K/V rows: 1.5 rounds) only
-  /// for the threads inside the tile, the others copying nothing, not even
-  /// zeros, since their row would lie outside the tile. (The commit groups
-  /// a thread's copies regardless of the tokens it is given.)
-  void copyRound(int64_t i, int64_t chunks, SmallVectorImpl<Value> &tokens,
+  /// Emits `copy` for chunk round `i` of a block of `chunks` 16-byte
+  /// chunks shared by copiers(kv) threads: for every thread (its tokens
+  /// into `tokens`) when the round is full; in a last partial round (e.g.
+  /// D = 96 K/V rows: 1.5 rounds) only for the threads inside the block,
+  /// the others copying nothing, not even zeros, since their row would lie
+  /// outside the tile. (The commit groups a thread's copies regardless of
+  /// the tokens it is given.)
+  void copyRound(int64_t i, int64_t chunks, bool kv,
+                 SmallVectorImpl<Value> &tokens,
                  function_ref<void(SmallVectorImpl<Value> &)> copy);
-  /// copyRound for K / V chunk rounds (kvLocalId within kvBlockChunks).
-  void kvRound(int64_t i, SmallVectorImpl<Value> &tokens,
-               function_ref<void(SmallVectorImpl<Value> &)> copy);
   SmallVector<Value> lookupPages(Value start);
   void issueKV(Value start, int64_t stage, ValueRange tilePages,
                SmallVectorImpl<Value> &tokens);
@@ -334,8 +336,9 @@ private:
 Value Promoter::kvChunkValid(int64_t i, Value t) {
   int64_t chunks = l.kvBlockChunks();
   Value valid = e.cmpi(Pred::ult, t, end);
-  if ((i + 1) * l.kvCopiers() > chunks)
-    valid = e.andi(valid, e.cmpi(Pred::ult, kvLocalId(i), e.idx(chunks)));
+  if ((i + 1) * copiers(/*kv=*/true) > chunks)
+    valid = e.andi(valid,
+                   e.cmpi(Pred::ult, localId(i, /*kv=*/true), e.idx(chunks)));
   return valid;
 }
 
@@ -344,7 +347,7 @@ std::pair<Value, Value> Promoter::kvChunkAt(int64_t i) {
   if (!l.warpLocal())
     return chunk(i, elems);
   int64_t cpr = l.headDim / elems;
-  Value id = kvLocalId(i);
+  Value id = localId(i, /*kv=*/true);
   Value row0 = e.mul(e.divui(tid, e.idx(32)), e.idx(l.keys / l.kvWarps));
   return {e.add(row0, e.divui(id, e.idx(cpr))),
           e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
@@ -355,19 +358,6 @@ void Promoter::kvBarrier() {
     NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
   else
     gpu::BarrierOp::create(b, loc);
-}
-
-void Promoter::kvRound(int64_t i, SmallVectorImpl<Value> &tokens,
-                       function_ref<void(SmallVectorImpl<Value> &)> copy) {
-  int64_t chunks = l.kvBlockChunks();
-  if ((i + 1) * l.kvCopiers() <= chunks) {
-    copy(tokens);
-    return;
-  }
-  e.ifThen(e.cmpi(Pred::ult, kvLocalId(i), e.idx(chunks)), [&]() {
-    SmallVector<Value> inner;
-    copy(inner);
-  });
 }
 
 SmallVector<Value> Promoter::lookupPages(Value start) {
@@ -407,7 +397,7 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
             cache.indices(e, isV, e.toIndex(tilePages[i]), slot, kvHead, col),
             dst, e.add(isV ? vRow0 : kRow0, r), col, valid, l.kvChunk()));
     };
-    kvRound(i, tokens, copyKV);
+    copyRound(i, l.kvBlockChunks(), /*kv=*/true, tokens, copyKV);
   }
 }
 
@@ -429,19 +419,18 @@ void Promoter::widenKV(int64_t stage) {
       }
     };
     SmallVector<Value> none;
-    kvRound(i, none, widen);
+    copyRound(i, l.kvBlockChunks(), /*kv=*/true, none, widen);
   }
 }
 
-void Promoter::copyRound(int64_t i, int64_t chunks,
+void Promoter::copyRound(int64_t i, int64_t chunks, bool kv,
                          SmallVectorImpl<Value> &tokens,
                          function_ref<void(SmallVectorImpl<Value> &)> copy) {
-  if ((i + 1) * l.threads <= chunks) {
+  if ((i + 1) * copiers(kv) <= chunks) {
     copy(tokens);
     return;
   }
-  Value inTile = e.cmpi(Pred::ult, e.add(tid, e.idx(i * l.threads)),
-                        e.idx(chunks));
+  Value inTile = e.cmpi(Pred::ult, localId(i, kv), e.idx(chunks));
   e.ifThen(inTile, [&]() {
     SmallVector<Value> inner;
     copy(inner);
@@ -464,7 +453,7 @@ Value Promoter::issueQ() {
           copy16(op.getQ(), {qrow, head, col}, smem, r, col, valid, kChunk));
     };
     // 16 rows of D = 80 end in a partial round.
-    copyRound(i, chunks, tokens, copyQ);
+    copyRound(i, chunks, /*kv=*/false, tokens, copyQ);
   }
   return commit(tokens);
 }
