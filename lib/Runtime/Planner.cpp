@@ -441,10 +441,24 @@ int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
   if (numKVHeads <= 0 || maxCTAs <= 0 || batch * numKVHeads >= maxCTAs ||
       maxLen <= minC)
     return noSplit;
-  // Smallest k in [lo, hi] with countCTAs(k * pageSize) <= maxCTAs; hi
-  // (= noSplit / pageSize) always qualifies since then every request has at
-  // most one item and batch * numKVHeads < maxCTAs.
-  int64_t lo = minC / pageSize, hi = noSplit / pageSize;
+  // The no-split chunk always fits here: every request has at most one
+  // item and batch * numKVHeads < maxCTAs.
+  return smallestFittingChunk(kvLens, numKVHeads, maxCTAs, pageSize, minC);
+}
+
+int64_t pa::rt::smallestFittingChunk(const std::vector<int64_t> &kvLens,
+                                     int64_t numKVHeads, int64_t maxCTAs,
+                                     int64_t pageSize, int64_t minChunk) {
+  pageSize = std::max<int64_t>(pageSize, 1);
+  int64_t maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  // Smallest k in [lo, hi] with countCTAs(k * pageSize) <= maxCTAs (ctas
+  // is non-increasing in the chunk), hi = the no-split chunk's.
+  int64_t hi = roundUp(std::max<int64_t>(maxLen, 1), pageSize) / pageSize;
+  int64_t lo = std::min(roundUp(std::max<int64_t>(minChunk, 1), pageSize) /
+                            pageSize,
+                        hi);
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
     if (countCTAs(kvLens, numKVHeads, mid * pageSize) <= maxCTAs)

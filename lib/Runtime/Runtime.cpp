@@ -308,6 +308,16 @@ Status upload(CUdeviceptr &dst, const void *data, size_t bytes) {
   return Status::success();
 }
 
+/// Allocates room for `capacity` int32 entries and copies `v` (at most
+/// that many) to its start.
+Status upload(CUdeviceptr &dst, const std::vector<int32_t> &v,
+              int64_t capacity) {
+  PA_TRY(upload(dst, nullptr, static_cast<size_t>(capacity) * 4));
+  if (!v.empty())
+    PA_CU(cuMemcpyHtoD(dst, v.data(), v.size() * 4));
+  return Status::success();
+}
+
 Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
                   I32Span lastLen);
 
@@ -362,33 +372,19 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
                   b.dir, "' has no such kernels");
     p.graph = true;
     p.workCapacity = capacity;
-    PA_TRY(choosePlan(b, p, indptr, lastLen));
-    const WorkList &w = p.plan.work;
-    PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
-    PA_TRY(upload(p.workRequest, nullptr, capacity * 4));
-    PA_TRY(upload(p.workStart, nullptr, capacity * 4));
-    PA_TRY(upload(p.workEnd, nullptr, capacity * 4));
-    if (w.size() > 0) {
-      PA_CU(cuMemcpyHtoD(p.workRequest, w.request.data(),
-                         w.request.size() * 4));
-      PA_CU(cuMemcpyHtoD(p.workStart, w.start.data(), w.start.size() * 4));
-      PA_CU(cuMemcpyHtoD(p.workEnd, w.end.data(), w.end.size() * 4));
-    }
-    size_t rows = static_cast<size_t>(capacity * c.numQHeads());
-    PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
-    PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
-    return Status::success();
   }
   PA_TRY(choosePlan(b, p, indptr, lastLen));
   if (!p.plan.split)
     return Status::success();
 
+  // Wcap: the list's items, or a graph plan's fixed capacity.
   const WorkList &w = p.plan.work;
-  p.workCapacity = w.size();
-  PA_TRY(upload(p.workIndptr, w.indptr.data(), w.indptr.size() * 4));
-  PA_TRY(upload(p.workRequest, w.request.data(), w.request.size() * 4));
-  PA_TRY(upload(p.workStart, w.start.data(), w.start.size() * 4));
-  PA_TRY(upload(p.workEnd, w.end.data(), w.end.size() * 4));
+  if (!p.graph)
+    p.workCapacity = w.size();
+  PA_TRY(upload(p.workIndptr, w.indptr, w.indptr.size()));
+  PA_TRY(upload(p.workRequest, w.request, p.workCapacity));
+  PA_TRY(upload(p.workStart, w.start, p.workCapacity));
+  PA_TRY(upload(p.workEnd, w.end, p.workCapacity));
   size_t rows = static_cast<size_t>(p.workCapacity * c.numQHeads());
   PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
   PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
@@ -437,25 +433,17 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
                 "' has no decode_partial / merge_segments kernels");
   if (!p.graph)
     return Status::success();
-  // A graph plan: at most Wcap items (the smallest chunk, a multiple of the
-  // page size, that fits: items are non-increasing in the chunk), and the
-  // split path whatever the chunk.
-  int64_t P = c.pageSize, noSplit = ceilDiv(std::max<int64_t>(maxLen, 1), P) * P;
-  if (planFixedChunks(p.kvLens, noSplit).size() > p.workCapacity)
-    return fail("graph_work_capacity = ", p.workCapacity,
-                " is below the batch's non-empty requests (",
-                planFixedChunks(p.kvLens, noSplit).size(), ")");
+  // A graph plan: at most Wcap items (the smallest larger chunk, a
+  // multiple of the page size, that fits), and the split path whatever
+  // the chunk.
   if (p.plan.work.size() > p.workCapacity) {
-    int64_t lo = p.plan.chunkSize / P + 1, hi = noSplit / P;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (planFixedChunks(p.kvLens, mid * P).size() <= p.workCapacity)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    p.plan.chunkSize = lo * P;
+    p.plan.chunkSize = smallestFittingChunk(
+        p.kvLens, 1, p.workCapacity, c.pageSize, p.plan.chunkSize + 1);
     p.plan.work = planFixedChunks(p.kvLens, p.plan.chunkSize);
+    if (p.plan.work.size() > p.workCapacity)
+      return fail("graph_work_capacity = ", p.workCapacity,
+                  " is below the batch's non-empty requests (",
+                  p.plan.work.size(), ")");
   }
   p.plan.split = true;
   return Status::success();
@@ -473,10 +461,6 @@ Status updatePlan(const pa_bundle &b, pa_plan &p, const int32_t *kvIndptr,
   if (batch != p.batch)
     return fail("batch = ", batch, " but the graph plan was made for batch ",
                 p.batch);
-  if (p.config != b.manifest.config)
-    return fail("the plan was made for a bundle with config '",
-                p.config.str(), "', this bundle's is '",
-                b.manifest.config.str(), "'");
   if (!kvIndptr || !lastPageLen)
     return fail("null page table");
   PA_TRY(requireContext());

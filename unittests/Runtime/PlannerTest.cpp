@@ -537,6 +537,21 @@ TEST(ChunkSize, SplitsBatchOne32k) {
   EXPECT_GT(ctas(lens, kvHeads, c - 24), maxCTAs);
 }
 
+TEST(ChunkSize, SmallestFittingChunk) {
+  // 3 non-empty requests (items at chunk C: ceil(100/C) + ceil(40/C) + 1).
+  std::vector<int64_t> lens = {100, 0, 40, 7};
+  EXPECT_EQ(smallestFittingChunk(lens, 1, 9, 10, 1), 20);  // 5 + 2 + 1
+  EXPECT_EQ(smallestFittingChunk(lens, 1, 4, 10, 1), 50);  // 2 + 1 + 1
+  // Two heads double the count.
+  EXPECT_EQ(smallestFittingChunk(lens, 2, 9, 10, 1), 50);
+  // The lower end rounds up to the page size and bounds the search.
+  EXPECT_EQ(smallestFittingChunk(lens, 1, 100, 10, 31), 40);
+  // Nothing fits (3 requests, 2 slots) or the lower end is past maxLen:
+  // the no-split chunk.
+  EXPECT_EQ(smallestFittingChunk(lens, 1, 2, 10, 1), 100);
+  EXPECT_EQ(smallestFittingChunk(lens, 1, 100, 10, 500), 100);
+}
+
 TEST(ChunkSize, MoreSMsNeverGrowTheChunk) {
   std::vector<int64_t> lens = {32768, 1000, 7, 0, 12000};
   int64_t prev = chooseChunkSize(lens, 4, 1, 16);

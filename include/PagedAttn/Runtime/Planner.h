@@ -169,6 +169,16 @@ int64_t chooseChunkSize(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
                         int64_t maxCTAs, int64_t pageSize,
                         int64_t minChunk = 256);
 
+/// The smallest chunk C, a multiple of pageSize in [minChunk rounded up,
+/// maxLen rounded up], with numKVHeads * sum_b ceil(kvLens[b] / C) <=
+/// maxCTAs; the upper end (one item a non-empty request) when no smaller
+/// chunk fits, whether or not it fits itself (binary search: the count is
+/// non-increasing in C). chooseChunkSize's split rule, and the chunk of a
+/// CUDA-graph plan (numKVHeads 1, maxCTAs its work capacity).
+int64_t smallestFittingChunk(const std::vector<int64_t> &kvLens,
+                             int64_t numKVHeads, int64_t maxCTAs,
+                             int64_t pageSize, int64_t minChunk);
+
 /// The cost model of balanceWaves(), in tokens of one work item's stream:
 /// a fixed cost per item (its setup, query load, store) and the cost of
 /// the merge that a split adds (the merge_segments launch and the partial
