@@ -170,29 +170,16 @@ struct Row {
   bool sane = true;
 };
 
-/// Bytes of K and V of one input set of B requests of L tokens (whole
-/// pages), for the cache of `c`.
-double setBytesOf(const rt::BundleConfig &c, int64_t B, int64_t L) {
-  const int64_t P = c.pageSize;
-  const int64_t kvEb = c.fp8() ? 1 : rt::elementBytes(c.dtype);
-  return 2.0 * P * c.kvHeads * c.headDim * kvEb * (B * ((L + P - 1) / P));
-}
-
-/// The KV arena of a benchmark: room for --max-sets input sets of the
-/// largest row within --max-kv-gib, at most the free memory less 4 GiB.
-/// One allocation serves every row: allocating a pool per row ran 256 x
-/// 2048 (GQA 4, f16, H100) at 899 µs after the longer rows of the grid and
-/// 763 µs on its own, with the same kernel (docs/PERFORMANCE.md).
-size_t kvArenaBytes(const BenchOptions &o, const rt::BundleConfig &c) {
+/// The KV arena of the decode benchmark (allocKVArena): room for
+/// --max-sets input sets of the largest row within --max-kv-gib, leaving
+/// 4 GiB free.
+DeviceBuffer decodeKVArena(const BenchOptions &o, const rt::BundleConfig &c) {
   double need = 0;
   for (int64_t B : o.batches)
     for (int64_t L : o.lengths)
-      if (double set = setBytesOf(c, B, L); set <= o.maxKVGiB * kGiB)
+      if (double set = kvSetBytes(c, B, L); set <= o.maxKVGiB * kGiB)
         need = std::max(need, set * static_cast<double>(o.maxSets));
-  size_t freeB = 0, totalB = 0;
-  PA_CU(cuMemGetInfo(&freeB, &totalB));
-  double avail = static_cast<double>(freeB) - 4.0 * kGiB;
-  return static_cast<size_t>(std::max(0.0, std::min(need, avail)));
+  return allocKVArena(need, 4.0 * kGiB);
 }
 
 Row benchOne(const BenchOptions &o, pa_bundle *bundle,
@@ -209,7 +196,7 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   const int64_t ppr = (L + P - 1) / P;
   const int64_t pagesPerSet = B * ppr;
   const double pageBytes = 2.0 * P * Hkv * D * kvEb; // K and V
-  const double setBytes = setBytesOf(c, B, L);
+  const double setBytes = kvSetBytes(c, B, L);
   if (setBytes > o.maxKVGiB * kGiB) {
     row.skipped = fmt("KV %.3g GiB > %.3g GiB", setBytes / kGiB, o.maxKVGiB);
     return row;
@@ -397,12 +384,11 @@ int pa::runner::runBench(const BenchOptions &o) {
     out("| B | kv_len | Hq/Hkv | plan (chunk, items) | sets | time us | min us "
         "| GB/s | % read roof | % copy |");
     out("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
-    size_t arenaBytes = kvArenaBytes(o, c);
-    DeviceBuffer arena(arenaBytes);
+    DeviceBuffer arena = decodeKVArena(o, c);
     for (int64_t B : o.batches)
       for (int64_t L : o.lengths) {
         Row r = benchOne(o, bundle, c, roofs, stream, flush.get(), arena.get(),
-                         arenaBytes, B, L);
+                         arena.size(), B, L);
         std::string heads = fmt("%" PRId64 "/%" PRId64, c.numQHeads(),
                                 c.kvHeads);
         if (!r.skipped.empty()) {

@@ -170,3 +170,18 @@ DeviceBuffer pa::runner::benchScales(const rt::BundleConfig &c) {
       static_cast<size_t>(c.kvScale == rt::KVScale::Head ? c.kvHeads : 1),
       1.0f));
 }
+
+double pa::runner::kvSetBytes(const rt::BundleConfig &c, int64_t B,
+                              int64_t L) {
+  const int64_t P = c.pageSize;
+  const int64_t kvEb = c.fp8() ? 1 : rt::elementBytes(c.dtype);
+  return 2.0 * P * c.kvHeads * c.headDim * kvEb * (B * ((L + P - 1) / P));
+}
+
+DeviceBuffer pa::runner::allocKVArena(double needBytes, double keepFreeBytes) {
+  size_t freeB = 0, totalB = 0;
+  PA_CU(cuMemGetInfo(&freeB, &totalB));
+  double avail = static_cast<double>(freeB) - keepFreeBytes;
+  return DeviceBuffer(
+      static_cast<size_t>(std::max(0.0, std::min(needBytes, avail))));
+}

@@ -118,6 +118,17 @@ struct DeviceSpan {
   size_t size() const { return bytes; }
 };
 
+/// Bytes of K and V of B requests of L tokens (whole pages) in the cache
+/// of `c` (an fp8 cache: 1 byte per element).
+double kvSetBytes(const rt::BundleConfig &c, int64_t B, int64_t L);
+/// A benchmark's KV arena, allocated once for the pools of every row:
+/// `needBytes`, at most the free memory less `keepFreeBytes`. Pools
+/// allocated per row ran rows that came after the grid's large ones up to
+/// 18% slower, with the same kernel (H100, 2026-11-25: GQA-4 f16 256 x
+/// 2048 took 899 µs after the longer rows and 763 µs on its own;
+/// docs/PERFORMANCE.md).
+DeviceBuffer allocKVArena(double needBytes, double keepFreeBytes);
+
 /// fillUniform's dtypes for fp8 caches (beside PA_DTYPE_*).
 constexpr int kFillE4M3 = 3, kFillE5M2 = 4;
 /// fillUniform's dtype for the cache of `c`: its fp8 format, else

@@ -774,23 +774,15 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
     shapes.push_back({"few tiles: 1 x 128 over 16384", 1, 128, 16384});
     shapes.push_back({"few tiles: 4 x 16 over 8192", 4, 16, 8192});
 
-    // One KV arena for every shape's pools, allocated once (as the decode
-    // bench: pools allocated per row ran later rows slower, same kernel):
-    // room for the sets of the largest shape, leaving 8 GiB for q / o.
-    const int64_t kvEbAll = c.fp8() ? 1 : eb;
+    // One KV arena for every shape's pools (allocKVArena): room for the
+    // sets of the largest shape, leaving 8 GiB for q / o.
     double arenaNeed = 0;
     for (const BenchShape &sh : shapes)
       if (sh.name.find(o.only) != std::string::npos)
-        arenaNeed = std::max(
-            arenaNeed, 2.0 * P * Hkv * D * kvEbAll * sh.batch *
-                           ((sh.kvLen + P - 1) / P) *
-                           static_cast<double>(o.maxSets));
-    size_t freeAll = 0, totalAll = 0;
-    PA_CU(cuMemGetInfo(&freeAll, &totalAll));
-    size_t arenaBytes = static_cast<size_t>(std::max(
-        0.0, std::min(arenaNeed, static_cast<double>(freeAll) -
-                                     8.0 * (1 << 30))));
-    DeviceBuffer arena(arenaBytes);
+        arenaNeed = std::max(arenaNeed, kvSetBytes(c, sh.batch, sh.kvLen) *
+                                            static_cast<double>(o.maxSets));
+    DeviceBuffer arena = allocKVArena(arenaNeed, 8.0 * (1 << 30));
+    const size_t arenaBytes = arena.size();
     for (const BenchShape &sh : shapes) {
       if (sh.name.find(o.only) == std::string::npos)
         continue;
