@@ -73,11 +73,23 @@ struct EventPairs {
 Timing pa::runner::timeCalls(CUstream stream, CUdeviceptr flush, int warmup,
                              int reps, const std::function<void(int)> &call) {
   EventPairs ev(reps);
-  for (int i = 0; i < warmup; ++i) {
-    PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes,
-                          stream));
-    call(i);
+  // At least `warmup` calls, and more until they have run kMinWarmupMs.
+  EventPairs warm(1);
+  PA_CU(cuEventRecord(warm.start[0], stream));
+  int calls = 0;
+  for (float ms = 0; calls < warmup || ms < kMinWarmupMs;) {
+    for (int n = std::max(warmup, 1); n > 0; --n, ++calls) {
+      PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(calls),
+                            kFlushBytes, stream));
+      call(calls);
+    }
+    PA_CU(cuEventRecord(warm.stop[0], stream));
+    PA_CU(cuEventSynchronize(warm.stop[0]));
+    PA_CU(cuEventElapsedTime(&ms, warm.start[0], warm.stop[0]));
+    if (calls >= kMaxWarmupCalls)
+      break;
   }
+  warmup = calls;
   for (int i = 0; i < reps; ++i) {
     PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i + 7),
                           kFlushBytes, stream));

@@ -25,8 +25,17 @@ struct Timing {
   double medianUs = 0, minUs = 0, maxUs = 0;
 };
 
-/// Times `call(i)` (i counts all calls, warm-up included): `warmup` untimed
-/// calls, then `reps` timed ones, each after an untimed L2 eviction
+/// Warm-up of every measurement: at least this long (GPU time, the
+/// evictions included), in more calls than asked for if need be (at most
+/// kMaxWarmupCalls). Five calls were not enough on an H100 (2026-11-25):
+/// GQA-4 f16 64 x 2048 timed 237 µs after 5 or 20 warm-up calls on a fresh
+/// KV arena and 203 µs after 40 or 80 (or after earlier rows).
+constexpr float kMinWarmupMs = 50;
+constexpr int kMaxWarmupCalls = 4096;
+
+/// Times `call(i)` (i counts all calls, warm-up included): at least
+/// `warmup` untimed calls, more until kMinWarmupMs have run, then `reps`
+/// timed ones, each after an untimed L2 eviction
 /// (cuMemsetD8Async of kFlushBytes at `flush`) and between CUDA events on
 /// `stream`; the median, min and max of the timed calls.
 Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
