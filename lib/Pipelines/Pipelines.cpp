@@ -81,6 +81,8 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (o.decodeKVStages != 0 &&
       (o.decodeKVStages < 2 || o.decodeKVStages > 4))
     return "decode-kv-stages must be 2, 3 or 4 (0: 2)";
+  if (o.splitKVMerge != "fused" && o.splitKVMerge != "separate")
+    return "split-kv-merge must be fused or separate";
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

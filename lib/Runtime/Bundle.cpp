@@ -81,7 +81,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"merge_segments", KernelKind::MergeSegments},
     {"prefill", KernelKind::Prefill},
     {"prefill_short", KernelKind::PrefillShort},
-    {"prefill_partial", KernelKind::PrefillPartial}};
+    {"prefill_partial", KernelKind::PrefillPartial},
+    {"decode_split", KernelKind::DecodeSplit}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -110,7 +111,8 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"work_partial_row", ArgRole::WorkPartialRow},
     {"work_partial_stride", ArgRole::WorkPartialStride},
     {"k_scale", ArgRole::KScale},
-    {"v_scale", ArgRole::VScale}};
+    {"v_scale", ArgRole::VScale},
+    {"merge_counters", ArgRole::MergeCounters}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -160,6 +162,10 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
     rank = 1;
     type = ElemType::I8;
     return;
+  case ArgRole::MergeCounters:
+    rank = 2;
+    type = ElemType::I32;
+    return;
   case ArgRole::AlibiSlopes:
   case ArgRole::KScale:
   case ArgRole::VScale:
@@ -205,9 +211,11 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
     roles.push_back(ArgRole::KVIndices);
     roles.push_back(ArgRole::KVLastPageLen);
   }
-  if (k == KernelKind::DecodePartial || k == KernelKind::MergeSegments) {
+  bool decodeSplit = k == KernelKind::DecodeSplit;
+  if (k == KernelKind::DecodePartial || k == KernelKind::MergeSegments ||
+      decodeSplit) {
     roles.push_back(ArgRole::WorkIndptr);
-    if (k == KernelKind::DecodePartial) {
+    if (k != KernelKind::MergeSegments) {
       roles.push_back(ArgRole::WorkRequest);
       roles.push_back(ArgRole::WorkStart);
       roles.push_back(ArgRole::WorkEnd);
@@ -221,7 +229,7 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
       roles.push_back(r);
   bool partial = k == KernelKind::DecodePartial ||
                  k == KernelKind::PrefillPartial;
-  if (partial || k == KernelKind::MergeSegments) {
+  if (partial || k == KernelKind::MergeSegments || decodeSplit) {
     roles.push_back(ArgRole::OPart);
     roles.push_back(ArgRole::LSEPart);
   }
@@ -229,6 +237,8 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
     roles.push_back(ArgRole::O);
     roles.push_back(ArgRole::LSE);
   }
+  if (decodeSplit)
+    roles.push_back(ArgRole::MergeCounters);
   return roles;
 }
 
@@ -764,6 +774,10 @@ Status Parser::finish() {
     return Status::error(os.str() +
                          "'decode_partial' needs a 'decode' kernel (split-KV "
                          "decode)");
+  if (m.find(KernelKind::DecodeSplit) && !decode)
+    return Status::error(os.str() +
+                         "'decode_split' needs a 'decode' kernel (split-KV "
+                         "decode)");
   if (prefillPartial && !m.find(KernelKind::Prefill))
     return Status::error(os.str() +
                          "'prefill_partial' needs a 'prefill' kernel (split-KV "
@@ -1065,6 +1079,8 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
     return {d.partialRows.value_or(d.workCapacity), hq, hd};
   case ArgRole::LSEPart:
     return {d.partialRows.value_or(d.workCapacity), hq};
+  case ArgRole::MergeCounters:
+    return {d.batch, hq};
   }
   return {};
 }

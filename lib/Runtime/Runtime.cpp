@@ -138,9 +138,16 @@ struct pa_bundle {
   CUfunction function(KernelKind k) const {
     return functions[static_cast<int>(k)];
   }
+  /// decode_split: split-KV decode in one launch.
+  bool hasFusedSplit() const { return function(KernelKind::DecodeSplit); }
   bool hasSplit() const {
-    return function(KernelKind::DecodePartial) &&
-           function(KernelKind::MergeSegments);
+    return hasFusedSplit() || (function(KernelKind::DecodePartial) &&
+                               function(KernelKind::MergeSegments));
+  }
+  /// The kernel that computes a split plan's partial states.
+  KernelKind splitKernel() const {
+    return hasFusedSplit() ? KernelKind::DecodeSplit
+                           : KernelKind::DecodePartial;
   }
   void unload() {
     ContextGuard guard(ctx);
@@ -159,6 +166,9 @@ struct pa_plan {
   /// Device copies of plan.work and the split-KV workspace (split only).
   CUdeviceptr workIndptr = 0, workRequest = 0, workStart = 0, workEnd = 0;
   CUdeviceptr oPart = 0, lsePart = 0;
+  /// decode_split's arrival counters [B, Hq] (split plans of a bundle with
+  /// decode_split; zeroed at creation, zero again after every launch).
+  CUdeviceptr mergeCounters = 0;
   /// Wcap: rows of the work arrays and of o_part / lse_part.
   int64_t workCapacity = 0;
   /// A CUDA-graph plan: the split path always, Wcap fixed at creation,
@@ -173,7 +183,8 @@ struct pa_plan {
   void release() {
     ContextGuard guard(ctx);
     for (CUdeviceptr *p :
-         {&workIndptr, &workRequest, &workStart, &workEnd, &oPart, &lsePart}) {
+         {&workIndptr, &workRequest, &workStart, &workEnd, &oPart, &lsePart,
+          &mergeCounters}) {
       if (*p)
         cuMemFree(*p);
       *p = 0;
@@ -349,13 +360,14 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
     return fail("force_chunk = ", forceChunk, " is negative");
   if (p.ctasPerSM == 0) {
     p.ctasPerSM = 1;
-    if (const KernelSpec *k = b.manifest.find(KernelKind::DecodePartial);
-        k && b.function(KernelKind::DecodePartial)) {
+    KernelKind split = b.splitKernel();
+    if (const KernelSpec *k = b.manifest.find(split);
+        k && b.function(split)) {
       int blocks = 0;
       int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
                                      k->launch.block[2]);
       PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks, b.function(KernelKind::DecodePartial), threads,
+          &blocks, b.function(split), threads,
           static_cast<size_t>(k->launch.sharedBytes)));
       p.ctasPerSM = std::max(blocks, 1);
     }
@@ -368,7 +380,8 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   if (capacity > 0) {
     if (!b.hasSplit())
       return fail("a CUDA-graph plan (graph_work_capacity) runs "
-                  "decode_partial + merge_segments, and bundle '",
+                  "split-KV decode (decode_split, or decode_partial + "
+                  "merge_segments), and bundle '",
                   b.dir, "' has no such kernels");
     p.graph = true;
     p.workCapacity = capacity;
@@ -388,6 +401,11 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   size_t rows = static_cast<size_t>(p.workCapacity * c.numQHeads());
   PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
   PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
+  if (b.hasFusedSplit()) {
+    size_t counters = static_cast<size_t>(batch * c.numQHeads());
+    PA_TRY(upload(p.mergeCounters, nullptr, counters * 4));
+    PA_CU(cuMemsetD32(p.mergeCounters, 0, std::max<size_t>(counters, 1)));
+  }
   return Status::success();
 }
 
@@ -430,7 +448,8 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
   if (p.plan.split && !b.hasSplit())
     return fail("the plan splits KV (chunk ", p.plan.chunkSize,
                 " tokens) but bundle '", b.dir,
-                "' has no decode_partial / merge_segments kernels");
+                "' has no split-KV kernels (decode_split, or decode_partial "
+                "+ merge_segments)");
   if (!p.graph)
     return Status::success();
   // A graph plan: at most Wcap items (the smallest larger chunk, a
@@ -723,6 +742,11 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   bind(ArgRole::WorkEnd, p.workEnd);
   bind(ArgRole::OPart, p.oPart);
   bind(ArgRole::LSEPart, p.lsePart);
+  if (p.mergeCounters) {
+    // One launch: the last CTA of each request merges its states.
+    bind(ArgRole::MergeCounters, p.mergeCounters);
+    return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked);
+  }
   PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked));
   return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
 }
@@ -1156,6 +1180,7 @@ int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out) {
   out->num_sms = plan->numSMs;
   out->ctas_per_sm = plan->ctasPerSM;
   out->graph = plan->graph ? 1 : 0;
+  out->fused_merge = plan->mergeCounters ? 1 : 0;
   return PA_SUCCESS;
 }
 

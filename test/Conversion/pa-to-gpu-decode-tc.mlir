@@ -95,6 +95,30 @@ func.func @partial(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip:
 
 // -----
 
+// decode_partial and the merge of its states in one kernel (split-kv-merge
+// fused, the default): after the item's tile is stored, the arrival count
+// and the last CTA's merge of the group's 4 heads (the tile store's rows)
+// follow in plain IR, which pa-promote-tiles and pa-tile-to-mma leave as
+// they are.
+// CHECK-LABEL: func.func @split_fused(
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode_split
+// CHECK: gpu.func @pa_decode_split({{.*}}kind = "decode_split", kv_warps = 4 : i64
+// CHECK: pa.tile.store
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: memref.atomic_rmw addi
+// CHECK: nvvm.barrier #nvvm.reduction<or>
+// MMA-LABEL: func.func @split_fused(
+// MMA: mma.sync
+// MMA: memref.atomic_rmw addi
+// MMA: nvvm.barrier #nvvm.reduction<or>
+func.func @split_fused(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %wi: memref<5xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %op: memref<?x32x128xf32>, %lpart: memref<?x32xf32>, %o: memref<4x32x128xf16>, %l: memref<4x32xf32>) {
+  pa.decode_partial q(%q : memref<4x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) work(%wi, %wr, %ws, %we : memref<5xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  pa.merge_segments states(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) segments(%wi : memref<5xi32>) outs(%o, %l : memref<4x32x128xf16>, memref<4x32xf32>)
+  return
+}
+
+// -----
+
 // Head dim 96 (no power-of-two split into 16-byte lanes): auto takes the
 // tensor-core decode even for MHA.
 // AUTO-LABEL: func.func @d96(

@@ -92,3 +92,62 @@ func.func @merge_states(%v: memref<?x4x32x128xf32>, %s: memref<?x4x32xf32>, %o: 
   pa.merge_states states(%v, %s : memref<?x4x32x128xf32>, memref<?x4x32xf32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
   return
 }
+
+// -----
+
+// split-kv-merge=fused (the default): a decode_partial and the merge of its
+// states over its own work_indptr become one kernel, pa_decode_split, whose
+// extra arguments are the merge's o / lse and the [B, Hq] arrival counters
+// (allocated and zeroed around the launch). Each CTA fences its partial
+// stores, counts its arrival (one atomic a CTA, skipped for a request of
+// one item), tells every thread whether it was last with a barrier
+// reduction, and the last CTA merges the request's rows; empty requests
+// are written by the CTA next to them.
+// CHECK-LABEL: func @split_fused
+// CHECK-SAME: %[[WI:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[OP:[^:]*]]: memref<?x32x128xf32>, %[[LPART:[^:]*]]: memref<?x32xf32>, %[[O:[^:]*]]: memref<?x32x128xf16>, %[[L:[^:]*]]: memref<?x32xf32>
+// CHECK: %[[B:.*]] = memref.dim %[[O]], %c0
+// CHECK: %[[CNT:.*]] = gpu.alloc (%[[B]]) : memref<?x32xi32>
+// CHECK: gpu.memset %[[CNT]], %{{.*}} : memref<?x32xi32>, i32
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode_split {{.*}} args({{.*}}, %[[OP]] : memref<?x32x128xf32>, %[[LPART]] : memref<?x32xf32>, %[[O]] : memref<?x32x128xf16>, %[[L]] : memref<?x32xf32>, %[[CNT]] : memref<?x32xi32>)
+// CHECK-NEXT: gpu.dealloc %[[CNT]]
+// CHECK-NOT: pa.merge_segments
+// CHECK: gpu.func @pa_decode_split(
+// CHECK-SAME: args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "work_indptr", "work_request", "work_start", "work_end", "o_part", "lse_part", "o", "lse", "merge_counters"]
+// CHECK-SAME: grid = ["work_capacity", "kv_heads", 1]
+// CHECK-SAME: kind = "decode_split"
+// CHECK: gpu.subgroup_reduce add
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.atomic_rmw addi
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: nvvm.barrier #nvvm.reduction<or>
+// CHECK: vector.load {{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
+// CHECK-NOT: gpu.func @pa_merge_segments
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @split_fused(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %wi: memref<?xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %op: memref<?x32x128xf32>, %lpart: memref<?x32xf32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  pa.decode_partial q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) work(%wi, %wr, %ws, %we : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #cache}
+  pa.merge_segments states(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) segments(%wi : memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
+  return
+}
+
+// -----
+
+// A merge over other segments than the work list's (or anything touching
+// memory between the two) keeps the kernels apart.
+// CHECK-LABEL: func @split_not_fused
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode_partial
+// CHECK: gpu.launch_func @pa_kernels::@pa_merge_segments
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode_partial
+// CHECK: memref.copy
+// CHECK: gpu.launch_func @pa_kernels::@pa_merge_segments
+// CHECK-NOT: pa_decode_split
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @split_not_fused(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %wi: memref<?xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %seg: memref<?xi32>, %op: memref<?x32x128xf32>, %lpart: memref<?x32xf32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>, %c: memref<?xi32>) {
+  pa.decode_partial q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) work(%wi, %wr, %ws, %we : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #cache}
+  pa.merge_segments states(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) segments(%seg : memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
+  pa.decode_partial q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) work(%wi, %wr, %ws, %we : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #cache}
+  memref.copy %wi, %c : memref<?xi32> to memref<?xi32>
+  pa.merge_segments states(%op, %lpart : memref<?x32x128xf32>, memref<?x32xf32>) segments(%wi : memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
+  return
+}

@@ -2,6 +2,9 @@
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa decode-kernel=cuda-core" | FileCheck %s --check-prefix=SM80
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa decode-kernel=cuda-core" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true decode-kernel=cuda-core" | FileCheck %s --check-prefix=SPLIT
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true decode-kernel=cuda-core split-kv-merge=separate" | FileCheck %s --check-prefix=SEP
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | FileCheck %s --check-prefix=TCSPLIT
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s --check-prefix=TC
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
 
@@ -34,10 +37,26 @@
 // TC-SAME: bar.sync
 // TC-SAME: st.shared.v2.b32
 // TC-SAME: ld.shared.v2.b32
-// With split-KV the program is decode_partial + merge_segments kernels.
-// SPLIT: .entry pa_decode_partial(
+// With split-KV the program is one kernel, decode_split: each CTA writes
+// its partial state, fences (membar.gl) and counts its arrival (one atomic
+// a CTA), and the last CTA of a request, told by a barrier reduction,
+// merges the request's states; with split-kv-merge=separate it is
+// decode_partial + merge_segments.
+// SPLIT: .entry pa_decode_split(
 // SPLIT-SAME: shfl.sync.bfly.b32
-// SPLIT-SAME: .entry pa_merge_segments(
+// SPLIT-SAME: membar.gl
+// SPLIT-SAME: atom.global.add.u32
+// SPLIT-SAME: bar.red.or.pred
+// SPLIT-SAME: ex2.approx.ftz.f32
+// SPLIT-NOT: pa_merge_segments
+// SEP: .entry pa_decode_partial(
+// SEP-SAME: shfl.sync.bfly.b32
+// SEP-NOT: atom.global
+// SEP-SAME: .entry pa_merge_segments(
+// TCSPLIT: .entry pa_decode_split(
+// TCSPLIT-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// TCSPLIT-SAME: atom.global.add.u32
+// TCSPLIT-SAME: bar.red.or.pred
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {

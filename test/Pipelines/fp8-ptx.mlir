@@ -16,10 +16,15 @@
 // CHECK-SAME: st.shared.v4.b32
 // CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// SPLIT: .entry pa_decode_partial(
+// Split-KV is one kernel (decode_split): the partial states, then the
+// arrival count and the last CTA's merge.
+// SPLIT: .entry pa_decode_split(
 // SPLIT-SAME: cvt.rn.f16x2.e4m3x2
 // SPLIT-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// SPLIT-SAME: .entry pa_merge_segments(
+// SPLIT-SAME: membar.gl
+// SPLIT-SAME: atom.global.add.u32
+// SPLIT-SAME: bar.red.or.pred
+// SPLIT-NOT: pa_merge_segments
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, %ks: tensor<1xf32>, %vs: tensor<1xf32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
   %r:2 = pa.decode q(%q : tensor<?x32x128xf16>) kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #cache}

@@ -14,6 +14,8 @@
 // Both split-KV forms lower on the CPU; the work list on the GPU.
 // RUN: pa-opt %s --pa-lower-to-cpu="split-kv-work-list=true" | FileCheck %s --check-prefix=CPUWL
 // RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true heads-per-cta=2 tokens-in-flight=2 lane-bytes=16" | FileCheck %s --check-prefix=GPU
+// RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true split-kv-merge=separate" | FileCheck %s --check-prefix=GPUSEP
+// RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-merge=late" 2>&1 | FileCheck %s --check-prefix=MERGE
 // Ops without a GPU lowering stop the GPU pipeline with a diagnostic.
 // RUN: not pa-opt %pa_src_root/examples/cascade.mlir --pa-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=CASCADE
 
@@ -27,7 +29,12 @@
 // PLANOP: 'pa.plan_split_kv' op is not supported on the GPU yet
 // CPUWL: llvm.func @decode(
 // GPU: gpu.binary @pa_kernels
-// GPU-SAME: .entry pa_decode_partial(
+// GPU-SAME: .entry pa_decode_split(
+// GPU-NOT: pa_merge_segments
+// GPUSEP: gpu.binary @pa_kernels
+// GPUSEP-SAME: .entry pa_decode_partial(
+// GPUSEP-SAME: .entry pa_merge_segments(
+// MERGE: pa-lower-to-nvvm: split-kv-merge must be fused or separate
 // CASCADE: 'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill and pa.prefill_partial
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>

@@ -99,12 +99,12 @@
 
 // ALL: kernel prefill kernels.cubin pa_prefill
 // ALL: kernel decode kernels.cubin pa_decode
-// ALL: kernel decode_partial kernels.cubin pa_decode_partial
-// ALL: kernel merge_segments kernels.cubin pa_merge_segments
+// Split-KV decode is one kernel; merge_segments serves split prefill:
+// ALL: kernel decode_split kernels.cubin pa_decode_split
 // ALL: kernel prefill_short prefill_short.cubin pa_prefill
 // ALL-NEXT: prefill queries_per_tile 32 causal 1
-// One merge_segments kernel serves split decode and split prefill:
 // ALL: kernel prefill_partial prefill_short.cubin pa_prefill_partial
+// ALL: kernel merge_segments prefill_short.cubin pa_merge_segments
 // ALL-NOT: kernel merge_segments
 
 // ONELOG: prefill tile_q 256

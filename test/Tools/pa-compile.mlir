@@ -16,11 +16,15 @@
 // A group of 16 at head dim 256 compiles by default (two chunks of 8 heads).
 // RUN: pa-compile --group 16 --head-dim 256 --kv-heads 2 --layout hnd --kv split --dtype bf16 --decode-kernel cuda-core -o %t/g16 | FileCheck %s --check-prefix=G16
 // RUN: FileCheck %s --check-prefix=SPLIT < %t/g16/bundle.manifest
+// --split-kv-merge separate keeps split-KV decode as two kernels.
+// RUN: pa-compile --group 7 --decode-kernel cuda-core --split-kv-merge separate -o %t/sep
+// RUN: FileCheck %s --check-prefix=SEP < %t/sep/bundle.manifest
+// RUN: not pa-compile --split-kv-merge later -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADMERGE
 
 // TC: pa-compile: {{.*}}g4 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; tensor-core decode tile_q 16, tile_kv 64, kv_warps 4, smem 73984)
 // TCMANIFEST: kernel decode kernels.cubin pa_decode
 // TCMANIFEST: launch grid batch kv_heads 1 block 128 1 1 smem 73984
-// TCMANIFEST: kernel decode_partial kernels.cubin pa_decode_partial
+// TCMANIFEST: kernel decode_split kernels.cubin pa_decode_split
 // TCMANIFEST: launch grid work_capacity kv_heads 1 block 128 1 1 smem 73984
 // BADKERNEL: pa-compile: --decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
 // G7: pa-compile: {{.*}}g7 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; 16 bytes/lane, 2 tokens in flight, 7 heads per CTA)
@@ -35,18 +39,27 @@
 // MANIFEST-NEXT: arg o memref 3 f16
 // MANIFEST-NEXT: arg lse memref 2 f32
 // MANIFEST-NEXT: launch grid batch kv_heads 1 block 128 1 1 smem 0
-// MANIFEST-NEXT: kernel decode_partial kernels.cubin pa_decode_partial
+// MANIFEST-NEXT: kernel decode_split kernels.cubin pa_decode_split
 // MANIFEST: arg work_indptr memref 1 i32
 // MANIFEST: arg o_part memref 3 f32
-// MANIFEST: launch grid work_capacity kv_heads 1 block 128 1 1 smem 0
-// MANIFEST-NEXT: kernel merge_segments kernels.cubin pa_merge_segments
-// MANIFEST-NEXT: arg o_part memref 3 f32
 // MANIFEST-NEXT: arg lse_part memref 2 f32
-// MANIFEST-NEXT: arg work_indptr memref 1 i32
 // MANIFEST-NEXT: arg o memref 3 f16
 // MANIFEST-NEXT: arg lse memref 2 f32
-// MANIFEST-NEXT: launch grid batch num_q_heads 1 block 128 1 1 smem 0
+// MANIFEST-NEXT: arg merge_counters memref 2 i32
+// MANIFEST-NEXT: launch grid work_capacity kv_heads 1 block 128 1 1 smem 0
 // MANIFEST-NEXT: end
+// SEP: kernel decode kernels.cubin pa_decode
+// SEP: kernel decode_partial kernels.cubin pa_decode_partial
+// SEP: launch grid work_capacity kv_heads 1 block 128 1 1 smem 0
+// SEP-NEXT: kernel merge_segments kernels.cubin pa_merge_segments
+// SEP-NEXT: arg o_part memref 3 f32
+// SEP-NEXT: arg lse_part memref 2 f32
+// SEP-NEXT: arg work_indptr memref 1 i32
+// SEP-NEXT: arg o memref 3 f16
+// SEP-NEXT: arg lse memref 2 f32
+// SEP-NEXT: launch grid batch num_q_heads 1 block 128 1 1 smem 0
+// SEP-NEXT: end
+// BADMERGE: pa-compile: --split-kv-merge must be fused or separate, got 'later'
 // G16: 8 heads per CTA
 // SPLIT: config head_dim 256 page_size 16 kv_heads 2 group 16 layout hnd dtype bf16 kv split
 // SPLIT: arg k memref 4 bf16

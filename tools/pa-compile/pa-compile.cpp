@@ -2,7 +2,9 @@
 //
 // Builds the pa program of one configuration with the dialect's builders:
 // with `--kernels decode` (the default) plain decode and the split-KV form
-// (decode_partial over a run-time work list + merge_segments); with
+// (decode_partial over a run-time work list + merge_segments, which
+// convert-pa-to-gpu fuses into one kernel, decode_split, unless
+// --split-kv-merge separate); with
 // `--kernels prefill` one ragged batch prefill (`pa.prefill`, with the mask,
 // positions, ALiBi and options its flags ask for); `--kernels all` both. It lowers it with `pa-lower-to-nvvm` (the same
 // pipeline and the same tuned kernel shape as `pa-opt --pa-lower-to-nvvm`),
@@ -137,6 +139,12 @@ static cl::opt<int64_t> decodeKVStages(
     cl::desc("K/V tiles of the tensor-core decode in shared memory at once: "
              "2, 3 or 4 (0: 2)"),
     cl::cat(category));
+static cl::opt<std::string> splitKVMerge(
+    "split-kv-merge", cl::init("fused"),
+    cl::desc("fused (split-KV decode in one kernel, decode_split: the last "
+             "CTA of a request merges) | separate (decode_partial + "
+             "merge_segments)"),
+    cl::cat(category));
 static cl::opt<std::string> prefillVariants(
     "prefill-variants", cl::init("auto"),
     cl::desc("auto: with the default prefill shape up to head dim 128, also "
@@ -249,6 +257,9 @@ bool checkFlags() {
          decodeKernel + "'");
   if (decodeTileKV != 0 && decodeTileKV != 64 && decodeTileKV != 128)
     fail("--decode-tile-kv must be 64 or 128 (0: 64)");
+  if (splitKVMerge != "fused" && splitKVMerge != "separate")
+    fail("--split-kv-merge must be fused or separate, got '" + splitKVMerge +
+         "'");
   if (decodeKVStages != 0 && (decodeKVStages < 2 || decodeKVStages > 4))
     fail("--decode-kv-stages must be 2, 3 or 4 (0: 2)");
   if (prefillVariants != "auto" && prefillVariants != "one")
@@ -565,6 +576,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.decodeKernel = decodeKernel;
   opts.decodeTileKV = decodeTileKV;
   opts.decodeKVStages = decodeKVStages;
+  opts.splitKVMerge = splitKVMerge;
 }
 
 /// The manifest element type of a kernel argument.
@@ -808,8 +820,9 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "PagedAttn bundle compiler: writes the kernels of one "
-          "configuration (--kernels decode: decode, decode_partial, "
-          "merge_segments; prefill: prefill and, with the default shape up to "
+          "configuration (--kernels decode: decode and decode_split, or "
+          "with --split-kv-merge separate decode_partial and merge_segments; "
+          "prefill: prefill and, with the default shape up to "
           "head dim 128, prefill_short; all: both) and their manifest "
           "to a bundle directory\n",
           &llvm::errs()))

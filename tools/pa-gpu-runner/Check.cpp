@@ -390,9 +390,10 @@ void runVariant(pa_bundle *bundle, const rt::BundleConfig &c,
   if (!deterministic)
     sum.nondeterministic = true;
   std::printf("  %-16s B=%-3" PRId64 " %-12s chunk %-6" PRId64
-              " split %d items %-5" PRId64 " rel_o %.2e lse_err %.2e %s%s\n",
+              " split %d%s items %-5" PRId64 " rel_o %.2e lse_err %.2e %s%s\n",
               cs.name.c_str(), cs.batch, v.name.c_str(), info.chunk_size,
-              info.split, info.num_work_items, cmp.relO, cmp.maxLseErr,
+              info.split, info.fused_merge ? " (1 launch)" : "",
+              info.num_work_items, cmp.relO, cmp.maxLseErr,
               cmp.pass ? "PASS" : "FAIL",
               deterministic ? "" : " (WARN: second run differs bitwise)");
   for (const std::string &p : cmp.problems)
@@ -623,6 +624,9 @@ void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
                     : rng.uniformInt(0, cs.lens[b]);
     steps.push_back(l);
   }
+  // Every request empty: no work item at all (CTA 0 of the fused kernel
+  // writes every o = 0, lse = -inf).
+  steps.push_back(std::vector<int64_t>(cs.lens.size(), 0));
   steps.push_back(cs.lens);
   std::string error;
   int passed = 0;

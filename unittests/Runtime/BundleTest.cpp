@@ -160,6 +160,73 @@ TEST(BundleManifest, ParsesTheContractExample) {
   EXPECT_EQ(g->symbol, "pa_merge_segments");
 }
 
+/// A decode bundle whose split-KV decode is one kernel (pa-compile's
+/// default): decode and decode_split; `dropRole` leaves one of
+/// decode_split's arguments out.
+std::string fusedSplitManifest(const std::string &dropRole = "") {
+  std::string decode = "kernel decode k.cubin pa_decode\n"
+                       "arg q memref 3 f16\n"
+                       "arg kv memref 5 f16\n"
+                       "arg kv_indptr memref 1 i32\n"
+                       "arg kv_indices memref 1 i32\n"
+                       "arg kv_last_page_len memref 1 i32\n"
+                       "arg o memref 3 f16\n"
+                       "arg lse memref 2 f32\n"
+                       "launch grid batch kv_heads 1 block 128 1 1 smem 0\n";
+  std::string split = "kernel decode_split k.cubin pa_decode_split\n";
+  for (const char *arg :
+       {"q memref 3 f16", "kv memref 5 f16", "kv_indptr memref 1 i32",
+        "kv_indices memref 1 i32", "kv_last_page_len memref 1 i32",
+        "work_indptr memref 1 i32", "work_request memref 1 i32",
+        "work_start memref 1 i32", "work_end memref 1 i32",
+        "o_part memref 3 f32", "lse_part memref 2 f32", "o memref 3 f16",
+        "lse memref 2 f32", "merge_counters memref 2 i32"}) {
+    std::string a = arg;
+    if (!dropRole.empty() && a.rfind(dropRole + " ", 0) == 0)
+      continue;
+    split += "arg " + a + "\n";
+  }
+  split += "launch grid work_capacity kv_heads 1 block 128 1 1 smem 0\n";
+  return "pa-bundle 1\n"
+         "config head_dim 128 page_size 16 kv_heads 8 group 4 layout nhd "
+         "dtype f16 kv joint\n" +
+         decode + split + "end\n";
+}
+
+TEST(BundleManifest, DecodeSplitIsSplitKVInOneKernel) {
+  Manifest m;
+  Status s = parseManifest(fusedSplitManifest(), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_TRUE(m.hasSplitKernels());
+  EXPECT_EQ(m.find(KernelKind::DecodePartial), nullptr);
+  EXPECT_EQ(m.find(KernelKind::MergeSegments), nullptr);
+  const KernelSpec *k = m.find(KernelKind::DecodeSplit);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->args.size(), 14u);
+  EXPECT_EQ(k->args[13].role, ArgRole::MergeCounters);
+  EXPECT_EQ(k->args[13].rank, 2);
+  EXPECT_EQ(k->args[13].type, ElemType::I32);
+  EXPECT_EQ(k->launch.grid[0].symbol, GridSymbol::WorkCapacity);
+  // The counters are one per (request, query head).
+  ProblemDims d;
+  d.batch = 5;
+  EXPECT_EQ(roleShape(m.config, ArgRole::MergeCounters, d),
+            (std::vector<int64_t>{5, 32}));
+  // Round trip.
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok);
+  EXPECT_EQ(again, m);
+}
+
+TEST(BundleManifest, DecodeSplitNeedsItsRoles) {
+  for (const char *role : {"merge_counters", "o", "lse_part", "work_end"}) {
+    Manifest m;
+    Status s = parseManifest(fusedSplitManifest(role), m);
+    EXPECT_FALSE(s.ok) << "decode_split without '" << role << "' parsed";
+    EXPECT_NE(s.message.find(role), std::string::npos) << s.message;
+  }
+}
+
 TEST(BundleManifest, CommentsBlankLinesAndSpacing) {
   std::string text = "# a bundle\n\n  pa-bundle   1   # version\n";
   for (size_t i = 1; i < kExample.size(); ++i)
@@ -1132,6 +1199,18 @@ TEST(BundlePrefill, KernelSetErrors) {
     lines.insert(lines.end(), kExample.begin() + 11, kExample.end());
     expectError(join(lines), 36,
                 "'decode_partial' needs a 'decode' kernel");
+  }
+  // decode_split beside prefill but without decode.
+  {
+    std::string fused = fusedSplitManifest();
+    std::vector<std::string> lines(kPrefill.begin(), kPrefill.end() - 1);
+    Manifest m;
+    Status s = parseManifest(
+        join(lines) + fused.substr(fused.find("kernel decode_split")), m);
+    ASSERT_FALSE(s.ok);
+    EXPECT_NE(s.message.find("'decode_split' needs a 'decode' kernel"),
+              std::string::npos)
+        << s.message;
   }
   // Both kinds, each once.
   {

@@ -190,8 +190,10 @@ class StateMerge {
 public:
   StateMerge(Emitter &e, const ExpBase &base, const StateSet &states);
 
-  /// Merged element d: sum_i w_i acc(i, d) / L (f32), 0 when empty.
-  Value element(Value d);
+  /// Merged element d: sum_i w_i acc(i, d) / L (f32), 0 when empty. With
+  /// `width` > 1, `acc(i, d)` returns elements [d, d + width) as a
+  /// vector<width x f32> and so does element(d).
+  Value element(Value d, int64_t width = 1);
   /// Merged lse in base 2 or e: m* + log(L), -inf when empty.
   Value lse(bool base2);
   /// i1: the merge saw some weight.

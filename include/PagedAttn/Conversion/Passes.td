@@ -83,6 +83,18 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     `merge_segments` uses a CTA per (segment, head), threads over the head
     dim.
 
+    With `split-kv-merge=fused` (the default) a `pa.decode_partial` and the
+    `pa.merge_segments` right after it that merges its states over its own
+    `work_indptr` become one kernel, `pa_decode_split` (kind
+    `decode_split`): the decode_partial kernel's arguments, then the
+    merge's `o`, `lse` and `merge_counters` (`[B, Hq]` i32, zero between
+    launches; the host allocates it with `gpu.alloc` and `gpu.memset`).
+    Each CTA writes its partial rows, fences, counts its arrival with an
+    atomic on its (request, first head) counter, and the last CTA of a
+    request merges the request's rows into `o` / `lse` and puts the counter
+    back to 0; the CTA next to a request without work items writes its
+    `o = 0`, `lse = -inf` (lib/Conversion/PAToGPU/SplitKVMerge.cpp).
+
     With `decode-kernel=tensor-core` (and under `auto`, the default, for
     f16 / bf16 with GQA groups 4..32 or a head dim the kernel above cannot
     split into a power of two of 16-byte lanes) `pa.decode` and
@@ -153,6 +165,12 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
            "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,
+    Option<"splitKVMerge", "split-kv-merge", "std::string",
+           /*default=*/"\"fused\"",
+           "A pa.decode_partial and the pa.merge_segments of its states right "
+           "after it: fused (one kernel, pa_decode_split: the last CTA of a "
+           "request merges, counted in merge_counters) or separate (two "
+           "kernels)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
@@ -162,6 +180,7 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::ub::UBDialect"];
 }
 

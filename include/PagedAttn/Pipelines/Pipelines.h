@@ -132,6 +132,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "
                      "once: 2, 3 or 4 (0: 2)"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> splitKVMerge{
+      *this, "split-kv-merge",
+      llvm::cl::desc("Split-KV decode: fused (decode_partial and its merge in "
+                     "one kernel, decode_split) or separate (two kernels)"),
+      llvm::cl::init("fused")};
 };
 
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional

@@ -136,8 +136,13 @@ enum class KernelKind {
   /// which `merge_segments` merges per query row. The same arguments as
   /// `prefill` but o / lse, plus the work list and o_part / lse_part.
   PrefillPartial,
+  /// (decode_split) optional: split-KV decode in one launch (decode_partial
+  /// with merge_segments fused: the last CTA of a request merges its
+  /// states). decode_partial's arguments, then o, lse and merge_counters.
+  /// The runtime prefers it to decode_partial + merge_segments.
+  DecodeSplit,
 };
-constexpr int kNumKernelKinds = 6;
+constexpr int kNumKernelKinds = 7;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -182,8 +187,11 @@ enum class ArgRole {
   /// fp8 caches: [1] or [Hkv] f32, the K and V scales (kv_scale).
   KScale,
   VScale,
+  /// decode_split: [B, Hq] i32 arrival counters, zero between launches (the
+  /// last CTA of a request puts its counter back to 0).
+  MergeCounters,
 };
-constexpr int kNumArgRoles = 28;
+constexpr int kNumArgRoles = 29;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -322,9 +330,12 @@ struct Manifest {
 
   /// The kernel of kind `k`, or null.
   const KernelSpec *find(KernelKind k) const;
-  /// True iff both split-KV kernels (decode_partial, merge_segments) exist.
+  /// True iff split-KV decode can run: decode_split, or both
+  /// decode_partial and merge_segments.
   bool hasSplitKernels() const {
-    return find(KernelKind::DecodePartial) && find(KernelKind::MergeSegments);
+    return find(KernelKind::DecodeSplit) ||
+           (find(KernelKind::DecodePartial) &&
+            find(KernelKind::MergeSegments));
   }
 };
 
@@ -339,7 +350,8 @@ struct Manifest {
 /// sizes (at most 1024 threads), exactly one complete `prefill` line in a
 /// prefill kernel and none elsewhere, a custom mask only without causal and
 /// window, a `decode` or a `prefill` kernel (or both), decode_partial and
-/// merge_segments together or not at all and only beside `decode`, a
+/// merge_segments together or not at all and only beside `decode`,
+/// decode_split only beside `decode`, a
 /// `prefill_short` only beside `prefill` and agreeing with it (the same
 /// argument roles, ranks and types in the same order, the same prefill line
 /// but queries_per_tile), relative file names without "..", and a final
@@ -405,7 +417,7 @@ struct ProblemDims {
 /// work_request, work_start, work_end [Wcap]; o_part [Wcap, Hq, D];
 /// lse_part [Wcap, Hq]; q_positions [Nq]; custom_mask [mask_bytes];
 /// alibi_slopes [Hq]; k_scale, v_scale [1] (kv_scale tensor) or [Hkv]
-/// (head).
+/// (head); merge_counters [B, Hq].
 std::vector<int64_t> roleShape(const BundleConfig &c, ArgRole r,
                                const ProblemDims &dims);
 

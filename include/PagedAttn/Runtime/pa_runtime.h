@@ -65,7 +65,8 @@ typedef struct pa_bundle_config {
   int dtype;           /**< PA_DTYPE_* */
   int layout;          /**< PA_LAYOUT_* */
   int kv_storage;      /**< PA_KV_JOINT or PA_KV_SPLIT */
-  int has_split_kernels; /**< decode_partial + merge_segments present */
+  int has_split_kernels; /**< decode_split, or decode_partial +
+                              merge_segments, present */
   int has_decode;        /**< a decode kernel is present */
   int has_prefill;       /**< a prefill kernel is present */
   /** PA_KV_DTYPE_*: DATA (elements of dtype) or an fp8 cache, whose value
@@ -107,17 +108,18 @@ typedef struct pa_prefill_plan_options {
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
 typedef struct pa_plan_options {
   /** CTAs per SM assumed by the planner (its budget is SMs * this); 0: the
-   *  occupancy of decode_partial at its launch block and smem. */
+   *  occupancy of decode_split (else decode_partial) at its launch block
+   *  and smem. */
   int64_t ctas_per_sm;
   /** > 0: use this chunk size (tokens per work item) instead of the
    *  planner's choice, e.g. to force split-KV in tests; needs the split
    *  kernels when some request is longer than it. */
   int64_t force_chunk;
   /** > 0: a plan for CUDA graphs (docs/Runtime.md, "CUDA graphs"). It
-   *  always runs the split path (decode_partial + merge_segments, which the
-   *  bundle must have), allocates its work list and partial states for
-   *  this many work items once, and launches decode_partial over all of
-   *  them (items past the list exit). pa_decode_plan_update re-plans it
+   *  always runs the split path (decode_split, or decode_partial +
+   *  merge_segments, which the bundle must have), allocates its work list
+   *  and partial states for this many work items once, and launches over
+   *  all of them (items past the list exit). pa_decode_plan_update re-plans it
    *  for new kv lengths of the same batch into the same buffers, so that a
    *  graph that captured pa_decode_run replays with the new lengths. The
    *  chunk is the planner's (or force_chunk), enlarged to a multiple of
@@ -129,7 +131,8 @@ typedef struct pa_plan_options {
 typedef struct pa_plan_info {
   int64_t batch;
   int64_t chunk_size;     /**< tokens per work item */
-  int split;              /**< 1: decode_partial + merge_segments */
+  int split;              /**< 1: split-KV (decode_split, or
+                               decode_partial + merge_segments) */
   /** Items of the work list: the launch's work capacity Wcap, except in a
    *  graph plan, whose Wcap is graph_work_capacity (the items in use are
    *  at most that). */
@@ -138,6 +141,10 @@ typedef struct pa_plan_info {
   int64_t num_sms, ctas_per_sm;
   /** 1: a CUDA-graph plan (pa_plan_options.graph_work_capacity). */
   int graph;
+  /** 1: a split plan runs in one launch (the bundle's decode_split; the
+   *  plan holds its merge counters); 0: decode_partial then
+   *  merge_segments, or no split. */
+  int fused_merge;
 } pa_plan_info;
 
 /** Arguments of one decode step (device pointers, sizes). */
@@ -278,8 +285,10 @@ int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out);
  *  while a launch that uses it may still run (synchronize first). */
 void pa_plan_free(pa_plan *plan);
 
-/** Enqueues the decode step on `stream`: `decode` once, or `decode_partial`
- *  then `merge_segments` when the plan splits. Checks the arguments against
+/** Enqueues the decode step on `stream`: `decode` once, or when the plan
+ *  splits `decode_split` once (bundles with it, pa-compile's default) or
+ *  `decode_partial` then `merge_segments`. Runs of one plan must not
+ *  overlap (they share its partial states and merge counters). Checks the arguments against
  *  the bundle and the plan first (batch, num_q_heads, head_dim, nnz, joint
  *  vs split cache); in checked mode also the page table (see
  *  pa_decode_args.checked). The plan must have been made for a bundle with

@@ -7,6 +7,8 @@
 
 #include "PagedAttn/Conversion/PagedAttention.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace mlir::pa;
 
@@ -218,17 +220,25 @@ StateMerge::StateMerge(Emitter &e, const ExpBase &base, const StateSet &states)
   hasWeight = e.cmpf(arith::CmpFPredicate::OGT, total, e.f32(0));
 }
 
-Value StateMerge::element(Value d) {
-  Value sum = e.forLoop(states.begin, states.end, {e.f32(0)},
+Value StateMerge::element(Value d, int64_t width) {
+  // A scalar, or its splat over the vector<width x f32> of the elements.
+  auto spread = [&](Value x) -> Value {
+    if (width == 1)
+      return x;
+    return vector::BroadcastOp::create(
+        e.b, e.loc, VectorType::get({width}, e.b.getF32Type()), x);
+  };
+  Value zero = spread(e.f32(0));
+  Value sum = e.forLoop(states.begin, states.end, {zero},
                         [&](Value i, ValueRange r) {
                           Value w = base.exp(e.sub(states.m(i), mSafe));
                           Value contrib = e.select(
                               e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0)),
-                              e.mul(w, states.acc(i, d)), e.f32(0));
+                              e.mul(spread(w), states.acc(i, d)), zero);
                           return SmallVector<Value>{e.add(r[0], contrib)};
                         })
                   .getResult(0);
-  return e.select(hasWeight, e.divf(sum, total), e.f32(0));
+  return e.select(hasWeight, e.divf(sum, spread(total)), zero);
 }
 
 Value StateMerge::lse(bool base2) {

@@ -13,6 +13,7 @@
 
 #include "PagedAttn/Conversion/Emitter.h"
 #include "PagedAttn/Conversion/KernelABI.h"
+#include "PagedAttn/Dialect/PA.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -78,18 +79,20 @@ inline bool isIdentityMemRef(Type t) {
 /// Returns (or creates) `gpu.module @pa_kernels` in `module`.
 gpu::GPUModuleOp getKernelModule(ModuleOp module);
 
-/// A kernel `name` taking `op`'s operands, with workgroup buffers `smem` and
-/// the ABI attribute `abi`; `mapping` maps the operands to the kernel's
-/// arguments.
+/// A kernel `name` taking `op`'s operands and then `extra`'s, with workgroup
+/// buffers `smem` and the ABI attribute `abi`; `mapping` maps them to the
+/// kernel's arguments.
 gpu::GPUFuncOp createKernel(gpu::GPUModuleOp kmod, Operation *op,
                             StringRef name, TypeRange smem,
-                            const KernelABI &abi, IRMapping &mapping);
+                            const KernelABI &abi, IRMapping &mapping,
+                            ValueRange extra = {});
 
 /// Replaces `op` by a launch of `func` over `grid` CTAs of `threads`, with
-/// `dynamicSmem` bytes of dynamic shared memory.
+/// `dynamicSmem` bytes of dynamic shared memory, passing `op`'s operands
+/// and then `extra`.
 void launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
             std::array<Value, 3> grid, int64_t threads,
-            int64_t dynamicSmem = 0);
+            int64_t dynamicSmem = 0, ValueRange extra = {});
 
 /// Records `bytes` of dynamic shared memory in the ABI of `func` (which
 /// must carry one) and in its launches.
@@ -114,9 +117,67 @@ LogicalResult checkTileKernel(Operation *op, const PrefillShape &shape);
 
 /// Builds the kernel of `op` (as checkTileKernel; named `name`, in `kmod`)
 /// over tile ops, the first stage of the tile pipeline, and replaces `op` by
-/// its launch (PrefillToGPU.cpp).
+/// its launch (PrefillToGPU.cpp). A decode_partial with `merge`
+/// (fusableMerge) becomes the fused decode_split kernel, and `merge` goes.
 LogicalResult buildTileKernel(Operation *op, gpu::GPUModuleOp kmod,
-                              StringRef name, const PrefillShape &shape);
+                              StringRef name, const PrefillShape &shape,
+                              MergeSegmentsOp merge = {});
+
+//===----------------------------------------------------------------------===//
+// Split-KV decode in one launch (SplitKVMerge.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The merge_segments right after `op` that merges its partial states over
+/// its own work_indptr (with the same lse base), with nothing between them
+/// that touches memory; null if there is none.
+MergeSegmentsOp fusableMerge(DecodePartialOp op);
+
+/// The fused kernel's extra arguments on the host, created at `b`: the
+/// merge's o and lse and the arrival counters ([B, Hq] i32, gpu.alloc and
+/// gpu.memset to 0).
+SmallVector<Value> fusedMergeOperands(OpBuilder &b, MergeSegmentsOp merge);
+
+/// The roles of the fused kernel's arguments: `op`'s, then o, lse,
+/// merge_counters.
+SmallVector<std::string> fusedArgRoles(DecodePartialOp op);
+
+/// After the fused launch: frees the counters (where `merge` was) and erases
+/// `merge`.
+void finishFusedLaunch(MergeSegmentsOp merge, Value counters);
+
+/// The merge fused into a decode_partial kernel, mapped into the kernel.
+struct FusedMerge {
+  Value oPart, lsePart, workIndptr, workRequest, o, lse, counters;
+  bool lseBase2 = false;
+};
+
+/// The fused merge's operands inside the kernel: `op`'s partial states and
+/// work list, and `extra` (fusedMergeOperands), mapped by `m`.
+FusedMerge mapFusedMerge(DecodePartialOp op, ValueRange extra,
+                         const IRMapping &m);
+
+/// The query heads a CTA computes: [first, first + count), of which only
+/// the first `valid` (an index; null: all) exist (a partial head chunk).
+struct CTAHeads {
+  Value first;
+  int64_t count = 0;
+  Value valid;
+};
+
+/// After the CTA of a work item of `request` wrote its partial rows for
+/// `heads`: counts its arrival, and the last CTA of the request merges the
+/// request's rows into o / lse (SplitKVMerge.cpp describes the protocol).
+/// Every thread of the CTA must reach it.
+void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
+                        const CTAHeads &heads, int64_t headDim,
+                        int64_t threads);
+
+/// Writes o = 0, lse = -inf for `heads` of the requests without work items
+/// that CTA `x` answers for (those just before its item's request; for the
+/// last item those after it; every request for CTA 0 of an empty list).
+void emitEmptyRequests(KernelEmitter &e, const FusedMerge &m, Value x,
+                       const CTAHeads &heads, int64_t headDim,
+                       int64_t threads);
 
 } // namespace mlir::pa::gpukernel
 

@@ -25,6 +25,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -157,6 +158,8 @@ struct AttnArgs {
   Cache cache;
   PageTable pages;
   Value wIndptr, wRequest, wStart, wEnd; // decode_partial only
+  /// decode_partial with its merge fused (split-kv-merge=fused).
+  std::optional<FusedMerge> merge;
   std::optional<double> smScale, softCap;
   std::optional<int64_t> window;
   bool lseBase2 = false;
@@ -404,10 +407,19 @@ void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
   }
   Value batch = e.sub(e.dim(a.wIndptr, 0), e.idx(1));
   Value items = e.loadIdx(a.wIndptr, batch);
+  CTAHeads ctaHeads{e.add(firstHead, chunkBase), c.heads, Value()};
+  if (partialChunks)
+    ctaHeads.valid = arith::MinUIOp::create(
+        b, loc, e.idx(c.heads), e.sub(e.idx(c.group), chunkBase));
   e.ifThen(e.cmpi(arith::CmpIPredicate::slt, item, items), [&]() {
-    body(e.loadIdx(a.wRequest, item), e.loadIdx(a.wStart, item),
-         e.loadIdx(a.wEnd, item));
+    Value request = e.loadIdx(a.wRequest, item);
+    body(request, e.loadIdx(a.wStart, item), e.loadIdx(a.wEnd, item));
+    if (a.merge)
+      emitArriveAndMerge(e, *a.merge, request, ctaHeads, c.headDim,
+                         c.threads);
   });
+  if (a.merge)
+    emitEmptyRequests(e, *a.merge, item, ctaHeads, c.headDim, c.threads);
 }
 
 /// The operands and options of an attention op, mapped into its kernel.
@@ -433,9 +445,11 @@ AttnArgs mapAttnArgs(AttentionOpInterface op, IRMapping &m) {
   return a;
 }
 
-/// Builds the kernel of a decode / decode_partial op and launches it.
+/// Builds the kernel of a decode / decode_partial op (with `merge`, the
+/// fused split-KV kernel decode_split) and launches it.
 LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
-                            StringRef name, const ShapeOptions &shape) {
+                            StringRef name, const ShapeOptions &shape,
+                            MergeSegmentsOp merge = {}) {
   Config c;
   if (failed(makeConfig(op, shape, c)))
     return failure();
@@ -450,8 +464,8 @@ LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
   auto partialOp = dyn_cast<DecodePartialOp>(op.getOperation());
   bool partial = bool(partialOp);
   KernelABI abi;
-  abi.kind = partial ? "decode_partial" : "decode";
-  abi.args = argRoles(op);
+  abi.kind = merge ? "decode_split" : partial ? "decode_partial" : "decode";
+  abi.args = merge ? fusedArgRoles(partialOp) : argRoles(op);
   abi.grid = {GridExtentABI{partial ? "work_capacity" : "batch"},
               GridExtentABI{"kv_heads"}, GridExtentABI{"", c.chunks}};
   abi.block = {c.threads, 1, 1};
@@ -459,8 +473,12 @@ LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
   abi.tokensInFlight = c.unroll;
   abi.headsPerCTA = c.heads;
   IRMapping m;
-  gpu::GPUFuncOp func =
-      createKernel(kmod, op, name, TypeRange{smemML, smemAcc}, abi, m);
+  OpBuilder host(op);
+  SmallVector<Value> extra;
+  if (merge)
+    extra = fusedMergeOperands(host, merge);
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{smemML, smemAcc},
+                                     abi, m, extra);
   AttnArgs a = mapAttnArgs(op, m);
   if (partial) {
     a.wIndptr = m.lookup(partialOp.getWorkIndptr());
@@ -468,6 +486,8 @@ LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
     a.wStart = m.lookup(partialOp.getWorkStart());
     a.wEnd = m.lookup(partialOp.getWorkEnd());
   }
+  if (merge)
+    a.merge = mapFusedMerge(partialOp, extra, m);
   {
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
@@ -480,7 +500,9 @@ LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
   Value items = memref::DimOp::create(b, op.getLoc(), op.getO(), 0);
   Value hkv = arith::ConstantIndexOp::create(b, op.getLoc(), c.numKVHeads);
   Value chunks = arith::ConstantIndexOp::create(b, op.getLoc(), c.chunks);
-  launch(b, op, func, {items, hkv, chunks}, c.threads);
+  launch(b, op, func, {items, hkv, chunks}, c.threads, 0, extra);
+  if (merge)
+    finishFusedLaunch(merge, extra[2]);
   return success();
 }
 
@@ -602,6 +624,12 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                          << decodeKernel << "'";
       return signalPassFailure();
     }
+    if (splitKVMerge != "fused" && splitKVMerge != "separate") {
+      module.emitError() << "convert-pa-to-gpu: split-kv-merge must be "
+                            "fused or separate, got '"
+                         << splitKVMerge << "'";
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     WalkResult walk = module.walk([&](Operation *op) {
       if (!isa_and_present<PADialect>(op->getDialect()))
@@ -647,9 +675,22 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       return signalPassFailure();
     if (ops.empty())
       return;
+    // split-kv-merge=fused: each decode_partial and the merge_segments of
+    // its states become one kernel (SplitKVMerge.cpp).
+    DenseMap<Operation *, MergeSegmentsOp> fuseWith;
+    DenseSet<Operation *> fused;
+    if (splitKVMerge == "fused")
+      for (Operation *op : ops)
+        if (auto d = dyn_cast<DecodePartialOp>(op))
+          if (MergeSegmentsOp m = fusableMerge(d)) {
+            fuseWith[op] = m;
+            fused.insert(m);
+          }
     ShapeOptions shape{ctaThreads, tokensInFlight, laneBytes, headsPerCTA};
     gpu::GPUModuleOp kmod = getKernelModule(module);
     for (Operation *op : ops) {
+      if (fused.contains(op))
+        continue; // built with its decode_partial
       std::optional<PrefillShape> tiled = tileShape(op);
       LogicalResult r =
           TypeSwitch<Operation *, LogicalResult>(op)
@@ -658,10 +699,11 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                              : tileAttention(d, kmod, "pa_decode", shape);
               })
               .Case([&](DecodePartialOp d) {
-                return tiled ? buildTileKernel(d, kmod, "pa_decode_partial",
-                                               *tiled)
-                             : tileAttention(d, kmod, "pa_decode_partial",
-                                             shape);
+                MergeSegmentsOp merge = fuseWith.lookup(op);
+                StringRef name =
+                    merge ? "pa_decode_split" : "pa_decode_partial";
+                return tiled ? buildTileKernel(d, kmod, name, *tiled, merge)
+                             : tileAttention(d, kmod, name, shape, merge);
               })
               .Case([&](PrefillOp p) {
                 return buildTileKernel(p, kmod, "pa_prefill", *tiled);
@@ -692,23 +734,29 @@ gpu::GPUModuleOp gpukernel::getKernelModule(ModuleOp module) {
 
 gpu::GPUFuncOp gpukernel::createKernel(gpu::GPUModuleOp kmod, Operation *op,
                                        StringRef name, TypeRange smem,
-                            const KernelABI &abi, IRMapping &mapping) {
+                                       const KernelABI &abi,
+                                       IRMapping &mapping, ValueRange extra) {
   OpBuilder b(kmod.getBodyRegion());
   b.setInsertionPointToEnd(kmod.getBody());
-  auto type = FunctionType::get(op->getContext(), op->getOperandTypes(), {});
+  SmallVector<Value> args(op->getOperands());
+  args.append(extra.begin(), extra.end());
+  auto type =
+      FunctionType::get(op->getContext(), ValueRange(args).getTypes(), {});
   auto func = gpu::GPUFuncOp::create(b, op->getLoc(), name, type, smem);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr(kKernelABIAttrName, encodeKernelABI(op->getContext(), abi));
   SymbolTable(kmod).insert(func);
-  for (auto [v, arg] : llvm::zip(op->getOperands(), func.getArguments()))
+  for (auto [v, arg] : llvm::zip(args, func.getArguments()))
     mapping.map(v, arg);
   return func;
 }
 
 void gpukernel::launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
                        std::array<Value, 3> grid, int64_t threads,
-                       int64_t dynamicSmem) {
+                       int64_t dynamicSmem, ValueRange extra) {
   Location loc = op->getLoc();
+  SmallVector<Value> args(op->getOperands());
+  args.append(extra.begin(), extra.end());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value nt = arith::ConstantIndexOp::create(b, loc, threads);
   gpu::LaunchFuncOp::create(b, loc, func, {grid[0], grid[1], grid[2]},
@@ -716,7 +764,7 @@ void gpukernel::launch(OpBuilder &b, Operation *op, gpu::GPUFuncOp func,
                             dynamicSmem > 0 ? Value(arith::ConstantOp::create(
                                                   b, loc, b.getI32IntegerAttr(dynamicSmem)))
                                             : Value(),
-                            op->getOperands());
+                            args);
   op->erase();
 }
 
@@ -789,5 +837,25 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
   }
   assert(roles.size() == op->getNumOperands() && "a role per operand");
   return roles;
+}
+
+SmallVector<std::string> gpukernel::fusedArgRoles(DecodePartialOp op) {
+  SmallVector<std::string> roles = argRoles(op);
+  roles.append({"o", "lse", "merge_counters"});
+  return roles;
+}
+
+FusedMerge gpukernel::mapFusedMerge(DecodePartialOp op, ValueRange extra,
+                                    const IRMapping &m) {
+  FusedMerge f;
+  f.oPart = m.lookup(op.getOuts()[0]);
+  f.lsePart = m.lookup(op.getOuts()[1]);
+  f.workIndptr = m.lookup(op.getWorkIndptr());
+  f.workRequest = m.lookup(op.getWorkRequest());
+  f.o = m.lookup(extra[0]);
+  f.lse = m.lookup(extra[1]);
+  f.counters = m.lookup(extra[2]);
+  f.lseBase2 = op.getLseBase2();
+  return f;
 }
 

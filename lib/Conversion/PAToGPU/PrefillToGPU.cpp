@@ -190,13 +190,22 @@ PageTable kernelPageTable(Operation *op, const IRMapping &m) {
 /// work_end) and writes row w of the partial states.
 LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
                                 const PrefillConfig &c,
-                                gpu::GPUModuleOp kmod, StringRef name) {
+                                gpu::GPUModuleOp kmod, StringRef name,
+                                MergeSegmentsOp merge) {
   auto partial = dyn_cast<DecodePartialOp>(op);
-  KernelABI abi = tileABI(op, c, partial ? "decode_partial" : "decode",
-                          {GridExtentABI{partial ? "work_capacity" : "batch"},
-                           GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}});
+  KernelABI abi = tileABI(
+      op, c, merge ? "decode_split" : partial ? "decode_partial" : "decode",
+      {GridExtentABI{partial ? "work_capacity" : "batch"},
+       GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}});
+  SmallVector<Value> extra;
+  if (merge) {
+    abi.args = fusedArgRoles(partial);
+    OpBuilder host(op);
+    extra = fusedMergeOperands(host, merge);
+  }
   IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
+  gpu::GPUFuncOp func =
+      createKernel(kmod, op, name, TypeRange{}, abi, m, extra);
   Location loc = op->getLoc();
   {
     OpBuilder b(func.getBody());
@@ -211,13 +220,22 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       // builds the list.
       Value indptr = m.lookup(partial.getWorkIndptr());
       Value items = e.loadIdx(indptr, e.sub(e.dim(indptr, 0), e.idx(1)));
+      std::optional<FusedMerge> fused;
+      CTAHeads heads{e.mul(kvHead, e.idx(c.group)), c.group, Value()};
+      if (merge)
+        fused = mapFusedMerge(partial, extra, m);
       e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
         DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
         emitPrefillQueryTile(
             e, p, m, pages,
             item.tile(e, blockX, kvHead, pages.kvLen(e, item.request)),
             tiles);
+        if (fused)
+          emitArriveAndMerge(e, *fused, item.request, heads, c.headDim,
+                             c.threads());
       });
+      if (fused)
+        emitEmptyRequests(e, *fused, blockX, heads, c.headDim, c.threads());
     } else {
       emitPrefillQueryTile(
           e, p, m, pages,
@@ -229,7 +247,9 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
   OpBuilder b(op);
   Emitter e{b, loc};
   launch(b, op, func, {e.dim(p.o, 0), e.idx(c.numKVHeads), e.idx(1)},
-         c.threads());
+         c.threads(), 0, extra);
+  if (merge)
+    finishFusedLaunch(merge, extra[2]);
   return success();
 }
 
@@ -251,14 +271,15 @@ LogicalResult mlir::pa::gpukernel::checkTileKernel(Operation *op,
 LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
                                                    gpu::GPUModuleOp kmod,
                                                    StringRef name,
-                                                   const PrefillShape &shape) {
+                                                   const PrefillShape &shape,
+                                                   MergeSegmentsOp merge) {
   PrefillOperands p(op);
   auto partial = dyn_cast<PrefillPartialOp>(op);
   PrefillConfig c;
   if (failed(makeConfig(p, shape, c)))
     return failure();
   if (isa<DecodeOp, DecodePartialOp>(op))
-    return buildDecodeKernel(op, p, c, kmod, name);
+    return buildDecodeKernel(op, p, c, kmod, name, merge);
   KernelABI abi =
       partial ? tileABI(op, c, "prefill_partial",
                         {GridExtentABI{"work_capacity"},

@@ -1,0 +1,255 @@
+//===- SplitKVMerge.cpp - split-KV decode and its merge in one launch -----===//
+//
+// With `split-kv-merge=fused` (the default), convert-pa-to-gpu builds a
+// pa.decode_partial and the pa.merge_segments right after it that merges its
+// states over its own work_indptr as one kernel, `pa_decode_split` (ABI kind
+// `decode_split`). Its arguments are the decode_partial kernel's, then the
+// merge's o and lse, then `merge_counters` ([B, Hq] i32, zero between
+// launches). A CTA handles work item w of request r for the query heads
+// [h0, h0 + n) of its KV head (or head chunk):
+//
+//   it writes its partial rows o_part[w], lse_part[w] as decode_partial does;
+//   every thread: fence.sc.gpu (membar.gl), then bar.sync;
+//   thread 0: k = work_indptr[r + 1] - work_indptr[r]; the CTA is the last
+//     of its request if k == 1 or atom.add(counters[r, h0], 1) == k - 1; the
+//     last one puts the counter back to 0 and fences;
+//   bar.red.or.pred hands "last" to every thread;
+//   the last CTA merges rows [work_indptr[r], work_indptr[r + 1]) of its
+//     heads (merge_segments' arithmetic, 4 elements a thread) into o[r] and
+//     lse[r].
+//
+// A request with no work item (kv_len 0) has no CTA of its own: the CTA of
+// the first item after it (of the last item for those at the end, CTA 0 if
+// the list is empty) writes its o = 0, lse = -inf.
+//
+// The host side allocates the counters (gpu.alloc, gpu.memset 0) around the
+// launch; the runtime keeps them in the decode plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+using Pred = arith::CmpIPredicate;
+
+MergeSegmentsOp gpukernel::fusableMerge(DecodePartialOp op) {
+  ValueRange outs = op.getOuts();
+  auto definedBefore = [&](Value v) {
+    Operation *d = v.getDefiningOp();
+    return !d || d->getBlock() != op->getBlock() || d->isBeforeInBlock(op);
+  };
+  for (Operation *next = op->getNextNode(); next;
+       next = next->getNextNode()) {
+    if (auto merge = dyn_cast<MergeSegmentsOp>(next)) {
+      if (merge.getOPart() == outs[0] && merge.getLsePart() == outs[1] &&
+          merge.getSegments() == op.getWorkIndptr() &&
+          merge.getLseBase2() == op.getLseBase2() &&
+          llvm::all_of(merge.getOuts(), definedBefore))
+        return merge;
+      return {};
+    }
+    // Anything that may touch memory between the two keeps them apart.
+    if (!isMemoryEffectFree(next))
+      return {};
+  }
+  return {};
+}
+
+SmallVector<Value> gpukernel::fusedMergeOperands(OpBuilder &b,
+                                                 MergeSegmentsOp merge) {
+  Location loc = merge.getLoc();
+  Emitter e{b, loc};
+  Value o = merge.getOuts()[0], lse = merge.getOuts()[1];
+  auto ot = cast<MemRefType>(o.getType());
+  auto type = MemRefType::get({ShapedType::kDynamic, ot.getDimSize(1)},
+                              b.getI32Type());
+  SmallVector<Value> sizes{e.dim(o, 0)};
+  auto counters = gpu::AllocOp::create(b, loc, type, /*asyncToken=*/Type(),
+                                       ValueRange{}, sizes, ValueRange{},
+                                       /*hostShared=*/false);
+  gpu::MemsetOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{},
+                        counters.getMemref(), e.i32(0));
+  return {o, lse, counters.getMemref()};
+}
+
+void gpukernel::finishFusedLaunch(MergeSegmentsOp merge, Value counters) {
+  OpBuilder b(merge);
+  gpu::DeallocOp::create(b, merge.getLoc(), /*asyncToken=*/Type(),
+                         ValueRange{}, counters);
+  merge.erase();
+}
+
+namespace {
+
+/// merge_segments over rows [begin, end) for the CTA's heads, written to
+/// row `request` of o / lse: thread i handles (head j, elements [d, d + W))
+/// with W = 4 where the head dim allows.
+void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
+                   Value begin, Value end, const CTAHeads &heads,
+                   int64_t headDim, int64_t threads) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  int64_t width = headDim % 4 == 0 ? 4 : 1;
+  int64_t perHead = headDim / width;
+  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+  auto vecF32 = VectorType::get({width}, b.getF32Type());
+  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  scf::ForOp::create(
+      b, loc, tid, e.idx(heads.count * perHead), e.idx(threads), ValueRange{},
+      [&](OpBuilder &, Location, Value idx, ValueRange) {
+        Value j = e.divui(idx, e.idx(perHead));
+        Value d = e.mul(e.remui(idx, e.idx(perHead)), e.idx(width));
+        Value h = e.add(heads.first, j);
+        auto merge = [&]() {
+          auto ex2 = [&](Value x) { return e.ex2(x); };
+          auto lg2 = [&](Value x) { return e.lg2(x); };
+          auto lseOf = [&](Value i) {
+            return e.mul(e.load(m.lsePart, {i, h}), toLog2);
+          };
+          auto oOf = [&](Value i, Value dd) -> Value {
+            if (width == 1)
+              return e.load(m.oPart, {i, h, dd});
+            return vector::LoadOp::create(b, loc, vecF32, m.oPart,
+                                          ValueRange{i, h, dd});
+          };
+          StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
+                        StateSet{begin, end, lseOf, /*l=*/nullptr, oOf});
+          Value o = sm.element(d, width);
+          if (width == 1) {
+            e.store(e.fromF32(o, oElem), m.o, {request, h, d});
+          } else {
+            if (!oElem.isF32())
+              o = arith::TruncFOp::create(
+                  b, loc, VectorType::get({width}, oElem), o);
+            vector::StoreOp::create(b, loc, o, m.o, ValueRange{request, h, d});
+          }
+          e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
+            e.store(sm.lse(m.lseBase2), m.lse, {request, h});
+          });
+        };
+        if (heads.valid)
+          e.ifThen(e.cmpi(Pred::ult, j, heads.valid), merge);
+        else
+          merge();
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+/// o = 0, lse = -inf for requests [lo, hi) and the CTA's heads.
+void emitEmptyRange(KernelEmitter &e, const FusedMerge &m, Value lo, Value hi,
+                    const CTAHeads &heads, int64_t headDim, int64_t threads) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(oElem, 0.0));
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  e.forEach(lo, hi, [&](Value r) {
+    scf::ForOp::create(
+        b, loc, tid, e.idx(heads.count * headDim), e.idx(threads),
+        ValueRange{}, [&](OpBuilder &, Location, Value idx, ValueRange) {
+          Value j = e.divui(idx, e.idx(headDim));
+          Value d = e.remui(idx, e.idx(headDim));
+          Value h = e.add(heads.first, j);
+          auto write = [&]() {
+            e.store(zero, m.o, {r, h, d});
+            e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)),
+                     [&]() { e.store(e.negInf(), m.lse, {r, h}); });
+          };
+          if (heads.valid)
+            e.ifThen(e.cmpi(Pred::ult, j, heads.valid), write);
+          else
+            write();
+          scf::YieldOp::create(b, loc);
+        });
+  });
+}
+
+} // namespace
+
+void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
+                                   Value request, const CTAHeads &heads,
+                                   int64_t headDim, int64_t threads) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  MLIRContext *ctx = b.getContext();
+  Type i1 = b.getI1Type(), i32 = b.getI32Type();
+  // Every thread's partial stores are performed device-wide before the CTA
+  // counts its arrival.
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  gpu::BarrierOp::create(b, loc);
+  Value begin = e.loadIdx(m.workIndptr, request);
+  Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
+  Value items = e.sub(end, begin);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value last = e.ifThenElse(
+      e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1},
+      [&]() -> SmallVector<Value> {
+        return e.ifThenElse(
+            e.cmpi(Pred::eq, items, e.idx(1)), TypeRange{i1},
+            [&]() -> SmallVector<Value> {
+              return {arith::ConstantIntOp::create(b, loc, 1, 1)};
+            },
+            [&]() -> SmallVector<Value> {
+              Value old = memref::AtomicRMWOp::create(
+                  b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters,
+                  ValueRange{request, heads.first});
+              Value isLast = e.cmpi(Pred::eq, old,
+                                    e.toI32(e.sub(items, e.idx(1))));
+              e.ifThen(isLast, [&]() {
+                // Ready for the next launch; the merge below reads the
+                // other CTAs' rows after this fence.
+                e.store(e.i32(0), m.counters, {request, heads.first});
+                NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+              });
+              return {isLast};
+            });
+      },
+      [&]() -> SmallVector<Value> {
+        return {arith::ConstantIntOp::create(b, loc, 0, 1)};
+      })[0];
+  Value pred = arith::ExtUIOp::create(b, loc, i32, last);
+  Value any = NVVM::BarrierOp::create(
+                  b, loc, i32, /*barrierId=*/Value(),
+                  /*numberOfThreads=*/Value(),
+                  NVVM::BarrierReductionAttr::get(ctx,
+                                                  NVVM::BarrierReduction::OR),
+                  pred)
+                  .getResult(0);
+  e.ifThen(e.cmpi(Pred::ne, any, e.i32(0)), [&]() {
+    emitMergeRows(e, m, request, begin, end, heads, headDim, threads);
+  });
+}
+
+void gpukernel::emitEmptyRequests(KernelEmitter &e, const FusedMerge &m,
+                                  Value x, const CTAHeads &heads,
+                                  int64_t headDim, int64_t threads) {
+  Value batch = e.sub(e.dim(m.workIndptr, 0), e.idx(1));
+  Value items = e.loadIdx(m.workIndptr, batch);
+  Value first = e.cmpi(Pred::eq, x, e.idx(0));
+  e.ifThen(e.cmpi(Pred::ult, x, items), [&]() {
+    Value r = e.loadIdx(m.workRequest, x);
+    Value prev = e.loadIdx(m.workRequest,
+                           e.select(first, e.idx(0), e.sub(x, e.idx(1))));
+    // Those between item x - 1's request and item x's.
+    emitEmptyRange(e, m, e.select(first, e.idx(0), e.add(prev, e.idx(1))), r,
+                   heads, headDim, threads);
+    // Those after the last item's.
+    e.ifThen(e.cmpi(Pred::eq, x, e.sub(items, e.idx(1))), [&]() {
+      emitEmptyRange(e, m, e.add(r, e.idx(1)), batch, heads, headDim,
+                     threads);
+    });
+  });
+  e.ifThen(e.andi(first, e.cmpi(Pred::eq, items, e.idx(0))), [&]() {
+    emitEmptyRange(e, m, e.idx(0), batch, heads, headDim, threads);
+  });
+}
