@@ -15,7 +15,7 @@ mkdir -p "$out"
 libdir="$cuda/lib64/stubs"
 [[ -e "$libdir/libcuda.so" ]] || libdir="$cuda/lib/stubs"
 "$cxx" -std=c++17 -O2 -fexceptions -I"$root/include" -I"$cuda/include" \
-  "$root"/tools/pa-gpu-runner/{pa-gpu-runner,Options,Check,Bench,GpuUtil}.cpp \
+  "$root"/tools/pa-gpu-runner/{pa-gpu-runner,Options,Check,Bench,Prefill,Append,GpuUtil}.cpp \
   "$root"/lib/Runtime/{Bundle,Runtime,Planner}.cpp \
   "$root"/lib/TestSupport/{Numbers,Cache,Random}.cpp \
   "$root"/lib/Reference/Reference.cpp \

@@ -82,7 +82,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"prefill", KernelKind::Prefill},
     {"prefill_short", KernelKind::PrefillShort},
     {"prefill_partial", KernelKind::PrefillPartial},
-    {"decode_split", KernelKind::DecodeSplit}};
+    {"decode_split", KernelKind::DecodeSplit},
+    {"append_kv_slots", KernelKind::AppendKVSlots}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -112,7 +113,10 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"work_partial_stride", ArgRole::WorkPartialStride},
     {"k_scale", ArgRole::KScale},
     {"v_scale", ArgRole::VScale},
-    {"merge_counters", ArgRole::MergeCounters}};
+    {"merge_counters", ArgRole::MergeCounters},
+    {"k_new", ArgRole::KNew},
+    {"v_new", ArgRole::VNew},
+    {"slot_mapping", ArgRole::SlotMapping}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -127,6 +131,8 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   switch (r) {
   case ArgRole::Q:
   case ArgRole::O:
+  case ArgRole::KNew:
+  case ArgRole::VNew:
     rank = 3;
     type = toElemType(c.dtype);
     return;
@@ -155,6 +161,7 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::WorkKVEnd:
   case ArgRole::WorkPartialRow:
   case ArgRole::WorkPartialStride:
+  case ArgRole::SlotMapping:
     rank = 1;
     type = ElemType::I32;
     return;
@@ -192,6 +199,20 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   KVStorage s = c.kv;
   std::vector<ArgRole> roles;
   roles.reserve(12);
+  if (k == KernelKind::AppendKVSlots) {
+    roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::SlotMapping};
+    if (c.fp8()) {
+      roles.push_back(ArgRole::KScale);
+      roles.push_back(ArgRole::VScale);
+    }
+    if (s == KVStorage::Joint) {
+      roles.push_back(ArgRole::KV);
+    } else {
+      roles.push_back(ArgRole::K);
+      roles.push_back(ArgRole::V);
+    }
+    return roles;
+  }
   bool cache = k != KernelKind::MergeSegments;
   if (cache) {
     roles.push_back(ArgRole::Q);
@@ -1081,6 +1102,11 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
     return {d.partialRows.value_or(d.workCapacity), hq};
   case ArgRole::MergeCounters:
     return {d.batch, hq};
+  case ArgRole::KNew:
+  case ArgRole::VNew:
+    return {d.batch, hkv, hd};
+  case ArgRole::SlotMapping:
+    return {d.batch};
   }
   return {};
 }

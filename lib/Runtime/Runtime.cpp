@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace pa::rt;
@@ -751,6 +752,88 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
 }
 
+/// pa_append_kv_slots: checks the arguments, in checked mode the slots
+/// and scales on the host, and launches append_kv_slots (a CTA per row).
+Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
+  PA_TRY(requireContext());
+  const BundleConfig &c = b.manifest.config;
+  if (!b.function(KernelKind::AppendKVSlots))
+    return fail("bundle '", b.dir,
+                "' has no 'append_kv_slots' kernel (pa-compile adds it to "
+                "decode bundles)");
+  if (a.num_rows < 0)
+    return fail("num_rows = ", a.num_rows, " is negative");
+  if (a.num_pages < 0)
+    return fail("num_pages = ", a.num_pages, " is negative");
+  bool joint = c.kv == KVStorage::Joint;
+  if (joint && (a.k || a.v))
+    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
+                "k / v");
+  if (!joint && a.kv)
+    return fail("the bundle stores K and V apart (kv split): pass k and v, "
+                "not kv");
+  if (!c.fp8() && (a.k_scale || a.v_scale))
+    return fail("k_scale / v_scale are for fp8 caches; this bundle's cache "
+                "holds ", toString(c.dtype));
+  if (a.num_rows == 0)
+    return Status::success();
+  for (auto [ptr, name] :
+       {std::pair{a.k_new, "k_new"}, std::pair{a.v_new, "v_new"},
+        std::pair{a.slot_mapping, "slot_mapping"}})
+    if (!ptr)
+      return fail(name, " is null");
+  if (joint ? !a.kv : (!a.k || !a.v))
+    return fail(joint ? "kv is null" : "k or v is null");
+  if (c.fp8() && (!a.k_scale || !a.v_scale))
+    return fail("the cache is fp8 (kv_dtype ", toString(c.kvDtype),
+                "): k_scale and v_scale are required");
+  CUstream s = stream;
+  if (a.checked) {
+    std::vector<int32_t> slots;
+    PA_TRY(download(slots, a.slot_mapping, a.num_rows, s, "slot_mapping"));
+    int64_t capacity = a.num_pages * c.pageSize;
+    std::unordered_map<int32_t, int64_t> seen;
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      int32_t slot = slots[r];
+      if (slot < 0)
+        continue;
+      if (slot >= capacity)
+        return fail("slot_mapping[", r, "] = ", slot,
+                    " out of range [0, num_pages * P = ", capacity, ")");
+      auto [it, fresh] = seen.emplace(slot, r);
+      if (!fresh)
+        return fail("slot_mapping[", r, "] = ", slot,
+                    " repeats slot_mapping[", it->second,
+                    "] (rows must go to distinct slots)");
+    }
+    CacheArgs ca;
+    ca.kScale = a.k_scale;
+    ca.vScale = a.v_scale;
+    PA_TRY(checkScales(c, ca, s));
+  }
+  ProblemDims dims;
+  dims.batch = a.num_rows;
+  dims.numPages = a.num_pages;
+  ArgBindings args;
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
+  bind(ArgRole::KNew, a.k_new);
+  bind(ArgRole::VNew, a.v_new);
+  bind(ArgRole::SlotMapping, a.slot_mapping);
+  if (c.fp8()) {
+    bind(ArgRole::KScale, a.k_scale);
+    bind(ArgRole::VScale, a.v_scale);
+  }
+  if (joint) {
+    bind(ArgRole::KV, a.kv);
+  } else {
+    bind(ArgRole::K, a.k);
+    bind(ArgRole::V, a.v);
+  }
+  return launch(b, KernelKind::AppendKVSlots, args, dims, s, a.checked != 0);
+}
+
 /// The prefill kernel `kind` (Prefill or PrefillShort) of `b`, or an
 /// error naming the bundle.
 Status prefillKernel(const pa_bundle &b, const KernelSpec *&out,
@@ -1130,6 +1213,7 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->has_split_kernels = bundle->hasSplit() ? 1 : 0;
   out->has_decode = bundle->function(KernelKind::Decode) ? 1 : 0;
   out->has_prefill = bundle->function(KernelKind::Prefill) ? 1 : 0;
+  out->has_append = bundle->function(KernelKind::AppendKVSlots) ? 1 : 0;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;
@@ -1258,6 +1342,15 @@ void pa_prefill_plan_free(pa_prefill_plan_t *plan) {
     return;
   plan->release();
   delete plan;
+}
+
+int pa_append_kv_slots(pa_bundle *bundle, const pa_append_args *args,
+                       pa_stream stream) {
+  if (!bundle || !args)
+    return report(fail("pa_append_kv_slots: null argument"));
+  if (Status s = runAppend(*bundle, *args, static_cast<CUstream>(stream)); !s)
+    return report(fail("pa_append_kv_slots: ", s.message));
+  return PA_SUCCESS;
 }
 
 int pa_prefill_run(pa_bundle *bundle, const pa_prefill_plan_t *plan,

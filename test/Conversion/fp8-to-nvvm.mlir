@@ -62,3 +62,43 @@ func.func @odd(%v: vector<3xf8E4M3FN>) -> vector<3xf16> {
   %w = arith.extf %v : vector<3xf8E4M3FN> to vector<3xf16>
   return %w : vector<3xf16>
 }
+
+// -----
+
+// arith.truncf f32 -> fp8 (the quantize-on-write of append_kv_slots):
+// one cvt.rn.satfinite per pair (nvvm.convert.f32x2.to.f8x2, the pair's
+// second element as the high byte), the byte pairs joined by
+// vector.shuffle and bitcast to the fp8 vector.
+// CHECK-LABEL: func.func @trunc_vec4
+// CHECK-DAG: %[[A:.*]] = vector.extract %{{.*}}[0] : f32 from vector<4xf32>
+// CHECK-DAG: %[[B:.*]] = vector.extract %{{.*}}[1] : f32 from vector<4xf32>
+// CHECK: %[[P0:.*]] = nvvm.convert.f32x2.to.f8x2 %[[B]], %[[A]] {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8>(f8E5M2)
+// CHECK: %[[P1:.*]] = nvvm.convert.f32x2.to.f8x2 {{.*}} : vector<2xi8>(f8E5M2)
+// CHECK: %[[J:.*]] = vector.shuffle %[[P0]], %[[P1]] [0, 1, 2, 3] : vector<2xi8>, vector<2xi8>
+// CHECK: arith.bitcast %[[J]] : vector<4xi8> to vector<4xf8E5M2>
+// CHECK-NOT: arith.truncf
+func.func @trunc_vec4(%v: vector<4xf32>) -> vector<4xf8E5M2> {
+  %r = arith.truncf %v : vector<4xf32> to vector<4xf8E5M2>
+  return %r : vector<4xf8E5M2>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @trunc_scalar
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[P:.*]] = nvvm.convert.f32x2.to.f8x2 %[[Z]], %{{.*}} {{.*}} : vector<2xi8>(f8E4M3FN)
+// CHECK: %[[BYTE:.*]] = vector.extract %[[P]][0] : i8 from vector<2xi8>
+// CHECK: arith.bitcast %[[BYTE]] : i8 to f8E4M3FN
+func.func @trunc_scalar(%v: f32) -> f8E4M3FN {
+  %r = arith.truncf %v : f32 to f8E4M3FN
+  return %r : f8E4M3FN
+}
+
+// -----
+
+// Only from f32: the pass does not round twice.
+func.func @trunc_f16(%v: f16) -> f8E4M3FN {
+  // expected-error @+1 {{pa-fp8-to-nvvm narrows f32 to fp8, got 'f16'}}
+  %r = arith.truncf %v : f16 to f8E4M3FN
+  return %r : f8E4M3FN
+}

@@ -35,7 +35,7 @@
 // GPUSEP-SAME: .entry pa_decode_partial(
 // GPUSEP-SAME: .entry pa_merge_segments(
 // MERGE: pa-lower-to-nvvm: split-kv-merge must be fused or separate
-// CASCADE: 'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill and pa.prefill_partial
+// CASCADE: 'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial and pa.append_kv_slots
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {

@@ -47,6 +47,13 @@
 // MANIFEST-NEXT: arg lse memref 2 f32
 // MANIFEST-NEXT: arg merge_counters memref 2 i32
 // MANIFEST-NEXT: launch grid work_capacity kv_heads 1 block 128 1 1 smem 0
+// A decode bundle also writes the cache (vLLM's slot mapping):
+// MANIFEST-NEXT: kernel append_kv_slots kernels.cubin pa_append_kv_slots
+// MANIFEST-NEXT: arg k_new memref 3 f16
+// MANIFEST-NEXT: arg v_new memref 3 f16
+// MANIFEST-NEXT: arg slot_mapping memref 1 i32
+// MANIFEST-NEXT: arg kv memref 5 f16
+// MANIFEST-NEXT: launch grid batch 1 1 block 128 1 1 smem 0
 // MANIFEST-NEXT: end
 // SEP: kernel decode kernels.cubin pa_decode
 // SEP: kernel decode_partial kernels.cubin pa_decode_partial
@@ -58,7 +65,7 @@
 // SEP-NEXT: arg o memref 3 f16
 // SEP-NEXT: arg lse memref 2 f32
 // SEP-NEXT: launch grid batch num_q_heads 1 block 128 1 1 smem 0
-// SEP-NEXT: end
+// SEP-NEXT: kernel append_kv_slots kernels.cubin pa_append_kv_slots
 // BADMERGE: pa-compile: --split-kv-merge must be fused or separate, got 'later'
 // G16: 8 heads per CTA
 // SPLIT: config head_dim 256 page_size 16 kv_heads 2 group 16 layout hnd dtype bf16 kv split

@@ -499,9 +499,9 @@ void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
       });
 }
 
-/// The program: with `decode` @decode (one pass) and @decode_split
-/// (work-list split-KV); with `prefill` @prefill, and with `split`
-/// @prefill_split.
+/// The program: with `decode` @decode (one pass), @decode_split
+/// (work-list split-KV) and @append_kv_slots (the cache write); with
+/// `prefill` @prefill, and with `split` @prefill_split.
 OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
                                    bool prefill, bool split) {
   ProgramTypes t = programTypes(ctx);
@@ -555,6 +555,25 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
                   part.getResult(1), work.indptr,
                   ValueRange{a[i + 9], a[i + 10]}, /*lse_base2=*/false);
               return {merge.getResult(0), merge.getResult(1)};
+            });
+
+  // @append_kv_slots(k_new, v_new, slot_mapping, [k_scale, v_scale],
+  //                  kv...) -> kv...: the cache write of a decode step.
+  RankedTensorType rows = RankedTensorType::get(
+      {ShapedType::kDynamic, kvHeads, headDim}, t.q.getElementType());
+  SmallVector<Type> inAppend{rows, rows, t.index};
+  if (t.scale)
+    inAppend.append({t.scale, t.scale});
+  SmallVector<Type> caches(nkv, t.cache);
+  inAppend.append(caches);
+  buildFunc(b, loc, "append_kv_slots", inAppend, caches,
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              int c0 = t.scale ? 5 : 3;
+              auto op = mlir::pa::AppendKVSlotsOp::create(
+                  b, loc, TypeRange(caches), a[0], a[1], a[2],
+                  t.scale ? a[3] : Value(), t.scale ? a[4] : Value(),
+                  a.slice(c0, nkv), t.attr);
+              return SmallVector<Value>(op->getResults());
             });
   return module;
 }

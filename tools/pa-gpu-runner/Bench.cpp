@@ -127,16 +127,10 @@ std::string pa::runner::fmt(const char *format, ...) {
   return buf;
 }
 
-namespace {
-
-struct Ceilings {
-  double copyGBs = 0, readGBs = 0, readNcGBs = 0, readCsGBs = 0;
-  double bytes = 0;
-};
-
-Ceilings measureCeilings(const BenchOptions &o, const Roofs &roofs,
-                         const DeviceInfo &dev, CUstream stream,
-                         CUdeviceptr flush) {
+Ceilings pa::runner::measureCeilings(const BenchOptions &o,
+                                     const Roofs &roofs,
+                                     const DeviceInfo &dev, CUstream stream,
+                                     CUdeviceptr flush) {
   Ceilings c;
   size_t bytes = static_cast<size_t>(o.ceilingGiB * kGiB) / 16 * 16;
   c.bytes = static_cast<double>(bytes);
@@ -170,6 +164,8 @@ Ceilings measureCeilings(const BenchOptions &o, const Roofs &roofs,
   c.readGBs = std::max(c.readNcGBs, c.readCsGBs);
   return c;
 }
+
+namespace {
 
 /// One benchmark row.
 struct Row {

@@ -74,6 +74,20 @@ struct BenchOptions {
 /// Runs the benchmark; returns the process exit code.
 int runBench(const BenchOptions &opts);
 
+struct DeviceInfo;
+struct Roofs;
+
+/// The ceilings every benchmark reports (GB/s): copy (cuMemcpyDtoDAsync of
+/// o.ceilingGiB, bytes read + written) and the read roofs (16-byte loads
+/// of the read-only and the streaming path; readGBs the larger).
+struct Ceilings {
+  double copyGBs = 0, readGBs = 0, readNcGBs = 0, readCsGBs = 0;
+  double bytes = 0;
+};
+Ceilings measureCeilings(const BenchOptions &o, const Roofs &roofs,
+                         const DeviceInfo &dev, CUstream stream,
+                         CUdeviceptr flush);
+
 } // namespace pa::runner
 
 #endif // PAGEDATTN_TOOLS_PA_GPU_RUNNER_BENCH_H

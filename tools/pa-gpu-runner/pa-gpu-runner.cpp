@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Append.h"
 #include "Bench.h"
 #include "Check.h"
 #include "Options.h"
@@ -124,6 +125,35 @@ void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-append`, bound to `o`.
+void addCheckAppendOptions(OptionParser &p, CheckAppendOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "seed of the random cases (default: from the clock; printed)");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-append`, bound to `o`; the bundle goes to
+/// `operands`.
+void addBenchAppendOptions(OptionParser &p, BenchAppendOptions &o,
+                           std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.positiveList("--rows", o.rows, "new rows per call");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per row count");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the slots");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 void printUsage(std::FILE *f) {
   CheckOptions check;
   BenchOptions bench;
@@ -136,9 +166,17 @@ void printUsage(std::FILE *f) {
   addBenchOptions(benchParser, bench, operands);
   addCheckPrefillOptions(checkPrefillParser, checkPrefill);
   addBenchPrefillOptions(benchPrefillParser, benchPrefill, operands);
-  std::fprintf(f, "usage:\n%s%s%s%s", checkParser.usage().c_str(),
+  CheckAppendOptions checkAppend;
+  BenchAppendOptions benchAppend;
+  OptionParser checkAppendParser("check-append"),
+      benchAppendParser("bench-append");
+  addCheckAppendOptions(checkAppendParser, checkAppend);
+  addBenchAppendOptions(benchAppendParser, benchAppend, operands);
+  std::fprintf(f, "usage:\n%s%s%s%s%s%s", checkParser.usage().c_str(),
                benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
-               benchPrefillParser.usage().c_str());
+               benchPrefillParser.usage().c_str(),
+               checkAppendParser.usage().c_str(),
+               benchAppendParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -226,9 +264,33 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBenchPrefill(opts);
   }
+  if (cmd == "check-append") {
+    CheckAppendOptions opts;
+    OptionParser p("check-append");
+    addCheckAppendOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = static_cast<uint64_t>(
+                      std::chrono::system_clock::now().time_since_epoch()
+                          .count()) %
+                  1000000;
+    return runCheckAppend(opts);
+  }
+  if (cmd == "bench-append") {
+    BenchAppendOptions opts;
+    std::vector<std::string> operands;
+    OptionParser p("bench-append");
+    addBenchAppendOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
+    return runBenchAppend(opts);
+  }
   std::fprintf(stderr,
                "pa-gpu-runner: unknown command '%s' (expected check, bench, "
-               "check-prefill or bench-prefill)\n",
+               "check-prefill, bench-prefill, check-append or "
+               "bench-append)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;

@@ -530,6 +530,9 @@ std::string canonicalManifest(CacheLayout layout, DType dtype,
               "\narg lse memref 2 f32\n"
               "launch grid 7 batch 1 block 1024 1 1 smem 48\n";
       break;
+    default:
+      ADD_FAILURE() << "canonicalManifest has no text for kernel '"
+                    << toString(k) << "'";
     }
   }
   return text + "end\n";

@@ -133,7 +133,8 @@ struct Cache {
 /// The fp8 value of element type `fp8` (f8E4M3FN or f8E5M2) that stores `x`
 /// (any float) under `scale` (f32): x / scale in f32, clamped to the format's
 /// largest finite magnitude (NaN stays NaN), rounded to nearest even by
-/// arith.truncf.
+/// arith.truncf. `x` may be a vector (the result is then a vector of
+/// `fp8`); `scale` is a scalar.
 Value emitQuantize(Emitter &e, Value x, Value scale, Type fp8);
 
 /// Asserts qo_len <= kv_len: without explicit positions a request's queries

@@ -297,8 +297,9 @@ def PAMmaSyncBF16ToNVVM : Pass<"pa-mma-sync-bf16-to-nvvm"> {
 }
 
 def PAFP8ToNVVM : Pass<"pa-fp8-to-nvvm"> {
-  let summary = "Lower arith.extf from f8E4M3FN / f8E5M2 to the hardware "
-                "conversion (cvt.rn.f16x2.e4m3x2 / .e5m2x2, sm_89+)";
+  let summary = "Lower arith.extf from and arith.truncf to f8E4M3FN / "
+                "f8E5M2 to the hardware conversions (cvt.rn.f16x2.e4m3x2, "
+                "cvt.rn.satfinite.e4m3x2.f32, ...; sm_89+)";
   let description = [{
     The GPU kernels read an fp8 KV cache into shared memory as bytes and
     widen it there (pa-promote-tiles); LLVM has no fp8 types, and
@@ -308,9 +309,16 @@ def PAFP8ToNVVM : Pass<"pa-fp8-to-nvvm"> {
     `nvvm.convert.f8x2.to.f16x2` (one `cvt` for two elements) on the source
     bits, the pairs joined again by `vector.shuffle`, then `arith.extf` /
     `arith.truncf` from f16 where the result is f32 or bf16 (exact: every
-    fp8 value is an f16 value, and a bf16 one). Other vector shapes are
-    rejected at the op. Run it on gpu.module bodies before the LLVM
-    lowering; PTX needs sm_89 or later.
+    fp8 value is an f16 value, and a bf16 one). Every `arith.truncf` from
+    f32 to fp8 (scalar or the same vector shapes: the quantize-on-write of
+    `pa.append_kv_slots`, after `emitQuantize`'s clamp) becomes
+    `nvvm.convert.f32x2.to.f8x2` with `rn` / `satfinite` (one
+    `cvt.rn.satfinite.e4m3x2.f32` per pair, the pair's second element in the
+    high byte), the byte pairs joined and bitcast back: round to nearest
+    even like `arith.truncf`, and saturation changes nothing after the clamp.
+    truncf from other types is rejected (it would round twice). Other vector
+    shapes are rejected at the op. Run it on gpu.module bodies before the
+    LLVM lowering; PTX needs sm_89 or later.
 
     ```mlir
     %w = arith.extf %v : vector<4xf8E4M3FN> to vector<4xf16>

@@ -141,8 +141,12 @@ enum class KernelKind {
   /// states). decode_partial's arguments, then o, lse and merge_counters.
   /// The runtime prefers it to decode_partial + merge_segments.
   DecodeSplit,
+  /// (append_kv_slots) optional: writes new K/V rows into the cache at the
+  /// slots of a slot mapping (vLLM's reshape_and_cache; pa.append_kv_slots),
+  /// quantizing for an fp8 cache. Beside `decode` or `prefill`.
+  AppendKVSlots,
 };
-constexpr int kNumKernelKinds = 7;
+constexpr int kNumKernelKinds = 8;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -190,8 +194,14 @@ enum class ArgRole {
   /// decode_split: [B, Hq] i32 arrival counters, zero between launches (the
   /// last CTA of a request puts its counter back to 0).
   MergeCounters,
+  /// append_kv_slots: [N, Hkv, D] new K and V rows (the config dtype) and
+  /// their [N] i32 slots (page * P + slot; negative: skipped). N is the
+  /// append's `batch` in ProblemDims.
+  KNew,
+  VNew,
+  SlotMapping,
 };
-constexpr int kNumArgRoles = 29;
+constexpr int kNumArgRoles = 32;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -417,7 +427,8 @@ struct ProblemDims {
 /// work_request, work_start, work_end [Wcap]; o_part [Wcap, Hq, D];
 /// lse_part [Wcap, Hq]; q_positions [Nq]; custom_mask [mask_bytes];
 /// alibi_slopes [Hq]; k_scale, v_scale [1] (kv_scale tensor) or [Hkv]
-/// (head); merge_counters [B, Hq].
+/// (head); merge_counters [B, Hq]; k_new, v_new [N, Hkv, D] and
+/// slot_mapping [N] with N = dims.batch (an append's rows).
 std::vector<int64_t> roleShape(const BundleConfig &c, ArgRole r,
                                const ProblemDims &dims);
 

@@ -74,6 +74,8 @@ typedef struct pa_bundle_config {
   int kv_dtype;
   /** PA_KV_SCALE_* of an fp8 cache (TENSOR for other caches). */
   int kv_scale;
+  /** An append_kv_slots kernel is present (pa_append_kv_slots). */
+  int has_append;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -346,6 +348,39 @@ void pa_prefill_plan_free(pa_prefill_plan_t *plan);
  *  mode). */
 int pa_prefill_run(pa_bundle *bundle, const pa_prefill_plan_t *plan,
                    const pa_prefill_args *args, pa_stream stream);
+
+/** Arguments of pa_append_kv_slots (device pointers, sizes). */
+typedef struct pa_append_args {
+  /** [N, Hkv, D] new K and V rows, bundle dtype. */
+  pa_deviceptr k_new, v_new;
+  /** [N] int32: row r goes to page slot_mapping[r] / P, slot
+   *  slot_mapping[r] % P; negative entries are skipped (padding). The
+   *  non-negative entries must be distinct and < num_pages * P. */
+  pa_deviceptr slot_mapping;
+  pa_deviceptr kv;   /**< joint cache [N_pages, 2, ...], or 0 */
+  pa_deviceptr k, v; /**< split caches, or 0 */
+  /** fp8 caches: the K and V scales (rows are stored as x / scale,
+   *  clamped to the format's largest value, rounded to nearest even); 0
+   *  for other caches. */
+  pa_deviceptr k_scale, v_scale;
+  int64_t num_rows;  /**< N (0: nothing is launched) */
+  int64_t num_pages; /**< pages of the cache */
+  /** Nonzero: before the launch, copy slot_mapping (and an fp8 cache's
+   *  scales) to the host and fail with a message on an entry >= num_pages
+   *  * P or a repeated slot; synchronize after the launch. Without it an
+   *  out-of-range entry is skipped by the kernel and a repeated slot gets
+   *  one of its rows. */
+  int checked;
+} pa_append_args;
+
+/** Enqueues the bundle's append_kv_slots kernel on `stream`: writes the
+ *  rows of k_new / v_new into the paged cache at their slots (vLLM's
+ *  reshape_and_cache; pa.append_kv_slots). Checks the sizes and pointers
+ *  first (a pointer for every role the kernel takes, joint vs split cache,
+ *  scales iff the cache is fp8). Does not synchronize (except in checked
+ *  mode). */
+int pa_append_kv_slots(pa_bundle *bundle, const pa_append_args *args,
+                       pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

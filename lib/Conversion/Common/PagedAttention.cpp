@@ -156,11 +156,26 @@ Value mlir::pa::emitQuantize(Emitter &e, Value x, Value scale, Type fp8) {
   double largest =
       APFloat::getLargest(cast<FloatType>(fp8).getFloatSemantics())
           .convertToDouble();
-  Value y = e.divf(e.toF32(x), scale);
+  auto vt = dyn_cast<VectorType>(x.getType());
+  // A scalar, or its splat over x's shape.
+  auto like = [&](Value s) -> Value {
+    if (!vt)
+      return s;
+    return vector::BroadcastOp::create(e.b, e.loc,
+                                       vt.clone(e.b.getF32Type()), s);
+  };
+  Type f32 = vt ? Type(vt.clone(e.b.getF32Type())) : e.b.getF32Type();
+  Value wide = x;
+  if (getElementTypeOrSelf(x.getType()) != e.b.getF32Type())
+    wide = getElementTypeOrSelf(x.getType()).getIntOrFloatBitWidth() < 32
+               ? Value(arith::ExtFOp::create(e.b, e.loc, f32, x))
+               : Value(arith::TruncFOp::create(e.b, e.loc, f32, x));
+  Value y = e.divf(wide, like(scale));
   // minimumf / maximumf propagate NaN; +-inf saturate like any overflow.
-  y = arith::MaximumFOp::create(e.b, e.loc, y, e.f32(-largest));
-  y = arith::MinimumFOp::create(e.b, e.loc, y, e.f32(largest));
-  return arith::TruncFOp::create(e.b, e.loc, fp8, y);
+  y = arith::MaximumFOp::create(e.b, e.loc, y, like(e.f32(-largest)));
+  y = arith::MinimumFOp::create(e.b, e.loc, y, like(e.f32(largest)));
+  return arith::TruncFOp::create(e.b, e.loc, vt ? Type(vt.clone(fp8)) : fp8,
+                                 y);
 }
 
 void mlir::pa::emitQueriesAreLastTokens(Emitter &e, Value qoLen,

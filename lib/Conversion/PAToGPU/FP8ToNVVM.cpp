@@ -1,4 +1,4 @@
-//===- FP8ToNVVM.cpp - fp8 arith.extf to the hardware conversion ----------===//
+//===- FP8ToNVVM.cpp - fp8 arith.extf / truncf to the hardware conversions ===//
 //
 // pa-fp8-to-nvvm: see the pass description.
 //
@@ -96,12 +96,74 @@ struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
   }
 };
 
+/// arith.truncf f32 -> fp8 (scalar, or a vector of a power of two >= 2
+/// elements): cvt.rn.satfinite.{e4m3,e5m2}x2.f32 per pair. Saturating to
+/// the largest finite value is what emitQuantize's clamp already did, so
+/// the result is arith.truncf's (round to nearest even); NaN stays NaN.
+struct TruncFToFP8 final : OpRewritePattern<arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::TruncFOp op,
+                                PatternRewriter &rw) const override {
+    Type dstElem = getElementTypeOrSelf(op.getType());
+    if (!pa::isFP8CacheType(dstElem))
+      return rw.notifyMatchFailure(op, "not to fp8");
+    auto vt = dyn_cast<VectorType>(op.getIn().getType());
+    if (vt && (vt.getRank() != 1 || vt.getDimSize(0) < 2 ||
+               !llvm::isPowerOf2_64(vt.getDimSize(0))))
+      return op.emitOpError()
+             << "pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, "
+                "4, 8, ... elements, got "
+             << vt;
+    if (!getElementTypeOrSelf(op.getIn().getType()).isF32())
+      return op.emitOpError()
+             << "pa-fp8-to-nvvm narrows f32 to fp8, got "
+             << getElementTypeOrSelf(op.getIn().getType());
+    Location loc = op.getLoc();
+    Type i8 = rw.getI8Type();
+    auto pairT = VectorType::get({2}, i8);
+    int64_t n = vt ? vt.getDimSize(0) : 1;
+    Value zero = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0));
+    SmallVector<Value> parts;
+    for (int64_t j = 0; j < std::max<int64_t>(n, 2); j += 2) {
+      // cvt packs its first operand into the high byte.
+      Value lo = vt ? vector::ExtractOp::create(rw, loc, op.getIn(), j)
+                    : op.getIn();
+      Value hi = vt ? vector::ExtractOp::create(rw, loc, op.getIn(), j + 1)
+                    : zero;
+      parts.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
+          rw, loc, pairT, hi, lo, NVVM::FPRoundingMode::RN,
+          NVVM::SaturationMode::SATFINITE, /*relu=*/false, dstElem));
+    }
+    while (parts.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        int64_t w = cast<VectorType>(parts[i].getType()).getDimSize(0);
+        next.push_back(vector::ShuffleOp::create(
+            rw, loc, parts[i], parts[i + 1],
+            llvm::to_vector(llvm::seq<int64_t>(0, 2 * w))));
+      }
+      parts = std::move(next);
+    }
+    Value bytes = parts[0];
+    Value out;
+    if (vt) {
+      out = arith::BitcastOp::create(rw, loc, op.getType(), bytes);
+    } else {
+      Value byte = vector::ExtractOp::create(rw, loc, bytes, 0);
+      out = arith::BitcastOp::create(rw, loc, op.getType(), byte);
+    }
+    rw.replaceOp(op, out);
+    return success();
+  }
+};
+
 struct PAFP8ToNVVM final : pa::impl::PAFP8ToNVVMBase<PAFP8ToNVVM> {
   using Base::Base;
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExtFFromFP8>(&getContext());
+    patterns.add<ExtFFromFP8, TruncFToFP8>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -123,6 +123,12 @@ LogicalResult buildTileKernel(Operation *op, gpu::GPUModuleOp kmod,
                               StringRef name, const PrefillShape &shape,
                               MergeSegmentsOp merge = {});
 
+/// Builds the kernel of a pa.append_kv_slots (CTA per new row, `threads`
+/// threads over its 16-byte vectors; CacheToGPU.cpp) and replaces `op` by
+/// its launch.
+LogicalResult buildAppendKVSlots(AppendKVSlotsOp op, gpu::GPUModuleOp kmod,
+                                 StringRef name, int64_t threads);
+
 //===----------------------------------------------------------------------===//
 // Split-KV decode in one launch (SplitKVMerge.cpp)
 //===----------------------------------------------------------------------===//

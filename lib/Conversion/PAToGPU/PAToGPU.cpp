@@ -641,12 +641,12 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
         return WalkResult::interrupt();
       }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
-               PrefillPartialOp>(op)) {
+               PrefillPartialOp, AppendKVSlotsOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
-               "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill "
-               "and pa.prefill_partial (use pa-lower-to-cpu for the other "
-               "ops)";
+               "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
+               "pa.prefill_partial and pa.append_kv_slots (use "
+               "pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -714,6 +714,10 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               .Case([&](MergeSegmentsOp d) {
                 return tileMergeSegments(d, kmod, "pa_merge_segments",
                                          ctaThreads);
+              })
+              .Case([&](AppendKVSlotsOp a) {
+                return buildAppendKVSlots(a, kmod, "pa_append_kv_slots",
+                                          ctaThreads);
               });
       if (failed(r))
         return signalPassFailure();
@@ -834,6 +838,14 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"o", "lse"});
   } else if (isa<MergeSegmentsOp>(op)) {
     add({"o_part", "lse_part", "work_indptr", "o", "lse"});
+  } else if (auto a = dyn_cast<AppendKVSlotsOp>(op)) {
+    add({"k_new", "v_new", "slot_mapping"});
+    if (a.getKScale())
+      add({"k_scale", "v_scale"});
+    if (a.getOuts().size() == 1)
+      add({"kv"});
+    else
+      add({"k", "v"});
   }
   assert(roles.size() == op->getNumOperands() && "a role per operand");
   return roles;

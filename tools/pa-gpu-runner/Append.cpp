@@ -1,0 +1,371 @@
+//===- Append.cpp - the cache-write check and benchmark of pa-gpu-runner ---===//
+//
+// Part of the PagedAttn project. See Append.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Append.h"
+
+#include "Bench.h"
+#include "GpuUtil.h"
+
+#include "PagedAttn/Reference/Reference.h"
+#include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/Runtime/pa_runtime.h"
+#include "PagedAttn/TestSupport/Cache.h"
+#include "PagedAttn/TestSupport/Numbers.h"
+#include "PagedAttn/TestSupport/Random.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+using namespace pa::runner;
+namespace rt = pa::rt;
+namespace ref = pa::ref;
+namespace test = pa::test;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// One append: the cache before it, the rows, the slots, the scales, and
+/// the cache the append must leave.
+struct AppendCase {
+  int64_t rows = 0, numPages = 0;
+  std::vector<std::vector<uint8_t>> before, expected;
+  std::vector<uint8_t> kNew, vNew;
+  std::vector<int32_t> slots;
+  std::vector<float> kScale, vScale;
+};
+
+/// Bytes of one cache element of `c` (1 for fp8).
+int64_t cacheElemBytes(const rt::BundleConfig &c) {
+  return c.fp8() ? 1 : rt::elementBytes(c.dtype);
+}
+
+/// A random case of `rows` rows into a cache of `numPages` pages: distinct
+/// slots, every fifth row (about) skipped with a negative slot; fp8 scales
+/// small enough that some values saturate.
+AppendCase makeCase(const rt::BundleConfig &c, int64_t rows, int64_t numPages,
+                    test::Rng &rng) {
+  test::CacheGeometry g = test::CacheGeometry::of(c);
+  AppendCase a;
+  a.rows = rows;
+  a.numPages = numPages;
+  int64_t eb = cacheElemBytes(c);
+  for (int i = 0; i < g.numBuffers(); ++i) {
+    std::vector<uint8_t> buf(
+        static_cast<size_t>(g.bufferElements(numPages) * eb));
+    for (uint8_t &x : buf)
+      x = static_cast<uint8_t>(rng.uniformInt(0, 255));
+    if (!c.fp8()) { // whole values of the dtype (no NaN patterns needed)
+      std::vector<double> v(buf.size() / static_cast<size_t>(eb));
+      for (double &x : v)
+        x = rng.uniform(-2, 2);
+      buf = test::toBytes(c.dtype, v);
+    }
+    a.before.push_back(buf);
+  }
+  a.expected = a.before;
+  int64_t n = rows * c.kvHeads * c.headDim;
+  std::vector<double> kv(static_cast<size_t>(n)), vv(kv.size());
+  for (size_t i = 0; i < kv.size(); ++i) {
+    kv[i] = rng.uniform(-8, 8);
+    vv[i] = rng.uniform(-8, 8);
+  }
+  a.kNew = test::toBytes(c.dtype, kv);
+  a.vNew = test::toBytes(c.dtype, vv);
+  int64_t scales = c.kvScale == rt::KVScale::Head ? c.kvHeads : 1;
+  for (int64_t i = 0; c.fp8() && i < scales; ++i) {
+    a.kScale.push_back(static_cast<float>(rng.uniform(0.005, 0.05)));
+    a.vScale.push_back(static_cast<float>(rng.uniform(0.005, 0.05)));
+  }
+  std::vector<int32_t> perm(static_cast<size_t>(numPages * c.pageSize));
+  std::iota(perm.begin(), perm.end(), 0);
+  rng.shuffle(perm);
+  for (int64_t r = 0; r < rows; ++r)
+    a.slots.push_back(rng.chance(0.2)
+                          ? -static_cast<int32_t>(rng.uniformInt(1, 1000))
+                          : perm[static_cast<size_t>(r)]);
+  // The expected cache: each kept row at its slot.
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t slot = a.slots[static_cast<size_t>(r)];
+    if (slot < 0)
+      continue;
+    int64_t page = slot / c.pageSize, s = slot % c.pageSize;
+    for (int which = 0; which < 2; ++which) {
+      const std::vector<uint8_t> &src = which ? a.vNew : a.kNew;
+      std::vector<uint8_t> &dst = a.expected[g.bufferOf(which)];
+      for (int64_t h = 0; h < c.kvHeads; ++h)
+        for (int64_t d = 0; d < c.headDim; ++d) {
+          int64_t i = (r * c.kvHeads + h) * c.headDim + d;
+          double x = test::loadElement(src.data(), i, c.dtype);
+          int64_t off = g.offset(page, which, s, h, d);
+          if (c.fp8()) {
+            const std::vector<float> &sc = which ? a.vScale : a.kScale;
+            float scale = sc[sc.size() == 1 ? 0 : static_cast<size_t>(h)];
+            // The kernel divides in f32 (div.rn), then rounds to fp8.
+            float y = static_cast<float>(x) / scale;
+            ref::FP8Format f = test::fp8FormatOf(c.kvDtype);
+            dst[static_cast<size_t>(off)] =
+                test::fp8Bits(ref::quantizeFP8(y, f), f);
+          } else {
+            test::storeElement(dst.data(), off, c.dtype, x);
+          }
+        }
+    }
+  }
+  return a;
+}
+
+/// The device copies of a case.
+struct DeviceAppend {
+  std::vector<DeviceBuffer> cache;
+  DeviceBuffer kNew, vNew, slots, kScale, vScale;
+};
+
+DeviceAppend upload(const AppendCase &a) {
+  DeviceAppend d;
+  for (const std::vector<uint8_t> &b : a.before)
+    d.cache.push_back(uploadVector(b));
+  d.kNew = uploadVector(a.kNew);
+  d.vNew = uploadVector(a.vNew);
+  d.slots = uploadVector(a.slots);
+  if (!a.kScale.empty()) {
+    d.kScale = uploadVector(a.kScale);
+    d.vScale = uploadVector(a.vScale);
+  }
+  return d;
+}
+
+pa_append_args argsOf(const rt::BundleConfig &c, const AppendCase &a,
+                      const DeviceAppend &d, bool checked) {
+  pa_append_args x{};
+  x.k_new = d.kNew.get();
+  x.v_new = d.vNew.get();
+  x.slot_mapping = d.slots.get();
+  if (c.kv == rt::KVStorage::Joint) {
+    x.kv = d.cache[0].get();
+  } else {
+    x.k = d.cache[0].get();
+    x.v = d.cache[1].get();
+  }
+  x.k_scale = d.kScale.get();
+  x.v_scale = d.vScale.get();
+  x.num_rows = a.rows;
+  x.num_pages = a.numPages;
+  x.checked = checked ? 1 : 0;
+  return x;
+}
+
+/// Runs one case; returns the number of mismatched cache bytes (printing
+/// the first few).
+int64_t runCase(pa_bundle *bundle, const rt::BundleConfig &c,
+                const AppendCase &a, bool checked) {
+  DeviceAppend d = upload(a);
+  pa_append_args x = argsOf(c, a, d, checked);
+  PA_RT(pa_append_kv_slots(bundle, &x, nullptr));
+  PA_CU(cuCtxSynchronize());
+  int64_t bad = 0;
+  for (size_t i = 0; i < d.cache.size(); ++i) {
+    std::vector<uint8_t> got(a.expected[i].size());
+    d.cache[i].download(got.data(), got.size());
+    for (size_t j = 0; j < got.size(); ++j)
+      if (got[j] != a.expected[i][j] && bad++ < 4)
+        std::printf("      buffer %zu byte %zu: got 0x%02x, expected 0x%02x "
+                    "(before 0x%02x)\n",
+                    i, j, got[j], a.expected[i][j], a.before[i][j]);
+  }
+  return bad;
+}
+
+/// pa_append_kv_slots in checked mode must fail on `a` with a message
+/// containing `fragment`.
+bool expectRejected(pa_bundle *bundle, const rt::BundleConfig &c,
+                    const AppendCase &a, const char *what,
+                    const std::string &fragment) {
+  DeviceAppend d = upload(a);
+  pa_append_args x = argsOf(c, a, d, /*checked=*/true);
+  int rc = pa_append_kv_slots(bundle, &x, nullptr);
+  std::string msg = rc == PA_SUCCESS ? "" : pa_last_error();
+  bool ok = rc != PA_SUCCESS && msg.find(fragment) != std::string::npos;
+  std::printf("  checked mode, %s: %s%s\n", what, ok ? "rejected PASS" : "FAIL",
+              ok ? "" : (" (" + msg + ")").c_str());
+  return ok;
+}
+
+/// Checks one bundle; returns true if every case passed.
+bool checkBundle(const std::string &dir, uint64_t seed) {
+  pa_bundle *bundle = nullptr;
+  bool ok = true;
+  try {
+    PA_RT(pa_bundle_load(dir.c_str(), &bundle));
+    rt::Manifest m;
+    if (rt::Status s = rt::readManifest(dir, m); !s)
+      throw Failure(s.message);
+    const rt::BundleConfig &c = m.config;
+    std::printf("bundle %s: %s\n", dir.c_str(), c.str().c_str());
+    if (!m.find(rt::KernelKind::AppendKVSlots)) {
+      std::printf("  no append_kv_slots kernel: skipped\n");
+      pa_bundle_free(bundle);
+      return true;
+    }
+    test::Rng rng(seed);
+    int64_t pages = std::max<int64_t>(2, 1024 / c.pageSize);
+    for (int64_t rows : {int64_t(1), int64_t(37), pages * c.pageSize / 2,
+                         pages * c.pageSize}) {
+      AppendCase a = makeCase(c, rows, pages, rng);
+      for (bool checked : {false, true}) {
+        int64_t bad = runCase(bundle, c, a, checked);
+        int64_t kept = std::count_if(a.slots.begin(), a.slots.end(),
+                                     [](int32_t s) { return s >= 0; });
+        std::printf("  rows %-6" PRId64 " (%" PRId64 " kept) into %" PRId64
+                    " pages%s: %s\n",
+                    rows, kept, pages, checked ? ", checked" : "",
+                    bad ? "FAIL" : "PASS (cache byte-exact)");
+        ok &= bad == 0;
+      }
+    }
+    AppendCase a = makeCase(c, 8, pages, rng);
+    a.slots[3] = static_cast<int32_t>(pages * c.pageSize);
+    ok &= expectRejected(bundle, c, a, "slot == num_pages * P",
+                         "slot_mapping[3] = " +
+                             std::to_string(pages * c.pageSize) +
+                             " out of range");
+    a = makeCase(c, 8, pages, rng);
+    a.slots[5] = a.slots[2] = 7;
+    ok &= expectRejected(bundle, c, a, "repeated slot",
+                         "slot_mapping[5] = 7 repeats slot_mapping[2]");
+  } catch (const Failure &f) {
+    std::printf("  FATAL: %s\n", f.what());
+    ok = false;
+  }
+  pa_bundle_free(bundle);
+  return ok;
+}
+
+} // namespace
+
+int pa::runner::runCheckAppend(const CheckAppendOptions &opts) {
+  std::printf("pa-gpu-runner check-append: seed %" PRIu64
+              " (replay with --seed %" PRIu64 ")\n",
+              opts.seed, opts.seed);
+  if (pa_init(opts.device) != PA_SUCCESS) {
+    std::printf("FATAL: pa_init: %s\n", pa_last_error());
+    return 2;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < opts.bundles.size(); ++i)
+    ok &= checkBundle(opts.bundles[i], test::mixSeed(opts.seed, i));
+  std::printf("seed %" PRIu64 ": %s\n", opts.seed,
+              ok ? "all bundles PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
+  std::string report;
+  auto out = [&](const std::string &line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    report += line + "\n";
+  };
+  int rc = 0;
+  pa_bundle *bundle = nullptr;
+  CUstream stream = nullptr;
+  try {
+    PA_RT(pa_init(o.device));
+    DeviceInfo dev = queryDevice();
+    Roofs roofs;
+    roofs.load(o.roofs);
+    PA_RT(pa_bundle_load(o.bundle.c_str(), &bundle));
+    rt::Manifest m;
+    if (rt::Status s = rt::readManifest(o.bundle, m); !s)
+      throw Failure(s.message);
+    const rt::BundleConfig &c = m.config;
+    PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    DeviceBuffer flush(kFlushBytes);
+    out("## PagedAttn append_kv_slots benchmark");
+    out("");
+    out(fmt("- device: %s (sm_%d%d, %d SMs), %s", dev.name.c_str(),
+            dev.ccMajor, dev.ccMinor, dev.smCount, utcNow().c_str()));
+    out(fmt("- bundle: `%s` (%s)", o.bundle.c_str(), c.str().c_str()));
+    out(fmt("- method: pa_append_kv_slots of N rows (random values) to N "
+            "random distinct slots of a cache of 2N slots; median of %d "
+            "timed calls after >= %d warm-up calls, L2 evicted before every "
+            "call; bytes = K + V rows read + written + slots read",
+            o.reps, o.warmup));
+    BenchOptions bo;
+    bo.reps = o.reps;
+    bo.seed = o.seed;
+    Ceilings ceil = measureCeilings(bo, roofs, dev, stream, flush.get());
+    out(fmt("- copy: **%.0f GB/s** (cuMemcpyDtoD, read + write counted)",
+            ceil.copyGBs));
+    out("");
+    out("| rows | Hkv x D | bytes | time us | min us | GB/s | % copy |");
+    out("|---:|---|---:|---:|---:|---:|---:|");
+    test::Rng rng(o.seed);
+    test::CacheGeometry g = test::CacheGeometry::of(c);
+    int64_t eb = cacheElemBytes(c), nb = rt::elementBytes(c.dtype);
+    for (int64_t rows : o.rows) {
+      int64_t pages = (2 * rows + c.pageSize - 1) / c.pageSize;
+      std::vector<DeviceBuffer> cache;
+      for (int i = 0; i < g.numBuffers(); ++i)
+        cache.emplace_back(
+            static_cast<size_t>(g.bufferElements(pages) * eb));
+      int64_t n = rows * c.kvHeads * c.headDim;
+      DeviceBuffer kNew(static_cast<size_t>(n * nb)),
+          vNew(static_cast<size_t>(n * nb));
+      int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
+                  : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
+                                               : PA_DTYPE_F32;
+      roofs.fillUniform(kNew.get(), static_cast<uint64_t>(n), dtype, o.seed,
+                        -1.f, 1.f, stream);
+      roofs.fillUniform(vNew.get(), static_cast<uint64_t>(n), dtype,
+                        o.seed + 1, -1.f, 1.f, stream);
+      std::vector<int32_t> perm(static_cast<size_t>(pages * c.pageSize));
+      std::iota(perm.begin(), perm.end(), 0);
+      rng.shuffle(perm);
+      perm.resize(static_cast<size_t>(rows));
+      DeviceBuffer slots = uploadVector(perm);
+      DeviceBuffer scales = benchScales(c);
+      pa_append_args x{};
+      x.k_new = kNew.get();
+      x.v_new = vNew.get();
+      x.slot_mapping = slots.get();
+      if (c.kv == rt::KVStorage::Joint) {
+        x.kv = cache[0].get();
+      } else {
+        x.k = cache[0].get();
+        x.v = cache[1].get();
+      }
+      if (c.fp8()) {
+        x.k_scale = scales.get();
+        x.v_scale = scales.get();
+      }
+      x.num_rows = rows;
+      x.num_pages = pages;
+      Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+        PA_RT(pa_append_kv_slots(bundle, &x, stream));
+      });
+      double bytes = static_cast<double>(n) * 2 * static_cast<double>(nb + eb) +
+                     4.0 * static_cast<double>(rows);
+      double gbs = bytes / (t.medianUs * 1e3);
+      out(fmt("| %" PRId64 " | %" PRId64 " x %" PRId64 " | %.3g MB | %.1f | "
+              "%.1f | %.0f | %.1f |",
+              rows, c.kvHeads, c.headDim, bytes / 1e6, t.medianUs, t.minUs,
+              gbs, 100.0 * gbs / ceil.copyGBs));
+    }
+  } catch (const Failure &f) {
+    std::printf("FATAL: %s\n", f.what());
+    rc = 2;
+  }
+  if (stream)
+    cuStreamDestroy(stream);
+  pa_bundle_free(bundle);
+  if (!writeReport(o.out, report) && rc == 0)
+    rc = 2;
+  return rc;
+}
