@@ -227,6 +227,42 @@ TEST(BundleManifest, DecodeSplitNeedsItsRoles) {
   }
 }
 
+TEST(BundleManifest, AppendKVSlotsKernel) {
+  std::string fused = fusedSplitManifest();
+  std::string append = "kernel append_kv_slots k.cubin pa_append_kv_slots\n"
+                       "arg k_new memref 3 f16\n"
+                       "arg v_new memref 3 f16\n"
+                       "arg slot_mapping memref 1 i32\n"
+                       "arg kv memref 5 f16\n"
+                       "launch grid batch 1 1 block 128 1 1 smem 0\n";
+  std::string text = fused.substr(0, fused.size() - 4) + append + "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::AppendKVSlots);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->args.size(), 4u);
+  EXPECT_EQ(k->args[2].role, ArgRole::SlotMapping);
+  // The append's rows are its `batch`.
+  ProblemDims d;
+  d.batch = 77;
+  EXPECT_EQ(roleShape(m.config, ArgRole::KNew, d),
+            (std::vector<int64_t>{77, 8, 128}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::SlotMapping, d),
+            (std::vector<int64_t>{77}));
+  // Its role set is fixed: no slot mapping, or a query, is an error.
+  std::string noSlots = text;
+  noSlots.erase(noSlots.find("arg slot_mapping memref 1 i32\n"), 30);
+  Manifest bad;
+  s = parseManifest(noSlots, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("slot_mapping"), std::string::npos) << s.message;
+  std::string withQ = text;
+  withQ.insert(withQ.find("arg k_new"), "arg q memref 3 f16\n");
+  s = parseManifest(withQ, bad);
+  EXPECT_FALSE(s.ok) << "append_kv_slots accepted a q argument";
+}
+
 TEST(BundleManifest, CommentsBlankLinesAndSpacing) {
   std::string text = "# a bundle\n\n  pa-bundle   1   # version\n";
   for (size_t i = 1; i < kExample.size(); ++i)
