@@ -551,6 +551,25 @@ CacheArgs cacheArgs(const pa_prefill_args &a) {
           a.v_scale};
 }
 
+/// The cache pointers against the bundle's storage: kv for joint K/V, k
+/// and v for split, and scales only for an fp8 cache.
+Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
+                      pa_deviceptr v, pa_deviceptr kScale,
+                      pa_deviceptr vScale) {
+  bool joint = c.kv == KVStorage::Joint;
+  if (joint && (k || v))
+    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
+                "k / v");
+  if (!joint && kv)
+    return fail("the bundle stores K and V apart (kv split): pass k and v, "
+                "not kv");
+  if (!c.fp8() && (kScale || vScale))
+    return fail("k_scale / v_scale are given but the bundle's cache is not "
+                "fp8 (its elements are ",
+                toString(c.dtype), "): pass 0");
+  return Status::success();
+}
+
 /// The checks every run makes before anything else: the plan's bundle
 /// config, batch and nnz against the plan, heads and head_dim against the
 /// bundle, joint vs split cache, and (when `batch > 0`) non-null pointers
@@ -574,17 +593,8 @@ Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
     return fail("size mismatch: nnz = ", a.nnz,
                 " but the plan was made with kv_indptr[", planBatch,
                 "] = ", planNnz);
+  PA_TRY(checkCacheForm(c, a.kv, a.k, a.v, a.kScale, a.vScale));
   bool joint = c.kv == KVStorage::Joint;
-  if (joint && (a.k || a.v))
-    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
-                "k / v");
-  if (!joint && a.kv)
-    return fail("the bundle stores K and V apart (kv split): pass k and v, "
-                "not kv");
-  if (!c.fp8() && (a.kScale || a.vScale))
-    return fail("k_scale / v_scale are given but the bundle's cache is not "
-                "fp8 (its elements are ",
-                toString(c.dtype), "): pass 0");
   if (a.batch == 0)
     return Status::success();
   struct {
@@ -765,16 +775,8 @@ Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
     return fail("num_rows = ", a.num_rows, " is negative");
   if (a.num_pages < 0)
     return fail("num_pages = ", a.num_pages, " is negative");
+  PA_TRY(checkCacheForm(c, a.kv, a.k, a.v, a.k_scale, a.v_scale));
   bool joint = c.kv == KVStorage::Joint;
-  if (joint && (a.k || a.v))
-    return fail("the bundle stores K and V jointly (kv joint): pass kv, not "
-                "k / v");
-  if (!joint && a.kv)
-    return fail("the bundle stores K and V apart (kv split): pass k and v, "
-                "not kv");
-  if (!c.fp8() && (a.k_scale || a.v_scale))
-    return fail("k_scale / v_scale are for fp8 caches; this bundle's cache "
-                "holds ", toString(c.dtype));
   if (a.num_rows == 0)
     return Status::success();
   for (auto [ptr, name] :

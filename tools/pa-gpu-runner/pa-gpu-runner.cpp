@@ -154,6 +154,14 @@ void addBenchAppendOptions(OptionParser &p, BenchAppendOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// A seed from the clock for a check run without --seed (not
+/// std::random_device: it needs glibc 2.36).
+uint64_t clockSeed() {
+  return static_cast<uint64_t>(
+             std::chrono::system_clock::now().time_since_epoch().count()) %
+         1000000;
+}
+
 void printUsage(std::FILE *f) {
   CheckOptions check;
   BenchOptions bench;
@@ -223,11 +231,8 @@ int main(int argc, char **argv) {
     addCheckOptions(p, opts);
     if (int rc = parseCommand(p, argc, argv); rc >= 0)
       return rc;
-    if (!p.seen("--seed")) // not std::random_device: it needs glibc 2.36
-      opts.seed = static_cast<uint64_t>(
-                      std::chrono::system_clock::now().time_since_epoch()
-                          .count()) %
-                  1000000;
+    if (!p.seen("--seed"))
+      opts.seed = clockSeed();
     return runCheck(opts);
   }
   if (cmd == "bench") {
@@ -248,10 +253,7 @@ int main(int argc, char **argv) {
     if (int rc = parseCommand(p, argc, argv); rc >= 0)
       return rc;
     if (!p.seen("--seed"))
-      opts.seed = static_cast<uint64_t>(
-                      std::chrono::system_clock::now().time_since_epoch()
-                          .count()) %
-                  1000000;
+      opts.seed = clockSeed();
     return runCheckPrefill(opts);
   }
   if (cmd == "bench-prefill") {
@@ -271,10 +273,7 @@ int main(int argc, char **argv) {
     if (int rc = parseCommand(p, argc, argv); rc >= 0)
       return rc;
     if (!p.seen("--seed"))
-      opts.seed = static_cast<uint64_t>(
-                      std::chrono::system_clock::now().time_since_epoch()
-                          .count()) %
-                  1000000;
+      opts.seed = clockSeed();
     return runCheckAppend(opts);
   }
   if (cmd == "bench-append") {

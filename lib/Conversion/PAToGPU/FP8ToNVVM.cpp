@@ -23,6 +23,23 @@ using namespace mlir;
 
 namespace {
 
+/// The concatenation of `parts` (a power of two of equal 1-D vectors) by a
+/// tree of vector.shuffle, which, unlike strided slices, lowers to LLVM as
+/// is.
+Value joinPairs(PatternRewriter &rw, Location loc, SmallVector<Value> parts) {
+  while (parts.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < parts.size(); i += 2) {
+      int64_t w = cast<VectorType>(parts[i].getType()).getDimSize(0);
+      next.push_back(vector::ShuffleOp::create(
+          rw, loc, parts[i], parts[i + 1],
+          llvm::to_vector(llvm::seq<int64_t>(0, 2 * w))));
+    }
+    parts = std::move(next);
+  }
+  return parts[0];
+}
+
 /// arith.extf fp8 -> f16 / bf16 / f32 (scalar, or a vector of a power of
 /// two >= 2 elements).
 struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
@@ -59,8 +76,7 @@ struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
       Value byte = arith::BitcastOp::create(rw, loc, i8, op.getIn());
       bits = vector::BroadcastOp::create(rw, loc, pairT, byte);
     }
-    // One cvt per pair; the pairs concatenated again by a tree of
-    // vector.shuffle (which, unlike strided slices, lowers to LLVM as is).
+    // One cvt per pair; the pairs concatenated again (joinPairs).
     SmallVector<Value> parts;
     for (int64_t j = 0; j < std::max<int64_t>(n, 2); j += 2) {
       Value pair = vt ? vector::ShuffleOp::create(rw, loc, bits, bits,
@@ -69,17 +85,7 @@ struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
       parts.push_back(NVVM::ConvertF8x2ToF16x2Op::create(
           rw, loc, halfT, pair, /*relu=*/false, srcElem));
     }
-    while (parts.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i < parts.size(); i += 2) {
-        int64_t w = cast<VectorType>(parts[i].getType()).getDimSize(0);
-        next.push_back(vector::ShuffleOp::create(
-            rw, loc, parts[i], parts[i + 1],
-            llvm::to_vector(llvm::seq<int64_t>(0, 2 * w))));
-      }
-      parts = std::move(next);
-    }
-    Value half = parts[0];
+    Value half = joinPairs(rw, loc, parts);
     if (!vt)
       half = vector::ExtractOp::create(rw, loc, half, 0);
     // Every fp8 value is exact in f16, f32 and bf16.
@@ -135,17 +141,7 @@ struct TruncFToFP8 final : OpRewritePattern<arith::TruncFOp> {
           rw, loc, pairT, hi, lo, NVVM::FPRoundingMode::RN,
           NVVM::SaturationMode::SATFINITE, /*relu=*/false, dstElem));
     }
-    while (parts.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i < parts.size(); i += 2) {
-        int64_t w = cast<VectorType>(parts[i].getType()).getDimSize(0);
-        next.push_back(vector::ShuffleOp::create(
-            rw, loc, parts[i], parts[i + 1],
-            llvm::to_vector(llvm::seq<int64_t>(0, 2 * w))));
-      }
-      parts = std::move(next);
-    }
-    Value bytes = parts[0];
+    Value bytes = joinPairs(rw, loc, parts);
     Value out;
     if (vt) {
       out = arith::BitcastOp::create(rw, loc, op.getType(), bytes);
