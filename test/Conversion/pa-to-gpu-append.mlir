@@ -29,22 +29,24 @@ func.func @append(%kn: memref<?x8x128xf16>, %vn: memref<?x8x128xf16>, %slots: me
 
 // -----
 
-// An fp8 cache (split K / V, HND, per-head scales) stores each 8-element
-// vector quantized: x / scale of its head, clamped to +-448, truncated to
-// f8E4M3FN, which pa-fp8-to-nvvm turns into one cvt.rn.satfinite per pair.
+// An fp8 cache (split K / V, HND, per-head scales) stores 16-element (16
+// byte) vectors quantized: x / scale of its head, clamped to +-448,
+// truncated to f8E4M3FN, which pa-fp8-to-nvvm turns into one
+// cvt.rn.satfinite per pair.
 // CHECK-LABEL: func @append_fp8(
 // CHECK: gpu.func @pa_append_kv_slots(
 // CHECK-SAME: args = ["k_new", "v_new", "slot_mapping", "k_scale", "v_scale", "k", "v"]
 // CHECK: memref.load %{{.*}}[%{{.*}}] : memref<8xf32>
-// CHECK: arith.divf {{.*}} : vector<8xf32>
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x8x128xbf16>, vector<16xbf16>
+// CHECK: arith.divf {{.*}} : vector<16xf32>
 // CHECK: arith.maximumf
 // CHECK: arith.minimumf
-// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xf8E4M3FN>
-// CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<?x8x16x128xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xf8E4M3FN>
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x8x16x128xf8E4M3FN>, vector<16xf8E4M3FN>
 // CVT-LABEL: func @append_fp8(
 // CVT: gpu.func @pa_append_kv_slots(
-// CVT-COUNT-4: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8>(f8E4M3FN)
-// CVT: arith.bitcast {{.*}} : vector<8xi8> to vector<8xf8E4M3FN>
+// CVT-COUNT-8: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8>(f8E4M3FN)
+// CVT: arith.bitcast {{.*}} : vector<16xi8> to vector<16xf8E4M3FN>
 // CVT-NOT: arith.truncf {{.*}}f8E4M3FN
 func.func @append_fp8(%kn: memref<?x8x128xbf16>, %vn: memref<?x8x128xbf16>, %slots: memref<?xi32>, %ks: memref<8xf32>, %vs: memref<8xf32>, %k: memref<?x8x16x128xf8E4M3FN>, %v: memref<?x8x16x128xf8E4M3FN>) {
   pa.append_kv_slots new(%kn, %vn : memref<?x8x128xbf16>, memref<?x8x128xbf16>) slots(%slots : memref<?xi32>) scales(%ks, %vs : memref<8xf32>, memref<8xf32>) outs(%k, %v : memref<?x8x16x128xf8E4M3FN>, memref<?x8x16x128xf8E4M3FN>) {cache = #pa.paged_kv<hnd, page_size = 16, kv_heads = 8, head_dim = 128>}

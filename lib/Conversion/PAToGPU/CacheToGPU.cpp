@@ -4,16 +4,16 @@
 // becomes the kernel `pa_append_kv_slots` (ABI kind `append_kv_slots`), a
 // CTA per new row r (grid x = N, the `batch` symbol of the runtime's append
 // dims), whose threads walk the row's Hkv x D elements of K and then of V
-// in 16-byte vectors of the new rows' type:
+// in vectors of 16 bytes of the cache (8 elements of 16 bits, 4 of f32, 16
+// of fp8 read as two 16-byte loads of the rows):
 //
 //   slot = slot_mapping[r]; rows with slot < 0 (vLLM's padding) or slot >=
 //   num_pages * P (out of range: the runtime's checked mode reports it) are
 //   skipped; page = slot / P, s = slot % P;
-//   thread i: vector.load k_new[r, h, d .. d + V) (16 bytes) and
-//   vector.store to the cache at (page, s, h, d) (NHD or HND, joint or
-//   split); an fp8 cache stores emitQuantize's value (x / scale of head h,
-//   clamped, rounded to nearest even: cvt.rn.satfinite after
-//   pa-fp8-to-nvvm), V bytes a store.
+//   thread i: vector.load k_new[r, h, d .. d + V) and vector.store to the
+//   cache at (page, s, h, d) (NHD or HND, joint or split), 16 bytes; an
+//   fp8 cache stores emitQuantize's value (x / scale of head h, clamped,
+//   rounded to nearest even: cvt.rn.satfinite after pa-fp8-to-nvvm).
 //
 // Distinct rows must have distinct slots: two rows writing one slot race
 // (the CPU lowering's last row wins).
@@ -39,8 +39,10 @@ LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
              << "convert-pa-to-gpu expects identity-layout memrefs";
   auto nt = cast<MemRefType>(op.getKNew().getType());
   Type newElem = nt.getElementType();
-  int64_t bytes = newElem.getIntOrFloatBitWidth() / 8;
-  int64_t vec = 16 / bytes;
+  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
+  // 16-byte stores: 16 / element bytes of the cache per vector (an fp8
+  // cache: 16 elements, read as two 16-byte loads of 16-bit rows).
+  int64_t vec = 16 / (cacheElem.getIntOrFloatBitWidth() / 8);
   PagedKVAttr attr = op.getCache();
   int64_t d = attr.getHeadDim(), hkv = attr.getNumKVHeads();
   if (d % vec != 0)
@@ -96,10 +98,9 @@ LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
               if (cache.fp8())
                 x = emitQuantize(e, x, cache.scale(e, isV, h),
                                  cache.elementType());
-              vector::StoreOp::create(
-                  b, loc, x, cache.memref(isV),
-                  cache.indices(e, isV, page, s, h, d0), false,
-                  llvm::MaybeAlign(cache.fp8() ? vec : 16));
+              vector::StoreOp::create(b, loc, x, cache.memref(isV),
+                                      cache.indices(e, isV, page, s, h, d0),
+                                      false, llvm::MaybeAlign(16));
               scf::YieldOp::create(b, loc);
             });
       }

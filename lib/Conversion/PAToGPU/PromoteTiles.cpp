@@ -441,7 +441,8 @@ Value Promoter::issueQ() {
   TileLoadQOp op = m.loadQ;
   int64_t chunks = l.rows * (l.headDim / kChunk);
   SmallVector<Value> tokens;
-  for (int64_t i = 0; i < llvm::divideCeil(chunks, l.threads); ++i) {
+  int64_t rounds = static_cast<int64_t>(llvm::divideCeil(chunks, l.threads));
+  for (int64_t i = 0; i < rounds; ++i) {
     auto copyQ = [&](SmallVectorImpl<Value> &out) {
       auto [r, col] = chunk(i, kChunk);
       Value qi = e.divui(r, e.idx(l.group));

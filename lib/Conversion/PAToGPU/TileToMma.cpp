@@ -984,7 +984,7 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
   c.group = st.getGroup();
   c.lseBase2 = st.getLseBase2();
   for (TileMaskOp mk : masks) {
-    if (mk.getGroup() != c.group || mk.getS() != scores)
+    if (static_cast<int64_t>(mk.getGroup()) != c.group || mk.getS() != scores)
       return mk.emitOpError() << "pa-tile-to-mma: the mask's group and "
                                  "scores must be the store's and the qk's";
     if (auto sc = mk.getLogitsSoftCap())
