@@ -40,6 +40,18 @@ Value joinPairs(PatternRewriter &rw, Location loc, SmallVector<Value> parts) {
   return parts[0];
 }
 
+/// The conversions take fp8 scalars and 1-D vectors of 2, 4, 8, ...
+/// elements (`vt` null: a scalar); an error at `op` otherwise.
+LogicalResult checkShape(Operation *op, VectorType vt) {
+  if (vt && (vt.getRank() != 1 || vt.getDimSize(0) < 2 ||
+             !llvm::isPowerOf2_64(vt.getDimSize(0))))
+    return op->emitOpError()
+           << "pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, "
+              "4, 8, ... elements, got "
+           << vt;
+  return success();
+}
+
 /// arith.extf fp8 -> f16 / bf16 / f32 (scalar, or a vector of a power of
 /// two >= 2 elements).
 struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
@@ -52,12 +64,8 @@ struct ExtFFromFP8 final : OpRewritePattern<arith::ExtFOp> {
       return rw.notifyMatchFailure(op, "not from fp8");
     Type dstElem = getElementTypeOrSelf(op.getType());
     auto vt = dyn_cast<VectorType>(op.getIn().getType());
-    if (vt && (vt.getRank() != 1 || vt.getDimSize(0) < 2 ||
-               !llvm::isPowerOf2_64(vt.getDimSize(0))))
-      return op.emitOpError()
-             << "pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, "
-                "4, 8, ... elements, got "
-             << vt;
+    if (failed(checkShape(op, vt)))
+      return failure();
     if (!dstElem.isF16() && !dstElem.isBF16() && !dstElem.isF32())
       return op.emitOpError()
              << "pa-fp8-to-nvvm widens fp8 to f16, bf16 or f32, got "
@@ -115,12 +123,8 @@ struct TruncFToFP8 final : OpRewritePattern<arith::TruncFOp> {
     if (!pa::isFP8CacheType(dstElem))
       return rw.notifyMatchFailure(op, "not to fp8");
     auto vt = dyn_cast<VectorType>(op.getIn().getType());
-    if (vt && (vt.getRank() != 1 || vt.getDimSize(0) < 2 ||
-               !llvm::isPowerOf2_64(vt.getDimSize(0))))
-      return op.emitOpError()
-             << "pa-fp8-to-nvvm converts fp8 scalars and 1-D vectors of 2, "
-                "4, 8, ... elements, got "
-             << vt;
+    if (failed(checkShape(op, vt)))
+      return failure();
     if (!getElementTypeOrSelf(op.getIn().getType()).isF32())
       return op.emitOpError()
              << "pa-fp8-to-nvvm narrows f32 to fp8, got "
