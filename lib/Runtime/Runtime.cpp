@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -570,6 +571,21 @@ Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
   return Status::success();
 }
 
+/// An argument pointer a launch needs when `needed`.
+struct RequiredArg {
+  const char *name;
+  pa_deviceptr ptr;
+  bool needed;
+};
+
+/// "argument 'NAME' is null" for the first needed argument that is null.
+Status checkRequired(std::initializer_list<RequiredArg> args) {
+  for (const RequiredArg &r : args)
+    if (r.needed && !r.ptr)
+      return fail("argument '", r.name, "' is null");
+  return Status::success();
+}
+
 /// The checks every run makes before anything else: the plan's bundle
 /// config, batch and nnz against the plan, heads and head_dim against the
 /// bundle, joint vs split cache, and (when `batch > 0`) non-null pointers
@@ -597,44 +613,47 @@ Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
   bool joint = c.kv == KVStorage::Joint;
   if (a.batch == 0)
     return Status::success();
-  struct {
-    const char *name;
-    pa_deviceptr ptr;
-    bool needed;
-  } required[] = {{"q", a.q, true},
-                  {"o", a.o, true},
-                  {"lse", a.lse, true},
-                  {"kv_indptr", a.kvIndptr, true},
-                  {"kv_last_page_len", a.kvLastPageLen, true},
-                  {"kv_indices", a.kvIndices, a.nnz > 0},
-                  {"kv", a.kv, joint && a.numPages > 0},
-                  {"k", a.k, !joint && a.numPages > 0},
-                  {"v", a.v, !joint && a.numPages > 0},
-                  {"k_scale", a.kScale, c.fp8()},
-                  {"v_scale", a.vScale, c.fp8()}};
-  for (const auto &r : required)
-    if (r.needed && !r.ptr)
-      return fail("argument '", r.name, "' is null");
-  return Status::success();
+  return checkRequired({{"q", a.q, true},
+                        {"o", a.o, true},
+                        {"lse", a.lse, true},
+                        {"kv_indptr", a.kvIndptr, true},
+                        {"kv_last_page_len", a.kvLastPageLen, true},
+                        {"kv_indices", a.kvIndices, a.nnz > 0},
+                        {"kv", a.kv, joint && a.numPages > 0},
+                        {"k", a.k, !joint && a.numPages > 0},
+                        {"v", a.v, !joint && a.numPages > 0},
+                        {"k_scale", a.kScale, c.fp8()},
+                        {"v_scale", a.vScale, c.fp8()}});
 }
 
 /// Binds the cache roles (q, kv or k / v, the page table, o, lse).
+/// Binds the cache of the bundle's storage (kv, or k and v) and an fp8
+/// cache's scales.
+void bindCache(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
+               pa_deviceptr v, pa_deviceptr kScale, pa_deviceptr vScale,
+               const ProblemDims &dims, ArgBindings &args) {
+  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
+    args.bind(r, ptr, roleShape(c, r, dims));
+  };
+  if (c.kv == KVStorage::Joint) {
+    bind(ArgRole::KV, kv);
+  } else {
+    bind(ArgRole::K, k);
+    bind(ArgRole::V, v);
+  }
+  if (c.fp8()) {
+    bind(ArgRole::KScale, kScale);
+    bind(ArgRole::VScale, vScale);
+  }
+}
+
 void bindCacheArgs(const BundleConfig &c, const CacheArgs &a,
                    const ProblemDims &dims, ArgBindings &args) {
   auto bind = [&](ArgRole r, pa_deviceptr ptr) {
     args.bind(r, ptr, roleShape(c, r, dims));
   };
   bind(ArgRole::Q, a.q);
-  if (c.kv == KVStorage::Joint) {
-    bind(ArgRole::KV, a.kv);
-  } else {
-    bind(ArgRole::K, a.k);
-    bind(ArgRole::V, a.v);
-  }
-  if (c.fp8()) {
-    bind(ArgRole::KScale, a.kScale);
-    bind(ArgRole::VScale, a.vScale);
-  }
+  bindCache(c, a.kv, a.k, a.v, a.kScale, a.vScale, dims, args);
   bind(ArgRole::KVIndptr, a.kvIndptr);
   bind(ArgRole::KVIndices, a.kvIndices);
   bind(ArgRole::KVLastPageLen, a.kvLastPageLen);
@@ -644,13 +663,13 @@ void bindCacheArgs(const BundleConfig &c, const CacheArgs &a,
 
 /// Checked mode, fp8 caches: every K and V scale finite and > 0 (what the
 /// CPU lowering asserts; the kernels assume it).
-Status checkScales(const BundleConfig &c, const CacheArgs &a,
-                   CUstream stream) {
+Status checkScales(const BundleConfig &c, pa_deviceptr kScale,
+                   pa_deviceptr vScale, CUstream stream) {
   if (!c.fp8())
     return Status::success();
   int64_t n = c.kvScale == KVScale::Head ? c.kvHeads : 1;
-  for (auto [ptr, name] : {std::pair{a.kScale, "k_scale"},
-                           std::pair{a.vScale, "v_scale"}}) {
+  for (auto [ptr, name] : {std::pair{kScale, "k_scale"},
+                           std::pair{vScale, "v_scale"}}) {
     std::vector<int32_t> bits;
     PA_TRY(download(bits, ptr, n, stream, name));
     for (int64_t i = 0; i < n; ++i) {
@@ -730,7 +749,7 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
     return Status::success();
   if (a.checked) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
-    PA_TRY(checkScales(c, ca, stream));
+    PA_TRY(checkScales(c, ca.kScale, ca.vScale, stream));
   }
 
   ProblemDims dims;
@@ -776,23 +795,21 @@ Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
   if (a.num_pages < 0)
     return fail("num_pages = ", a.num_pages, " is negative");
   PA_TRY(checkCacheForm(c, a.kv, a.k, a.v, a.k_scale, a.v_scale));
-  bool joint = c.kv == KVStorage::Joint;
   if (a.num_rows == 0)
     return Status::success();
-  for (auto [ptr, name] :
-       {std::pair{a.k_new, "k_new"}, std::pair{a.v_new, "v_new"},
-        std::pair{a.slot_mapping, "slot_mapping"}})
-    if (!ptr)
-      return fail(name, " is null");
-  if (joint ? !a.kv : (!a.k || !a.v))
-    return fail(joint ? "kv is null" : "k or v is null");
-  if (c.fp8() && (!a.k_scale || !a.v_scale))
-    return fail("the cache is fp8 (kv_dtype ", toString(c.kvDtype),
-                "): k_scale and v_scale are required");
-  CUstream s = stream;
+  bool joint = c.kv == KVStorage::Joint;
+  PA_TRY(checkRequired({{"k_new", a.k_new, true},
+                        {"v_new", a.v_new, true},
+                        {"slot_mapping", a.slot_mapping, true},
+                        {"kv", a.kv, joint},
+                        {"k", a.k, !joint},
+                        {"v", a.v, !joint},
+                        {"k_scale", a.k_scale, c.fp8()},
+                        {"v_scale", a.v_scale, c.fp8()}}));
   if (a.checked) {
     std::vector<int32_t> slots;
-    PA_TRY(download(slots, a.slot_mapping, a.num_rows, s, "slot_mapping"));
+    PA_TRY(download(slots, a.slot_mapping, a.num_rows, stream,
+                    "slot_mapping"));
     int64_t capacity = a.num_pages * c.pageSize;
     std::unordered_map<int32_t, int64_t> seen;
     for (int64_t r = 0; r < a.num_rows; ++r) {
@@ -808,10 +825,7 @@ Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
                     " repeats slot_mapping[", it->second,
                     "] (rows must go to distinct slots)");
     }
-    CacheArgs ca;
-    ca.kScale = a.k_scale;
-    ca.vScale = a.v_scale;
-    PA_TRY(checkScales(c, ca, s));
+    PA_TRY(checkScales(c, a.k_scale, a.v_scale, stream));
   }
   ProblemDims dims;
   dims.batch = a.num_rows;
@@ -823,17 +837,9 @@ Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
   bind(ArgRole::KNew, a.k_new);
   bind(ArgRole::VNew, a.v_new);
   bind(ArgRole::SlotMapping, a.slot_mapping);
-  if (c.fp8()) {
-    bind(ArgRole::KScale, a.k_scale);
-    bind(ArgRole::VScale, a.v_scale);
-  }
-  if (joint) {
-    bind(ArgRole::KV, a.kv);
-  } else {
-    bind(ArgRole::K, a.k);
-    bind(ArgRole::V, a.v);
-  }
-  return launch(b, KernelKind::AppendKVSlots, args, dims, s, a.checked != 0);
+  bindCache(c, a.kv, a.k, a.v, a.k_scale, a.v_scale, dims, args);
+  return launch(b, KernelKind::AppendKVSlots, args, dims, stream,
+                a.checked != 0);
 }
 
 /// The prefill kernel `kind` (Prefill or PrefillShort) of `b`, or an
@@ -1058,7 +1064,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
 
   if (a.checked && p.batch > 0) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));
-    PA_TRY(checkScales(c, ca, stream));
+    PA_TRY(checkScales(c, ca.kScale, ca.vScale, stream));
     std::vector<int32_t> qo;
     PA_TRY(download(qo, a.qo_indptr, p.batch + 1, stream, "qo_indptr"));
     PA_TRY(validateQueries(qo, p.batch, a.num_query_rows, p.kvLens,

@@ -41,11 +41,6 @@ struct AppendCase {
   std::vector<float> kScale, vScale;
 };
 
-/// Bytes of one cache element of `c` (1 for fp8).
-int64_t cacheElemBytes(const rt::BundleConfig &c) {
-  return c.fp8() ? 1 : rt::elementBytes(c.dtype);
-}
-
 /// A random case of `rows` rows into a cache of `numPages` pages: distinct
 /// slots, every fifth row (about) skipped with a negative slot; fp8 scales
 /// small enough that some values saturate.
@@ -55,7 +50,7 @@ AppendCase makeCase(const rt::BundleConfig &c, int64_t rows, int64_t numPages,
   AppendCase a;
   a.rows = rows;
   a.numPages = numPages;
-  int64_t eb = cacheElemBytes(c);
+  int64_t eb = cacheElementBytes(c);
   for (int i = 0; i < g.numBuffers(); ++i) {
     std::vector<uint8_t> buf(
         static_cast<size_t>(g.bufferElements(numPages) * eb));
@@ -141,8 +136,8 @@ DeviceAppend upload(const AppendCase &a) {
   return d;
 }
 
-pa_append_args argsOf(const rt::BundleConfig &c, const AppendCase &a,
-                      const DeviceAppend &d, bool checked) {
+pa_append_args argsOf(const rt::BundleConfig &c, const DeviceAppend &d,
+                      int64_t rows, int64_t numPages, bool checked) {
   pa_append_args x{};
   x.k_new = d.kNew.get();
   x.v_new = d.vNew.get();
@@ -155,8 +150,8 @@ pa_append_args argsOf(const rt::BundleConfig &c, const AppendCase &a,
   }
   x.k_scale = d.kScale.get();
   x.v_scale = d.vScale.get();
-  x.num_rows = a.rows;
-  x.num_pages = a.numPages;
+  x.num_rows = rows;
+  x.num_pages = numPages;
   x.checked = checked ? 1 : 0;
   return x;
 }
@@ -166,7 +161,7 @@ pa_append_args argsOf(const rt::BundleConfig &c, const AppendCase &a,
 int64_t runCase(pa_bundle *bundle, const rt::BundleConfig &c,
                 const AppendCase &a, bool checked) {
   DeviceAppend d = upload(a);
-  pa_append_args x = argsOf(c, a, d, checked);
+  pa_append_args x = argsOf(c, d, a.rows, a.numPages, checked);
   PA_RT(pa_append_kv_slots(bundle, &x, nullptr));
   PA_CU(cuCtxSynchronize());
   int64_t bad = 0;
@@ -188,7 +183,7 @@ bool expectRejected(pa_bundle *bundle, const rt::BundleConfig &c,
                     const AppendCase &a, const char *what,
                     const std::string &fragment) {
   DeviceAppend d = upload(a);
-  pa_append_args x = argsOf(c, a, d, /*checked=*/true);
+  pa_append_args x = argsOf(c, d, a.rows, a.numPages, /*checked=*/true);
   int rc = pa_append_kv_slots(bundle, &x, nullptr);
   std::string msg = rc == PA_SUCCESS ? "" : pa_last_error();
   bool ok = rc != PA_SUCCESS && msg.find(fragment) != std::string::npos;
@@ -308,45 +303,28 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
     out("|---:|---|---:|---:|---:|---:|---:|");
     test::Rng rng(o.seed);
     test::CacheGeometry g = test::CacheGeometry::of(c);
-    int64_t eb = cacheElemBytes(c), nb = rt::elementBytes(c.dtype);
+    int64_t eb = cacheElementBytes(c), nb = rt::elementBytes(c.dtype);
     for (int64_t rows : o.rows) {
       int64_t pages = (2 * rows + c.pageSize - 1) / c.pageSize;
-      std::vector<DeviceBuffer> cache;
+      DeviceAppend d;
       for (int i = 0; i < g.numBuffers(); ++i)
-        cache.emplace_back(
+        d.cache.emplace_back(
             static_cast<size_t>(g.bufferElements(pages) * eb));
       int64_t n = rows * c.kvHeads * c.headDim;
-      DeviceBuffer kNew(static_cast<size_t>(n * nb)),
-          vNew(static_cast<size_t>(n * nb));
-      int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
-                  : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
-                                               : PA_DTYPE_F32;
-      roofs.fillUniform(kNew.get(), static_cast<uint64_t>(n), dtype, o.seed,
-                        -1.f, 1.f, stream);
-      roofs.fillUniform(vNew.get(), static_cast<uint64_t>(n), dtype,
-                        o.seed + 1, -1.f, 1.f, stream);
+      d.kNew.allocate(static_cast<size_t>(n * nb));
+      d.vNew.allocate(static_cast<size_t>(n * nb));
+      roofs.fillUniform(d.kNew.get(), static_cast<uint64_t>(n),
+                        fillDtype(c.dtype), o.seed, -1.f, 1.f, stream);
+      roofs.fillUniform(d.vNew.get(), static_cast<uint64_t>(n),
+                        fillDtype(c.dtype), o.seed + 1, -1.f, 1.f, stream);
       std::vector<int32_t> perm(static_cast<size_t>(pages * c.pageSize));
       std::iota(perm.begin(), perm.end(), 0);
       rng.shuffle(perm);
       perm.resize(static_cast<size_t>(rows));
-      DeviceBuffer slots = uploadVector(perm);
-      DeviceBuffer scales = benchScales(c);
-      pa_append_args x{};
-      x.k_new = kNew.get();
-      x.v_new = vNew.get();
-      x.slot_mapping = slots.get();
-      if (c.kv == rt::KVStorage::Joint) {
-        x.kv = cache[0].get();
-      } else {
-        x.k = cache[0].get();
-        x.v = cache[1].get();
-      }
-      if (c.fp8()) {
-        x.k_scale = scales.get();
-        x.v_scale = scales.get();
-      }
-      x.num_rows = rows;
-      x.num_pages = pages;
+      d.slots = uploadVector(perm);
+      d.kScale = benchScales(c); // empty unless the cache is fp8
+      d.vScale = benchScales(c);
+      pa_append_args x = argsOf(c, d, rows, pages, /*checked=*/false);
       Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
         PA_RT(pa_append_kv_slots(bundle, &x, stream));
       });

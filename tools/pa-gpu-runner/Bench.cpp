@@ -200,7 +200,7 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   const int64_t P = c.pageSize, Hkv = c.kvHeads, Hq = c.numQHeads(),
                 D = c.headDim, eb = rt::elementBytes(c.dtype);
   // Bytes of a cache element: the dtype's, or 1 for an fp8 cache.
-  const int64_t kvEb = c.fp8() ? 1 : eb;
+  const int64_t kvEb = cacheElementBytes(c);
   const int64_t ppr = (L + P - 1) / P;
   const int64_t pagesPerSet = B * ppr;
   const double pageBytes = 2.0 * P * Hkv * D * kvEb; // K and V
@@ -232,9 +232,7 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   DeviceSpan pool0{arena, joint ? poolBytes : poolBytes / 2};
   DeviceSpan pool1{arena + (joint ? 0 : poolBytes / 2),
                    joint ? 0 : poolBytes / 2};
-  int dtype = c.dtype == rt::DType::F16    ? PA_DTYPE_F16
-              : c.dtype == rt::DType::BF16 ? PA_DTYPE_BF16
-                                           : PA_DTYPE_F32;
+  int dtype = fillDtype(c.dtype);
   int kvDtype = cacheFillDtype(c, dtype);
   roofs.fillUniform(pool0.get(), pool0.size() / kvEb, kvDtype, o.seed + 1,
                     -1.f, 1.f, stream);

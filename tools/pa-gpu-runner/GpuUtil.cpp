@@ -151,6 +151,12 @@ std::string pa::runner::utcNow() {
   return buf;
 }
 
+int pa::runner::fillDtype(rt::DType t) {
+  return t == rt::DType::F16    ? PA_DTYPE_F16
+         : t == rt::DType::BF16 ? PA_DTYPE_BF16
+                                : PA_DTYPE_F32;
+}
+
 int pa::runner::cacheFillDtype(const rt::BundleConfig &c, int dataDtype) {
   switch (c.kvDtype) {
   case rt::KVDType::E4M3:
@@ -171,10 +177,14 @@ DeviceBuffer pa::runner::benchScales(const rt::BundleConfig &c) {
       1.0f));
 }
 
+int64_t pa::runner::cacheElementBytes(const rt::BundleConfig &c) {
+  return c.fp8() ? 1 : rt::elementBytes(c.dtype);
+}
+
 double pa::runner::kvSetBytes(const rt::BundleConfig &c, int64_t B,
                               int64_t L) {
   const int64_t P = c.pageSize;
-  const int64_t kvEb = c.fp8() ? 1 : rt::elementBytes(c.dtype);
+  const int64_t kvEb = cacheElementBytes(c);
   return 2.0 * P * c.kvHeads * c.headDim * kvEb * (B * ((L + P - 1) / P));
 }
 

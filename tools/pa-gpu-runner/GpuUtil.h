@@ -118,6 +118,9 @@ struct DeviceSpan {
   size_t size() const { return bytes; }
 };
 
+/// Bytes of one cache element of `c`: 1 for an fp8 cache, else the
+/// dtype's.
+int64_t cacheElementBytes(const rt::BundleConfig &c);
 /// Bytes of K and V of B requests of L tokens (whole pages) in the cache
 /// of `c` (an fp8 cache: 1 byte per element).
 double kvSetBytes(const rt::BundleConfig &c, int64_t B, int64_t L);
@@ -131,6 +134,8 @@ DeviceBuffer allocKVArena(double needBytes, double keepFreeBytes);
 
 /// fillUniform's dtypes for fp8 caches (beside PA_DTYPE_*).
 constexpr int kFillE4M3 = 3, kFillE5M2 = 4;
+/// fillUniform's dtype (PA_DTYPE_*) for elements of `t`.
+int fillDtype(rt::DType t);
 /// fillUniform's dtype for the cache of `c`: its fp8 format, else
 /// `dataDtype` (a PA_DTYPE_*).
 int cacheFillDtype(const rt::BundleConfig &c, int dataDtype);

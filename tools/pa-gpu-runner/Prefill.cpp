@@ -791,7 +791,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
           kvLens(static_cast<size_t>(B), sh.kvLen);
       const int64_t ppr = (sh.kvLen + P - 1) / P, pagesPerSet = B * ppr;
       // An fp8 cache holds one byte per element.
-      const int64_t kvEb = c.fp8() ? 1 : eb;
+      const int64_t kvEb = cacheElementBytes(c);
       const double pageBytes = 2.0 * P * Hkv * D * kvEb;
       const int64_t rows = B * sh.qoLen;
       const double qBytes = static_cast<double>(rows * Hq * D * eb);

@@ -156,36 +156,6 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
     (void)loopUnrollByFactor(f, kMergeUnroll);
 }
 
-/// o = 0, lse = -inf for requests [lo, hi) and the CTA's heads.
-void emitEmptyRange(KernelEmitter &e, const FusedMerge &m, Value lo, Value hi,
-                    const CTAHeads &heads, int64_t headDim, int64_t threads) {
-  OpBuilder &b = e.b;
-  Location loc = e.loc;
-  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
-  Value zero =
-      arith::ConstantOp::create(b, loc, b.getFloatAttr(oElem, 0.0));
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  e.forEach(lo, hi, [&](Value r) {
-    scf::ForOp::create(
-        b, loc, tid, e.idx(heads.count * headDim), e.idx(threads),
-        ValueRange{}, [&](OpBuilder &, Location, Value idx, ValueRange) {
-          Value j = e.divui(idx, e.idx(headDim));
-          Value d = e.remui(idx, e.idx(headDim));
-          Value h = e.add(heads.first, j);
-          auto write = [&]() {
-            e.store(zero, m.o, {r, h, d});
-            e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)),
-                     [&]() { e.store(e.negInf(), m.lse, {r, h}); });
-          };
-          if (heads.valid)
-            e.ifThen(e.cmpi(Pred::ult, j, heads.valid), write);
-          else
-            write();
-          scf::YieldOp::create(b, loc);
-        });
-  });
-}
-
 } // namespace
 
 void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
@@ -247,21 +217,25 @@ void gpukernel::emitEmptyRequests(KernelEmitter &e, const FusedMerge &m,
                                   int64_t headDim, int64_t threads) {
   Value batch = e.sub(e.dim(m.workIndptr, 0), e.idx(1));
   Value items = e.loadIdx(m.workIndptr, batch);
+  // A request without items is the merge of no rows: o = 0, lse = -inf.
+  auto emitEmptyRange = [&](Value lo, Value hi) {
+    e.forEach(lo, hi, [&](Value r) {
+      emitMergeRows(e, m, r, e.idx(0), e.idx(0), heads, headDim, threads);
+    });
+  };
   Value first = e.cmpi(Pred::eq, x, e.idx(0));
   e.ifThen(e.cmpi(Pred::ult, x, items), [&]() {
     Value r = e.loadIdx(m.workRequest, x);
     Value prev = e.loadIdx(m.workRequest,
                            e.select(first, e.idx(0), e.sub(x, e.idx(1))));
     // Those between item x - 1's request and item x's.
-    emitEmptyRange(e, m, e.select(first, e.idx(0), e.add(prev, e.idx(1))), r,
-                   heads, headDim, threads);
+    emitEmptyRange(e.select(first, e.idx(0), e.add(prev, e.idx(1))), r);
     // Those after the last item's.
     e.ifThen(e.cmpi(Pred::eq, x, e.sub(items, e.idx(1))), [&]() {
-      emitEmptyRange(e, m, e.add(r, e.idx(1)), batch, heads, headDim,
-                     threads);
+      emitEmptyRange(e.add(r, e.idx(1)), batch);
     });
   });
   e.ifThen(e.andi(first, e.cmpi(Pred::eq, items, e.idx(0))), [&]() {
-    emitEmptyRange(e, m, e.idx(0), batch, heads, headDim, threads);
+    emitEmptyRange(e.idx(0), batch);
   });
 }
