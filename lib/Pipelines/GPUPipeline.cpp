@@ -24,7 +24,7 @@ using namespace mlir;
 
 void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
                                            const LowerToNVVMOptions &opts) {
-  addFrontPasses(pm, /*cascadeDecompose=*/false, opts.splitKVChunk,
+  addFrontPasses(pm, /*cascadeDecompose=*/true, opts.splitKVChunk,
                  opts.splitKVWorkList);
   ConvertPAToGPUOptions tile;
   tile.ctaThreads = opts.ctaThreads;

@@ -83,7 +83,9 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"prefill_short", KernelKind::PrefillShort},
     {"prefill_partial", KernelKind::PrefillPartial},
     {"decode_split", KernelKind::DecodeSplit},
-    {"append_kv_slots", KernelKind::AppendKVSlots}};
+    {"append_kv_slots", KernelKind::AppendKVSlots},
+    {"merge", KernelKind::Merge},
+    {"merge_states", KernelKind::MergeStates}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -116,7 +118,13 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"merge_counters", ArgRole::MergeCounters},
     {"k_new", ArgRole::KNew},
     {"v_new", ArgRole::VNew},
-    {"slot_mapping", ArgRole::SlotMapping}};
+    {"slot_mapping", ArgRole::SlotMapping},
+    {"o_0", ArgRole::StateO0},
+    {"lse_0", ArgRole::StateLSE0},
+    {"o_1", ArgRole::StateO1},
+    {"lse_1", ArgRole::StateLSE1},
+    {"o_states", ArgRole::OStates},
+    {"lse_states", ArgRole::LSEStates}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -133,8 +141,18 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::O:
   case ArgRole::KNew:
   case ArgRole::VNew:
+  case ArgRole::StateO0:
+  case ArgRole::StateO1:
     rank = 3;
     type = toElemType(c.dtype);
+    return;
+  case ArgRole::OStates:
+    rank = 4;
+    type = toElemType(c.dtype);
+    return;
+  case ArgRole::LSEStates:
+    rank = 3;
+    type = ElemType::F32;
     return;
   case ArgRole::KV:
     rank = 5;
@@ -181,6 +199,8 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
     return;
   case ArgRole::LSE:
   case ArgRole::LSEPart:
+  case ArgRole::StateLSE0:
+  case ArgRole::StateLSE1:
     rank = 2;
     type = ElemType::F32;
     return;
@@ -199,6 +219,11 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   KVStorage s = c.kv;
   std::vector<ArgRole> roles;
   roles.reserve(12);
+  if (k == KernelKind::Merge)
+    return {ArgRole::StateO0, ArgRole::StateLSE0, ArgRole::StateO1,
+            ArgRole::StateLSE1, ArgRole::O, ArgRole::LSE};
+  if (k == KernelKind::MergeStates)
+    return {ArgRole::OStates, ArgRole::LSEStates, ArgRole::O, ArgRole::LSE};
   if (k == KernelKind::AppendKVSlots) {
     roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::SlotMapping};
     if (c.fp8()) {
@@ -1058,7 +1083,16 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
   switch (r) {
   case ArgRole::Q:
   case ArgRole::O:
+  case ArgRole::StateO0:
+  case ArgRole::StateO1:
     return {d.queryRows(), hq, hd};
+  case ArgRole::StateLSE0:
+  case ArgRole::StateLSE1:
+    return {d.queryRows(), hq};
+  case ArgRole::OStates:
+    return {d.queryRows(), d.numStates, hq, hd};
+  case ArgRole::LSEStates:
+    return {d.queryRows(), d.numStates, hq};
   case ArgRole::KV:
     return nhd ? std::vector<int64_t>{d.numPages, 2, p, hkv, hd}
                : std::vector<int64_t>{d.numPages, 2, hkv, p, hd};

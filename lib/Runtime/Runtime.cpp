@@ -17,12 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PagedAttn/Runtime/pa_runtime.h"
-
-#include "PagedAttn/Runtime/Bundle.h"
-#include "PagedAttn/Runtime/Planner.h"
-
-#include <cuda.h>
+#include "RuntimeInternal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,11 +36,10 @@ using namespace pa::rt;
 // Errors
 //===----------------------------------------------------------------------===//
 
-namespace {
+namespace pa::rt::impl {
 
 thread_local std::string lastError;
 
-/// Status of a driver call: "<what> failed: CUDA_ERROR_X (text)".
 Status cuCheck(CUresult r, const char *what) {
   if (r == CUDA_SUCCESS)
     return Status::success();
@@ -57,21 +51,6 @@ Status cuCheck(CUresult r, const char *what) {
   return fail(what, " failed: ", name, " (", static_cast<int>(r), "): ", text);
 }
 
-/// Evaluates a driver call and returns its failure Status from the caller.
-#define PA_CU(call)                                                            \
-  do {                                                                         \
-    if (Status paStatus_ = cuCheck((call), #call); !paStatus_)                 \
-      return paStatus_;                                                        \
-  } while (0)
-
-/// Returns a Status from the caller when it is an error.
-#define PA_TRY(expr)                                                           \
-  do {                                                                         \
-    if (Status paStatus_ = (expr); !paStatus_)                                 \
-      return paStatus_;                                                        \
-  } while (0)
-
-/// Records `s` as the thread's last error; returns the C API code.
 int report(const Status &s) {
   if (s) {
     return PA_SUCCESS;
@@ -80,8 +59,7 @@ int report(const Status &s) {
   return PA_ERROR;
 }
 
-/// Fails unless a CUDA context is current on this thread.
-Status requireContext(CUcontext *out = nullptr) {
+Status requireContext(CUcontext *out) {
   CUcontext ctx = nullptr;
   CUresult r = cuCtxGetCurrent(&ctx);
   if (r == CUDA_ERROR_NOT_INITIALIZED)
@@ -95,135 +73,13 @@ Status requireContext(CUcontext *out = nullptr) {
   return Status::success();
 }
 
-/// Makes `ctx` current for the lifetime of the guard (used by the frees,
-/// which may run on a thread without a current context).
-class ContextGuard {
-public:
-  explicit ContextGuard(CUcontext ctx) {
-    pushed = ctx && cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
-  }
-  ~ContextGuard() {
-    if (pushed) {
-      CUcontext dummy;
-      cuCtxPopCurrent(&dummy);
-    }
-  }
-  ContextGuard(const ContextGuard &) = delete;
-  ContextGuard &operator=(const ContextGuard &) = delete;
-
-private:
-  bool pushed = false;
-};
-
 std::mutex initMutex;
 /// Primary contexts retained by pa_init, by device ordinal.
 std::map<int, std::pair<CUdevice, CUcontext>> retained;
 
-/// ceil(a / b) for a >= 0, b >= 1.
-int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+} // namespace pa::rt::impl
 
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// Bundle and plan objects
-//===----------------------------------------------------------------------===//
-
-struct pa_bundle {
-  std::string dir;
-  Manifest manifest;
-  CUcontext ctx = nullptr;
-  /// Loaded binaries, by file name (kernels may share one).
-  std::vector<std::pair<std::string, CUmodule>> modules;
-  /// By KernelKind; null when the bundle lacks the kernel.
-  CUfunction functions[kNumKernelKinds] = {};
-
-  CUfunction function(KernelKind k) const {
-    return functions[static_cast<int>(k)];
-  }
-  /// decode_split: split-KV decode in one launch.
-  bool hasFusedSplit() const { return function(KernelKind::DecodeSplit); }
-  bool hasSplit() const {
-    return hasFusedSplit() || (function(KernelKind::DecodePartial) &&
-                               function(KernelKind::MergeSegments));
-  }
-  /// The kernel that computes a split plan's partial states.
-  KernelKind splitKernel() const {
-    return hasFusedSplit() ? KernelKind::DecodeSplit
-                           : KernelKind::DecodePartial;
-  }
-  void unload() {
-    ContextGuard guard(ctx);
-    for (auto &m : modules)
-      cuModuleUnload(m.second);
-    modules.clear();
-  }
-};
-
-struct pa_plan {
-  BundleConfig config;
-  CUcontext ctx = nullptr;
-  int64_t batch = 0, nnz = 0, numSMs = 0, ctasPerSM = 0;
-  DecodePlan plan;
-  std::vector<int64_t> kvLens;
-  /// Device copies of plan.work and the split-KV workspace (split only).
-  CUdeviceptr workIndptr = 0, workRequest = 0, workStart = 0, workEnd = 0;
-  CUdeviceptr oPart = 0, lsePart = 0;
-  /// decode_split's arrival counters [B, Hq] (split plans of a bundle with
-  /// decode_split; zeroed at creation, zero again after every launch).
-  CUdeviceptr mergeCounters = 0;
-  /// Wcap: rows of the work arrays and of o_part / lse_part.
-  int64_t workCapacity = 0;
-  /// A CUDA-graph plan: the split path always, Wcap fixed at creation,
-  /// re-planned in place by pa_decode_plan_update.
-  bool graph = false;
-  /// force_chunk (0: the planner's), kept for updates.
-  int64_t forceChunk = 0;
-  /// The bundle the plan was made with (pa_decode_plan_update re-plans
-  /// with it; the bundle must outlive the plan).
-  const pa_bundle *bundle = nullptr;
-
-  void release() {
-    ContextGuard guard(ctx);
-    for (CUdeviceptr *p :
-         {&workIndptr, &workRequest, &workStart, &workEnd, &oPart, &lsePart,
-          &mergeCounters}) {
-      if (*p)
-        cuMemFree(*p);
-      *p = 0;
-    }
-  }
-};
-
-struct pa_prefill_plan {
-  BundleConfig config;
-  CUcontext ctx = nullptr;
-  /// The kernel the plan launches: Prefill, PrefillShort or (split-KV)
-  /// PrefillPartial followed by MergeSegments.
-  KernelKind kernel = KernelKind::Prefill;
-  int64_t batch = 0, nnz = 0, numQueryRows = 0, queriesPerTile = 0,
-          qTiles = 0;
-  std::vector<int64_t> kvLens;
-  std::vector<int32_t> qoIndptr;
-  /// Split-KV plans: pa::rt::planPrefill's plan, the device copies of its
-  /// work list (request, qo_start, qo_end, kv_start, kv_end, partial_row,
-  /// partial_stride), the merge segments and the partial states.
-  PrefillPlan split;
-  CUdeviceptr work[7] = {}, mergeIndptr = 0, oPart = 0, lsePart = 0;
-
-  bool isSplit() const { return kernel == KernelKind::PrefillPartial; }
-  void release() {
-    ContextGuard guard(ctx);
-    for (CUdeviceptr *p : {&work[0], &work[1], &work[2], &work[3], &work[4],
-                           &work[5], &work[6], &mergeIndptr, &oPart,
-                           &lsePart}) {
-      if (*p)
-        cuMemFree(*p);
-      *p = 0;
-    }
-  }
-};
-
-namespace {
+namespace pa::rt::impl {
 
 /// Loads every kernel binary of `b` and looks its functions up.
 Status loadBundle(pa_bundle &b) {
@@ -859,6 +715,17 @@ Status prefillKernel(const pa_bundle &b, const KernelSpec *&out,
   return Status::success();
 }
 
+/// Whether a request may have more queries than keys under prefill kernel
+/// `k`: its queries have explicit positions, or positions do not matter
+/// (no causal mask, window or ALiBi; docs/Semantics.md, sections 10 and 12:
+/// a cascade's shared prefix under many queries).
+bool queriesUnbounded(const KernelSpec &k) {
+  if (k.hasRole(ArgRole::QPositions))
+    return true;
+  return !k.prefill->causal && k.prefill->window == 0 &&
+         !k.hasRole(ArgRole::AlibiSlopes);
+}
+
 /// Split-KV for prefill: when the bundle has prefill_partial and its query
 /// tiles x KV heads would leave the SMs' CTA slots idle (or
 /// options->kv_chunk forces it), plans the work list with
@@ -913,7 +780,7 @@ Status planPrefillSplit(pa_bundle &b, I32Span qo, I32Span indptr,
   PrefillPlan plan;
   PA_TRY(planPrefill(qo, indptr, lastLen, p.batch, p.numQueryRows,
                      c.pageSize, c.kvHeads, k->prefill->queriesPerTile,
-                     k->prefill->causal, k->hasRole(ArgRole::QPositions), sms,
+                     k->prefill->causal, queriesUnbounded(*k), sms,
                      std::max(blocks, 1), plan, kPrefillMinChunk,
                      forceChunk, forcePartial));
   if (!plan.split)
@@ -966,7 +833,7 @@ Status makePrefillPlan(pa_bundle &b, const int32_t *qoIndptr,
   PA_TRY(kvLengths(indptr, lastLen, batch, c.pageSize, p.kvLens));
   // Both prefill kernels take the same arguments (the manifest checks it).
   PA_TRY(validateQueries(qo, batch, numQueryRows, p.kvLens,
-                         k->hasRole(ArgRole::QPositions)));
+                         queriesUnbounded(*k)));
   // The kernel: forced, or prefill_short for a short batch when the bundle
   // has it (docs/Runtime.md, "Prefill kernel choice"); then split-KV where
   // it pays (planPrefillSplit).
@@ -1068,7 +935,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
     std::vector<int32_t> qo;
     PA_TRY(download(qo, a.qo_indptr, p.batch + 1, stream, "qo_indptr"));
     PA_TRY(validateQueries(qo, p.batch, a.num_query_rows, p.kvLens,
-                           positions));
+                           queriesUnbounded(*k)));
     for (int64_t i = 0; i <= p.batch; ++i)
       if (qo[i] != p.qoIndptr[i])
         return fail("the query segments do not match the plan: qo_indptr[",
@@ -1161,7 +1028,9 @@ Status initDevice(int device) {
   return Status::success();
 }
 
-} // namespace
+} // namespace pa::rt::impl
+
+using namespace pa::rt::impl;
 
 //===----------------------------------------------------------------------===//
 // C API
@@ -1222,6 +1091,8 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->has_decode = bundle->function(KernelKind::Decode) ? 1 : 0;
   out->has_prefill = bundle->function(KernelKind::Prefill) ? 1 : 0;
   out->has_append = bundle->function(KernelKind::AppendKVSlots) ? 1 : 0;
+  out->has_merge = bundle->function(KernelKind::Merge) ? 1 : 0;
+  out->has_merge_states = bundle->function(KernelKind::MergeStates) ? 1 : 0;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;

@@ -499,9 +499,38 @@ void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
       });
 }
 
+/// @merge(o_0, lse_0, o_1, lse_1, o, lse): pa.merge of two states (the
+/// cascade's level merge); @merge_states(o_states, lse_states, o, lse):
+/// pa.merge_states of S stacked states per row.
+void buildMerges(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  buildFunc(b, loc, "merge", {t.q, t.lse, t.q, t.lse, t.q, t.lse},
+            {t.q, t.lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::MergeOp::create(
+                  b, loc, TypeRange{t.q, t.lse}, a.take_front(4),
+                  a.slice(4, 2), /*lse_base2=*/false);
+              return {op.getResult(0), op.getResult(1)};
+            });
+  int64_t dyn = ShapedType::kDynamic;
+  auto oStates = RankedTensorType::get(
+      {dyn, dyn, t.q.getDimSize(1), t.q.getDimSize(2)},
+      t.q.getElementType());
+  auto lseStates = RankedTensorType::get({dyn, dyn, t.q.getDimSize(1)},
+                                         t.lse.getElementType());
+  buildFunc(b, loc, "merge_states", {oStates, lseStates, t.q, t.lse},
+            {t.q, t.lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::MergeStatesOp::create(
+                  b, loc, TypeRange{t.q, t.lse}, a[0], a[1], a.slice(2, 2),
+                  /*lse_base2=*/false);
+              return {op.getResult(0), op.getResult(1)};
+            });
+}
+
 /// The program: with `decode` @decode (one pass), @decode_split
 /// (work-list split-KV) and @append_kv_slots (the cache write); with
-/// `prefill` @prefill, and with `split` @prefill_split.
+/// `prefill` @prefill, and with `split` @prefill_split; with both @merge
+/// and @merge_states (pa_merge, pa_merge_states, and the cascade's merges).
 OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
                                    bool prefill, bool split) {
   ProgramTypes t = programTypes(ctx);
@@ -513,6 +542,8 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
     buildPrefill(b, loc, t);
   if (prefill && split)
     buildPrefillSplit(b, loc, t);
+  if (prefill && decode)
+    buildMerges(b, loc, t);
   if (!decode)
     return module;
   int nkv = t.joint ? 1 : 2, nc = t.cacheArgs();
@@ -842,7 +873,9 @@ int main(int argc, char **argv) {
           "configuration (--kernels decode: decode and decode_split, or "
           "with --split-kv-merge separate decode_partial and merge_segments; "
           "prefill: prefill and, with the default shape up to "
-          "head dim 128, prefill_short; all: both) and their manifest "
+          "head dim 128, prefill_short; all: both, and merge and "
+          "merge_states for pa_merge, pa_merge_states and cascades) and "
+          "their manifest "
           "to a bundle directory\n",
           &llvm::errs()))
     return 2;

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Append.h"
+#include "Cascade.h"
 #include "Bench.h"
 #include "Check.h"
 #include "Options.h"
@@ -154,6 +155,38 @@ void addBenchAppendOptions(OptionParser &p, BenchAppendOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-cascade`, bound to `o`.
+void addCheckCascadeOptions(OptionParser &p, CheckCascadeOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "seed of the random cases (default: from the clock; printed)");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-cascade`, bound to `o`; the bundle goes to
+/// `operands`.
+void addBenchCascadeOptions(OptionParser &p, BenchCascadeOptions &o,
+                            std::vector<std::string> &operands,
+                            std::string &cases) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.text("--cases", "S:U:B,..", cases,
+         "cascade shapes: shared prefix S, unique suffix U, batch B");
+  p.positiveList("--merge-rows", o.mergeRows, "rows of the merge benchmark");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per shape");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the page order");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 /// A seed from the clock for a check run without --seed (not
 /// std::random_device: it needs glibc 2.36).
 uint64_t clockSeed() {
@@ -180,11 +213,20 @@ void printUsage(std::FILE *f) {
       benchAppendParser("bench-append");
   addCheckAppendOptions(checkAppendParser, checkAppend);
   addBenchAppendOptions(benchAppendParser, benchAppend, operands);
-  std::fprintf(f, "usage:\n%s%s%s%s%s%s", checkParser.usage().c_str(),
+  CheckCascadeOptions checkCascade;
+  BenchCascadeOptions benchCascade;
+  std::string cases;
+  OptionParser checkCascadeParser("check-cascade"),
+      benchCascadeParser("bench-cascade");
+  addCheckCascadeOptions(checkCascadeParser, checkCascade);
+  addBenchCascadeOptions(benchCascadeParser, benchCascade, operands, cases);
+  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s", checkParser.usage().c_str(),
                benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
                benchPrefillParser.usage().c_str(),
                checkAppendParser.usage().c_str(),
-               benchAppendParser.usage().c_str());
+               benchAppendParser.usage().c_str(),
+               checkCascadeParser.usage().c_str(),
+               benchCascadeParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -286,10 +328,46 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBenchAppend(opts);
   }
+  if (cmd == "check-cascade") {
+    CheckCascadeOptions opts;
+    OptionParser p("check-cascade");
+    addCheckCascadeOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = clockSeed();
+    return runCheckCascade(opts);
+  }
+  if (cmd == "bench-cascade") {
+    BenchCascadeOptions opts;
+    std::vector<std::string> operands;
+    std::string cases;
+    OptionParser p("bench-cascade");
+    addBenchCascadeOptions(p, opts, operands, cases);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!cases.empty()) {
+      opts.cases.clear();
+      size_t start = 0;
+      while (start <= cases.size()) {
+        size_t comma = cases.find(',', start);
+        std::string one = cases.substr(
+            start, comma == std::string::npos ? std::string::npos
+                                              : comma - start);
+        if (!one.empty())
+          opts.cases.push_back(one);
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+    }
+    opts.bundle = operands[0];
+    return runBenchCascade(opts);
+  }
   std::fprintf(stderr,
                "pa-gpu-runner: unknown command '%s' (expected check, bench, "
-               "check-prefill, bench-prefill, check-append or "
-               "bench-append)\n",
+               "check-prefill, bench-prefill, check-append, bench-append, "
+               "check-cascade or bench-cascade)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;

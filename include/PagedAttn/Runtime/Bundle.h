@@ -145,8 +145,15 @@ enum class KernelKind {
   /// slots of a slot mapping (vLLM's reshape_and_cache; pa.append_kv_slots),
   /// quantizing for an fp8 cache. Beside `decode` or `prefill`.
   AppendKVSlots,
+  /// (merge) optional: the merge of two attention states (pa.merge with
+  /// states o_0, lse_0, o_1, lse_1), a CTA per row; the cascade's level
+  /// merge (pa_merge, pa_cascade_run).
+  Merge,
+  /// (merge_states) optional: the merge of the N stacked states of every
+  /// row (pa.merge_states, FlashInfer's merge_states layout).
+  MergeStates,
 };
-constexpr int kNumKernelKinds = 8;
+constexpr int kNumKernelKinds = 10;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -200,8 +207,18 @@ enum class ArgRole {
   KNew,
   VNew,
   SlotMapping,
+  /// merge: the two input states, o_0 / o_1 [R, Hq, D] (dtype) and lse_0 /
+  /// lse_1 [R, Hq] f32 (R = rows, the merge's `batch`).
+  StateO0,
+  StateLSE0,
+  StateO1,
+  StateLSE1,
+  /// merge_states: o_states [R, S, Hq, D] (dtype) and lse_states
+  /// [R, S, Hq] f32, S = ProblemDims::numStates.
+  OStates,
+  LSEStates,
 };
-constexpr int kNumArgRoles = 32;
+constexpr int kNumArgRoles = 38;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -414,6 +431,8 @@ struct ProblemDims {
   /// Rows of o_part / lse_part when they differ from workCapacity (a split
   /// prefill: one row per (query, chunk)); unset: workCapacity.
   std::optional<int64_t> partialRows;
+  /// merge_states: the states per row (S of o_states[R, S, Hq, D]).
+  int64_t numStates = 0;
 
   /// Rows of q, o and lse: numQueryRows if set, else batch.
   int64_t queryRows() const { return numQueryRows ? *numQueryRows : batch; }

@@ -4,8 +4,11 @@
  *
  *===----------------------------------------------------------------------===//
  *
- * Loads kernel bundles written by pa-compile, plans split-KV decode steps and
- * batch prefills (ragged queries over a paged KV cache) and launches them, through the CUDA driver API only (libcuda). C-compatible, so
+ * Loads kernel bundles written by pa-compile, plans split-KV decode steps,
+ * batch prefills (ragged queries over a paged KV cache) and multi-level
+ * cascades (shared prefixes), merges attention states, writes new K/V into
+ * the cache, and launches all of it through the CUDA driver API only
+ * (libcuda). C-compatible, so
  * that C, Python (ctypes, torch tensors by data_ptr()) and other engines can
  * call it.
  *
@@ -76,6 +79,11 @@ typedef struct pa_bundle_config {
   int kv_scale;
   /** An append_kv_slots kernel is present (pa_append_kv_slots). */
   int has_append;
+  /** A merge kernel is present (pa_merge; pa_cascade_run merges levels
+   *  with it). */
+  int has_merge;
+  /** A merge_states kernel is present (pa_merge_states). */
+  int has_merge_states;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -381,6 +389,127 @@ typedef struct pa_append_args {
  *  mode). */
 int pa_append_kv_slots(pa_bundle *bundle, const pa_append_args *args,
                        pa_stream stream);
+
+/** Arguments of pa_merge: two attention states of R rows and the bundle's
+ *  heads and head dim, merged into a third (docs/Semantics.md, section 8:
+ *  the weights are exp(lse); a state with lse = -inf has weight 0; both
+ *  -inf gives o = 0, lse = -inf). lse is natural log. */
+typedef struct pa_merge_args {
+  pa_deviceptr o_a, lse_a; /**< [R, Hq, D] bundle dtype, [R, Hq] float */
+  pa_deviceptr o_b, lse_b; /**< the same shapes */
+  /** [R, Hq, D], [R, Hq] (written); must not overlap the inputs. */
+  pa_deviceptr o, lse;
+  int64_t num_rows;        /**< R (0: nothing is launched) */
+  /** Nonzero: check every input lse (finite or -inf: +inf and NaN are
+   *  outside the merge's domain) before the launch and synchronize after
+   *  it. */
+  int checked;
+} pa_merge_args;
+
+/** Enqueues the bundle's merge kernel (FlashInfer's merge_state): o, lse =
+ *  (o_a, lse_a) (+) (o_b, lse_b). Pointers must be 16-byte aligned. Does
+ *  not synchronize (except in checked mode). */
+int pa_merge(pa_bundle *bundle, const pa_merge_args *args, pa_stream stream);
+
+/** Arguments of pa_merge_states: S stacked states for each of R rows
+ *  (FlashInfer's merge_states layout). */
+typedef struct pa_merge_states_args {
+  pa_deviceptr o_states;   /**< [R, S, Hq, D] bundle dtype */
+  pa_deviceptr lse_states; /**< [R, S, Hq] float, natural log */
+  pa_deviceptr o, lse;     /**< [R, Hq, D], [R, Hq] (written) */
+  int64_t num_rows;        /**< R (0: nothing is launched) */
+  int64_t num_states;      /**< S >= 0 (0: o = 0, lse = -inf) */
+  int checked;             /**< as pa_merge_args.checked */
+} pa_merge_states_args;
+
+/** Enqueues the bundle's merge_states kernel: row r, head h of o / lse is
+ *  the merge of the S states (o_states[r, s, h], lse_states[r, s, h]). */
+int pa_merge_states(pa_bundle *bundle, const pa_merge_states_args *args,
+                    pa_stream stream);
+
+/** A multi-level cascade (pa.cascade, docs/Semantics.md section 12):
+ *  levels l = 0 .. L-1 over one paged cache, each with its own query
+ *  segments and page table, every level covering all Nq query rows. The
+ *  classic use is shared-prefix decoding: level 0 has one segment holding
+ *  all queries over the shared prefix's pages, level 1 a segment per
+ *  request over its own pages. Opaque. */
+typedef struct pa_cascade_plan pa_cascade_plan_t;
+
+/** The HOST copies of one level's segments, for pa_cascade_plan. */
+typedef struct pa_cascade_level {
+  const int32_t *qo_indptr;        /**< [batch + 1], ends at Nq */
+  const int32_t *kv_indptr;        /**< [batch + 1] */
+  const int32_t *kv_last_page_len; /**< [batch] */
+  int64_t batch;                   /**< segments of the level */
+} pa_cascade_level;
+
+/** How pa_cascade_plan runs a level. */
+enum {
+  /** One query per segment: the bundle's decode (split-KV as its
+   *  planner decides). */
+  PA_CASCADE_LEVEL_DECODE = 0,
+  /** Otherwise: the bundle's prefill (split-KV where the query tiles
+   *  would leave SMs idle: a shared prefix under a batch of queries). */
+  PA_CASCADE_LEVEL_PREFILL = 1
+};
+
+/** Plans a cascade from the HOST copies of every level's segments: each
+ *  level gets a decode plan when every segment of it has one query and the
+ *  bundle's decode computes the same attention (a bundle whose prefill has
+ *  a window, soft cap, custom sm_scale, ALiBi or base-2 lse runs every
+ *  level as prefill), else a prefill plan; then room for the levels'
+ *  states (L > 1). Needs a bundle with a merge kernel and a non-causal
+ *  prefill for every prefill level but the last (causal applies to the
+ *  last level only; pa-compile --kernels all). A plan serves every run
+ *  with the same segments and lengths (all layers of a step). */
+int pa_cascade_plan(pa_bundle *bundle, const pa_cascade_level *levels,
+                    int64_t num_levels, int64_t num_query_rows,
+                    pa_cascade_plan_t **out);
+
+/** What a cascade plan decided for level `level`. */
+typedef struct pa_cascade_level_info {
+  int kind;   /**< PA_CASCADE_LEVEL_* */
+  int split;  /**< 1: that level runs split-KV */
+  int64_t batch, nnz;
+  /** Split levels: tokens per work item (decode) or KV chunk (prefill). */
+  int64_t chunk;
+  int64_t num_work_items;
+} pa_cascade_level_info;
+
+int pa_cascade_plan_get_level(const pa_cascade_plan_t *plan, int64_t level,
+                              pa_cascade_level_info *out);
+
+/** Frees the plan and its device buffers. NULL is ignored. */
+void pa_cascade_plan_free(pa_cascade_plan_t *plan);
+
+/** The DEVICE arrays of one level, for pa_cascade_run. */
+typedef struct pa_cascade_level_args {
+  pa_deviceptr qo_indptr, kv_indptr, kv_indices, kv_last_page_len;
+  int64_t nnz; /**< kv_indptr[batch] */
+} pa_cascade_level_args;
+
+/** Arguments of one cascade step. */
+typedef struct pa_cascade_args {
+  pa_deviceptr q;        /**< [Nq, Hq, D], bundle dtype */
+  pa_deviceptr kv;       /**< joint cache, or 0 for kv split */
+  pa_deviceptr k, v;     /**< split caches, or 0 for kv joint */
+  pa_deviceptr k_scale, v_scale; /**< fp8 caches, else 0 */
+  const pa_cascade_level_args *levels; /**< num_levels entries */
+  int64_t num_levels;    /**< must equal the plan's */
+  pa_deviceptr o;        /**< [Nq, Hq, D] (written) */
+  pa_deviceptr lse;      /**< [Nq, Hq] float (written) */
+  int64_t num_query_rows, num_q_heads, head_dim, num_pages;
+  /** Nonzero: checked mode of every level's decode / prefill run (page
+   *  tables and segments against the plan), and of the merges. */
+  int checked;
+} pa_cascade_args;
+
+/** Enqueues the cascade on `stream`: every level's decode or prefill into
+ *  its state (level 0 straight into o / lse when L = 1), then L - 1 merges,
+ *  the last into o / lse. Runs of one plan must not overlap (they share its
+ *  states). */
+int pa_cascade_run(pa_bundle *bundle, const pa_cascade_plan_t *plan,
+                   const pa_cascade_args *args, pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -129,6 +129,16 @@ LogicalResult buildTileKernel(Operation *op, gpu::GPUModuleOp kmod,
 LogicalResult buildAppendKVSlots(AppendKVSlotsOp op, gpu::GPUModuleOp kmod,
                                  StringRef name, int64_t threads);
 
+/// MergeToGPU.cpp: a memref-form pa.merge becomes the kernel `name` (ABI
+/// kind `merge`, a CTA per row of lse[R, H], other ranks reshaped to it
+/// first), launched in its place.
+LogicalResult buildMerge(MergeOp op, gpu::GPUModuleOp kmod, StringRef name,
+                         int64_t threads);
+/// MergeToGPU.cpp: a memref-form pa.merge_states becomes the kernel `name`
+/// (ABI kind `merge_states`, a CTA per row s of o_states[S, N, H, D]).
+LogicalResult buildMergeStates(MergeStatesOp op, gpu::GPUModuleOp kmod,
+                               StringRef name, int64_t threads);
+
 //===----------------------------------------------------------------------===//
 // Split-KV decode in one launch (SplitKVMerge.cpp)
 //===----------------------------------------------------------------------===//

@@ -641,12 +641,13 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
         return WalkResult::interrupt();
       }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
-               PrefillPartialOp, AppendKVSlotsOp>(op)) {
+               PrefillPartialOp, AppendKVSlotsOp, MergeOp, MergeStatesOp>(
+              op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
                "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
-               "pa.prefill_partial and pa.append_kv_slots (use "
-               "pa-lower-to-cpu for the other ops)";
+               "pa.prefill_partial, pa.append_kv_slots, pa.merge and "
+               "pa.merge_states (use pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -718,6 +719,13 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               .Case([&](AppendKVSlotsOp a) {
                 return buildAppendKVSlots(a, kmod, "pa_append_kv_slots",
                                           ctaThreads);
+              })
+              .Case([&](MergeOp m) {
+                return buildMerge(m, kmod, "pa_merge", ctaThreads);
+              })
+              .Case([&](MergeStatesOp m) {
+                return buildMergeStates(m, kmod, "pa_merge_states",
+                                        ctaThreads);
               });
       if (failed(r))
         return signalPassFailure();
@@ -846,6 +854,14 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"kv"});
     else
       add({"k", "v"});
+  } else if (auto m = dyn_cast<MergeOp>(op)) {
+    for (int64_t i = 0; i < m.getNumStates(); ++i) {
+      roles.push_back("o_" + std::to_string(i));
+      roles.push_back("lse_" + std::to_string(i));
+    }
+    add({"o", "lse"});
+  } else if (isa<MergeStatesOp>(op)) {
+    add({"o_states", "lse_states", "o", "lse"});
   }
   assert(roles.size() == op->getNumOperands() && "a role per operand");
   return roles;
