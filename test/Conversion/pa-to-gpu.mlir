@@ -87,9 +87,9 @@ func.func @window(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: m
 
 // Ops without a GPU lowering are rejected at the op, before anything
 // changes, instead of staying behind on the host.
-func.func @merge_states(%v: memref<?x4x32x128xf32>, %s: memref<?x4x32xf32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
-  // expected-error @+1 {{'pa.merge_states' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial and pa.append_kv_slots}}
-  pa.merge_states states(%v, %s : memref<?x4x32x128xf32>, memref<?x4x32xf32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>)
+func.func @pack_mask(%m: memref<?xi1>, %i: memref<3xi32>, %p: memref<?xi8>, %pi: memref<3xi32>) {
+  // expected-error @+1 {{'pa.pack_mask' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.merge and pa.merge_states}}
+  pa.pack_mask mask(%m, %i : memref<?xi1>, memref<3xi32>) outs(%p, %pi : memref<?xi8>, memref<3xi32>)
   return
 }
 

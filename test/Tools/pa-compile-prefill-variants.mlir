@@ -98,6 +98,21 @@
 // LOGALL: pa-compile: prefill_short tile_q 128, tile_kv 32
 
 // ALL: kernel prefill kernels.cubin pa_prefill
+// With decode and prefill, the merges (pa_merge, pa_merge_states, cascades):
+// ALL: kernel merge kernels.cubin pa_merge
+// ALL-NEXT: arg o_0 memref 3 f16
+// ALL-NEXT: arg lse_0 memref 2 f32
+// ALL-NEXT: arg o_1 memref 3 f16
+// ALL-NEXT: arg lse_1 memref 2 f32
+// ALL-NEXT: arg o memref 3 f16
+// ALL-NEXT: arg lse memref 2 f32
+// ALL-NEXT: launch grid batch 1 1 block 128 1 1 smem 0
+// ALL-NEXT: kernel merge_states kernels.cubin pa_merge_states
+// ALL-NEXT: arg o_states memref 4 f16
+// ALL-NEXT: arg lse_states memref 3 f32
+// ALL-NEXT: arg o memref 3 f16
+// ALL-NEXT: arg lse memref 2 f32
+// ALL-NEXT: launch grid batch 1 1 block 128 1 1 smem 0
 // ALL: kernel decode kernels.cubin pa_decode
 // Split-KV decode is one kernel; merge_segments serves split prefill:
 // ALL: kernel decode_split kernels.cubin pa_decode_split

@@ -588,9 +588,9 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
         "pa_decode_run over the full tables (each request's = the shared "
         "pages, then its own); max |diff| compares their o");
     out("");
-    out("| S | U | B | Hq/Hkv | levels (plan) | cascade us | plain decode us "
-        "| speedup | max abs diff |");
-    out("|---:|---:|---:|---|---|---:|---:|---:|---:|");
+    out("| S | U | B | Hq/Hkv | levels (plan) | cascade us | prefix level "
+        "us | suffix level us | plain decode us | speedup | max abs diff |");
+    out("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
     test::Rng rng(o.seed);
     for (const std::string &text : o.cases) {
       int64_t S = 0, U = 0, B = 0;
@@ -675,6 +675,66 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       });
       pa_cascade_plan_free(cplan);
 
+      // The levels alone, planned as pa_cascade_plan plans them: the
+      // prefix as a prefill of all B queries, the suffixes as decode.
+      pa_prefill_plan_t *pplan = nullptr;
+      PA_RT(pa_prefill_plan(bundle, s.qo0.data(), s.ip0.data(), s.lp0.data(),
+                            1, B, &pplan));
+      pa_prefill_args pa{};
+      pa.q = q.get();
+      pa.qo_indptr = qo0.get();
+      pa.kv = ca.kv;
+      pa.k = ca.k;
+      pa.v = ca.v;
+      pa.k_scale = ca.k_scale;
+      pa.v_scale = ca.v_scale;
+      pa.kv_indptr = ip0.get();
+      pa.kv_indices = ix0.get();
+      pa.kv_last_page_len = lp0.get();
+      pa.o = od.get();
+      pa.lse = ld.get();
+      pa.batch = 1;
+      pa.num_query_rows = B;
+      pa.num_q_heads = Hq;
+      pa.head_dim = D;
+      pa.num_pages = s.pages;
+      pa.nnz = static_cast<int64_t>(s.ix0.size());
+      Timing tp = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+        PA_RT(pa_prefill_run(bundle, pplan, &pa, stream));
+      });
+      pa_prefill_plan_free(pplan);
+      pa_plan *splan = nullptr;
+      PA_RT(pa_decode_plan(bundle, s.ip1.data(), s.lp1.data(), B, nullptr,
+                           &splan));
+      pa_decode_args sa{};
+      sa.q = q.get();
+      sa.kv = ca.kv;
+      sa.k = ca.k;
+      sa.v = ca.v;
+      sa.k_scale = ca.k_scale;
+      sa.v_scale = ca.v_scale;
+      sa.kv_indptr = ip1.get();
+      sa.kv_indices = ix1.get();
+      sa.kv_last_page_len = lp1.get();
+      sa.o = od.get();
+      sa.lse = ld.get();
+      sa.batch = B;
+      sa.num_q_heads = Hq;
+      sa.head_dim = D;
+      sa.num_pages = s.pages;
+      sa.nnz = static_cast<int64_t>(s.ix1.size());
+      Timing ts = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+        PA_RT(pa_decode_run(bundle, splan, &sa, stream));
+      });
+      pa_plan_free(splan);
+      if (o.noPlain) {
+        out(fmt("| %" PRId64 " | %" PRId64 " | %" PRId64 " | %" PRId64
+                "/%" PRId64 " | %s | %.1f | %.1f | %.1f | | | |",
+                S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs,
+                tp.medianUs, ts.medianUs));
+        continue;
+      }
+
       pa_plan *dplan = nullptr;
       PA_RT(pa_decode_plan(bundle, s.ipf.data(), s.lpf.data(), B, nullptr,
                            &dplan));
@@ -713,9 +773,9 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
                    : std::max(diff, std::fabs(x - y));
       }
       out(fmt("| %" PRId64 " | %" PRId64 " | %" PRId64 " | %" PRId64
-              "/%" PRId64 " | %s | %.1f | %.1f | %.1fx | %.1e |",
-              S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs, td.medianUs,
-              td.medianUs / tc.medianUs, diff));
+              "/%" PRId64 " | %s | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1e |",
+              S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs, tp.medianUs,
+              ts.medianUs, td.medianUs, td.medianUs / tc.medianUs, diff));
     }
 
     out("");

@@ -42,6 +42,8 @@ struct BenchCascadeOptions {
   int warmup = 5, reps = 30;
   uint32_t seed = 1;
   int device = 0;
+  /// Skip the plain decode (the slow baseline), e.g. to compare bundles.
+  bool noPlain = false;
 };
 
 /// `bench-cascade`: times pa_cascade_run (2 levels: the shared prefix as a
@@ -49,6 +51,8 @@ struct BenchCascadeOptions {
 /// pa_decode_run over the full tables (each request's table = the shared
 /// pages, then its own) on the same cache and queries, and pa_merge /
 /// pa_merge_states against the copy ceiling; L2 evicted before every call.
+/// Each cascade row also times its levels alone (the prefix's prefill plan
+/// and the suffixes' decode plan, as pa_cascade_plan makes them).
 /// Returns the exit code.
 int runBenchCascade(const BenchCascadeOptions &opts);
 

@@ -176,6 +176,8 @@ void addBenchCascadeOptions(OptionParser &p, BenchCascadeOptions &o,
   p.text("--cases", "S:U:B,..", cases,
          "cascade shapes: shared prefix S, unique suffix U, batch B");
   p.positiveList("--merge-rows", o.mergeRows, "rows of the merge benchmark");
+  p.flag("--no-plain", o.noPlain,
+         "skip the plain decode over the full tables (the slow baseline)");
   p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
             "timed calls per shape");
   p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),

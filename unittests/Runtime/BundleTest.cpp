@@ -227,6 +227,62 @@ TEST(BundleManifest, DecodeSplitNeedsItsRoles) {
   }
 }
 
+TEST(BundleManifest, MergeKernels) {
+  std::string fused = fusedSplitManifest();
+  std::string merges = "kernel merge k.cubin pa_merge\n"
+                       "arg o_0 memref 3 f16\n"
+                       "arg lse_0 memref 2 f32\n"
+                       "arg o_1 memref 3 f16\n"
+                       "arg lse_1 memref 2 f32\n"
+                       "arg o memref 3 f16\n"
+                       "arg lse memref 2 f32\n"
+                       "launch grid batch 1 1 block 128 1 1 smem 0\n"
+                       "kernel merge_states k.cubin pa_merge_states\n"
+                       "arg o_states memref 4 f16\n"
+                       "arg lse_states memref 3 f32\n"
+                       "arg o memref 3 f16\n"
+                       "arg lse memref 2 f32\n"
+                       "launch grid batch 1 1 block 128 1 1 smem 0\n";
+  std::string text = fused.substr(0, fused.size() - 4) + merges + "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  ASSERT_NE(m.find(KernelKind::Merge), nullptr);
+  ASSERT_NE(m.find(KernelKind::MergeStates), nullptr);
+  EXPECT_EQ(m.find(KernelKind::Merge)->args[2].role, ArgRole::StateO1);
+  // The states have the outputs' shapes; merge_states stacks S of them.
+  ProblemDims d;
+  d.batch = 5;
+  d.numQueryRows = 5;
+  d.numStates = 3;
+  EXPECT_EQ(roleShape(m.config, ArgRole::StateO0, d),
+            (std::vector<int64_t>{5, 32, 128}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::StateLSE1, d),
+            (std::vector<int64_t>{5, 32}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::OStates, d),
+            (std::vector<int64_t>{5, 3, 32, 128}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::LSEStates, d),
+            (std::vector<int64_t>{5, 3, 32}));
+  // Round trip.
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok);
+  EXPECT_EQ(again, m);
+  // The role sets are fixed: a merge without its second state, or an lse
+  // state of the wrong rank, is an error naming the role.
+  Manifest bad;
+  std::string noSecond = text;
+  noSecond.erase(noSecond.find("arg o_1 memref 3 f16\n"), 21);
+  s = parseManifest(noSecond, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("o_1"), std::string::npos) << s.message;
+  std::string rank = text;
+  rank.replace(rank.find("arg lse_states memref 3"), 23,
+               "arg lse_states memref 2");
+  s = parseManifest(rank, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("lse_states"), std::string::npos) << s.message;
+}
+
 TEST(BundleManifest, AppendKVSlotsKernel) {
   std::string fused = fusedSplitManifest();
   std::string append = "kernel append_kv_slots k.cubin pa_append_kv_slots\n"

@@ -155,13 +155,17 @@ Value reshapeToRows(OpBuilder &b, Location loc, Value v, int64_t rank,
     return memref::CollapseShapeOp::create(b, loc, v, groups);
   }
   // rank 1: [R, (D)] -> [R, 1, (D)].
+  auto size = [&](int64_t i) -> OpFoldResult {
+    if (t.isDynamicDim(i))
+      return memref::DimOp::create(b, loc, v, i).getResult();
+    return b.getIndexAttr(t.getDimSize(i));
+  };
   SmallVector<int64_t> shape{t.getDimSize(0), 1};
-  SmallVector<OpFoldResult> sizes{
-      memref::DimOp::create(b, loc, v, 0).getResult(), b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> sizes{size(0), b.getIndexAttr(1)};
   SmallVector<ReassociationIndices> groups{{0, 1}};
   for (int64_t i = 1; i < 1 + extra; ++i) {
     shape.push_back(t.getDimSize(i));
-    sizes.push_back(memref::DimOp::create(b, loc, v, i).getResult());
+    sizes.push_back(size(i));
     groups.push_back({i + 1});
   }
   auto rt = MemRefType::get(shape, t.getElementType());
