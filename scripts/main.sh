@@ -2,10 +2,12 @@
 # The main job (README): set up and build, then
 #   1. every example program in examples/ through pa-opt: verify,
 #      canonicalize, bufferize and lower to CPU code (pa-lower-to-cpu);
-#   2. compile the decode example configuration (GQA 4, D 128, P 16, fp16)
-#      to PTX and, when ptxas is there, a cubin bundle (pa-compile);
-#   3. with a CUDA device: run the bundle against the float64 reference
-#      (pa-gpu-runner check); without one: run the CPU lowering of every op
+#   2. compile the decode, prefill and cascade examples to PTX and, when
+#      ptxas is there, the decode, prefill and `--kernels all` (cascade)
+#      configurations (GQA 4, D 128, P 16, fp16) to cubin bundles
+#      (pa-compile);
+#   3. with a CUDA device: run the bundles against the float64 reference
+#      (pa-gpu-runner check, check-prefill, check-cascade); without one: run the CPU lowering of every op
 #      on generated inputs against the reference and print the largest error
 #      per op.
 set -euo pipefail
@@ -36,6 +38,9 @@ echo "  PTX for sm_90 in $out/decode-sm90.mlir"
 "$paopt" "$root/examples/prefill-gpu.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
   -o "$out/prefill-sm90.mlir"
 echo "  PTX for sm_90 in $out/prefill-sm90.mlir (tensor-core prefill)"
+"$paopt" "$root/examples/cascade.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
+  -o "$out/cascade-sm90.mlir"
+echo "  PTX for sm_90 in $out/cascade-sm90.mlir (a prefill per level and the merge)"
 if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
@@ -51,6 +56,11 @@ if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
     --chip sm_90 -o "$out/bundle-prefill-gqa4"
   ptxas -v --gpu-name=sm_90 "$out/bundle-prefill-gqa4/kernels.ptx" -o /dev/null 2>&1 \
     | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
+  # The cascade's bundle: decode, non-causal prefill (split-KV), merges.
+  "$build/bin/pa-compile" --kernels all --head-dim 128 --page-size 16 \
+    --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint --chip sm_90 \
+    -o "$out/bundle-all-gqa4"
+  grep '^kernel' "$out/bundle-all-gqa4/bundle.manifest" | sed 's/^/    /'
 else
   echo "  (no ptxas: PTX only, no cubin)"
 fi
@@ -60,6 +70,9 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
   echo "=== 3. GPU: the bundles against the float64 reference"
   "$build/bin/pa-gpu-runner" check "$out/bundle-gqa4"
   "$build/bin/pa-gpu-runner" check-prefill "$out/bundle-prefill-gqa4"
+  # examples/cascade.mlir's computation (shared prefix + suffixes) and the
+  # merges, through the runtime's cascade plan.
+  "$build/bin/pa-gpu-runner" check-cascade "$out/bundle-all-gqa4"
 else
   echo "=== 3. no CUDA device: CPU lowering of every op vs the float64 reference"
   "$build/unittests/CPU/PACPUDifferentialTests" --gtest_brief=1 2>&1 \

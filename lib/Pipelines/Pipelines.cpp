@@ -126,8 +126,11 @@ void mlir::pa::registerPAPipelines() {
   registerChecked<LowerToNVVMOptions>(
       "pa-lower-to-nvvm",
       "Lower a pa program to GPU kernels (pa.decode, and with split-KV "
-      "pa.decode_partial + pa.merge_segments; pa.prefill on tensor cores; "
-      "other ops are rejected): optional split-KV work list, One-Shot "
+      "pa.decode_partial + pa.merge_segments; pa.prefill and "
+      "pa.prefill_partial on tensor cores; pa.cascade as a prefill per level "
+      "and a pa.merge; pa.append_kv_slots, pa.merge, pa.merge_states; "
+      "other ops are rejected): pa-cascade-decompose, optional split-KV work "
+      "list, One-Shot "
       "Bufferize, convert-pa-to-gpu (tiling, kernel ABI), "
       "pa-warp-shuffle-reduce, pa-mma-sync-bf16-to-nvvm, "
       "convert-nvgpu-to-nvvm, convert-gpu-to-nvvm, nvvm-attach-target, "

@@ -41,13 +41,15 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
 }
 
 def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Tile memref-form decode, decode_partial, merge_segments, prefill and prefill_partial into GPU kernels";
+  let summary = "Tile memref-form decode, decode_partial, merge_segments, prefill, prefill_partial, append_kv_slots, merge and merge_states into GPU kernels";
   let description = [{
     Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments`,
-    `pa.prefill` and `pa.prefill_partial` (memref form) becomes a `gpu.func`
+    `pa.prefill`, `pa.prefill_partial`, `pa.append_kv_slots`, `pa.merge`
+    and `pa.merge_states` (memref form) becomes a `gpu.func`
     kernel in the `gpu.module @pa_kernels` (named `pa_decode`,
     `pa_decode_partial`, `pa_merge_segments`, `pa_prefill`,
-    `pa_prefill_partial`; a suffix is added
+    `pa_prefill_partial`, `pa_append_kv_slots`, `pa_merge`,
+    `pa_merge_states`; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
     a `gpu.launch_func` in its place. Any other pa op is an error at the op
     ("is not supported on the GPU yet"), checked before the IR changes.
@@ -81,7 +83,11 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     f16/bf16/f32 (test/Pipelines/decode-shape-sweep.mlir).
 
     `merge_segments` uses a CTA per (segment, head), threads over the head
-    dim.
+    dim. `pa.merge` (N states, a CTA per row of lse[R, H]; other ranks are
+    reshaped to it on the host) and `pa.merge_states` (a CTA per row s of
+    o_states[S, N, H, D]) use 128 threads over the row's (head, 16-byte
+    slot) pairs, each merging its states with the shared merge operator
+    (lib/Conversion/PAToGPU/MergeToGPU.cpp).
 
     With `split-kv-merge=fused` (the default) a `pa.decode_partial` and the
     `pa.merge_segments` right after it that merges its states over its own

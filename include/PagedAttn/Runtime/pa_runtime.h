@@ -312,7 +312,8 @@ int pa_decode_run(pa_bundle *bundle, const pa_plan *plan,
  *  lengths (pa::rt::kvLengths), validates the query segments against them
  *  (pa::rt::validateQueries: qo_indptr from 0, non-decreasing, ending at
  *  num_query_rows, and qo_len <= kv_len unless the kernel takes explicit
- *  q_positions), picks the kernel (`prefill`, or `prefill_short` for a
+ *  q_positions or positions do not matter: no causal mask, window or
+ *  ALiBi, e.g. a cascade's shared prefix under many queries), picks the kernel (`prefill`, or `prefill_short` for a
  *  short batch when the bundle has it: see pa_prefill_plan_ex) and computes
  *  its grid (q_tiles x kv_heads x batch; batch above 65535 is rejected).
  *  Needs a bundle with a prefill kernel. A split-KV plan (the bundle's

@@ -18,6 +18,21 @@
 // Distinct rows must have distinct slots: two rows writing one slot race
 // (the CPU lowering's last row wins).
 //
+// The page-table writes take the same CTA per row and the same copy:
+//
+// - pa.append_kv -> `pa_append_kv` (ABI kind `append_kv`): row r belongs to
+//   request b, the last with append_indptr[b] <= r (a binary search over
+//   append_indptr, ceil(log2(B + 1)) steps); it goes to token
+//   kv_len[b] - append_len[b] + (r - append_indptr[b]) of the request's
+//   pages (the table describes the cache after the append).
+// - pa.scatter_kv -> `pa_scatter_kv` (ABI kind `scatter_kv`): row r of
+//   request b (the same search over rows_indptr) goes to the request's
+//   token positions[r].
+//
+// Rows past the last request's, tokens outside [0, kv_len) and page indices
+// outside [0, num_pages) are skipped rather than written (the CPU lowering
+// asserts; the runtime's checked mode reports them).
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -30,86 +45,258 @@ using namespace mlir::pa::gpukernel;
 
 using Pred = arith::CmpIPredicate;
 
-LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
-                                            gpu::GPUModuleOp kmod,
-                                            StringRef name, int64_t threads) {
+namespace {
+
+/// The checks every cache-write kernel makes of its op: identity layouts, a
+/// head dim that 16-byte vectors of the cache divide, a whole number of
+/// warps. Returns the vector width (elements), or 0 after an error at the op.
+int64_t checkCacheWrite(Operation *op, PagedKVAttr attr, Type cacheElem,
+                        int64_t threads) {
   for (Value v : op->getOperands())
-    if (!isIdentityMemRef(v.getType()))
-      return op.emitOpError()
-             << "convert-pa-to-gpu expects identity-layout memrefs";
-  auto nt = cast<MemRefType>(op.getKNew().getType());
-  Type newElem = nt.getElementType();
-  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
+    if (!isIdentityMemRef(v.getType())) {
+      op->emitOpError() << "convert-pa-to-gpu expects identity-layout memrefs";
+      return 0;
+    }
   // 16-byte stores: 16 / element bytes of the cache per vector (an fp8
   // cache: 16 elements, read as two 16-byte loads of 16-bit rows).
   int64_t vec = 16 / (cacheElem.getIntOrFloatBitWidth() / 8);
-  PagedKVAttr attr = op.getCache();
+  int64_t d = attr.getHeadDim();
+  if (d % vec != 0) {
+    op->emitOpError() << "cache writes on the GPU store 16-byte vectors: "
+                         "the head dim must be a multiple of "
+                      << vec << ", got " << d;
+    return 0;
+  }
+  if (threads % 32 != 0 || threads <= 0) {
+    op->emitOpError() << "cta-threads must be a positive multiple of 32";
+    return 0;
+  }
+  return vec;
+}
+
+/// The CTA's threads write row `r` of `kNew` / `vNew` ([N, Hkv, D]) into
+/// (page, slot) of `cache`, K then V, one 16-byte vector of the cache each
+/// (quantized for an fp8 cache).
+void emitRowCopy(KernelEmitter &e, const Cache &cache, Value kNew, Value vNew,
+                 Value r, Value page, Value slot, int64_t vec,
+                 int64_t threads) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  PagedKVAttr attr = cache.attr;
   int64_t d = attr.getHeadDim(), hkv = attr.getNumKVHeads();
-  if (d % vec != 0)
-    return op.emitOpError() << "append_kv_slots on the GPU writes 16-byte "
-                               "vectors: the head dim must be a multiple of "
-                            << vec << ", got " << d;
-  if (threads % 32 != 0 || threads <= 0)
-    return op.emitOpError() << "cta-threads must be a positive multiple of 32";
+  Type newElem = cast<MemRefType>(kNew.getType()).getElementType();
+  auto vecT = VectorType::get({vec}, newElem);
+  int64_t perHead = d / vec;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  for (bool isV : {false, true}) {
+    Value rows = isV ? vNew : kNew;
+    scf::ForOp::create(
+        b, loc, tid, e.idx(hkv * perHead), e.idx(threads), ValueRange{},
+        [&](OpBuilder &, Location, Value i, ValueRange) {
+          Value h = e.divui(i, e.idx(perHead));
+          Value d0 = e.mul(e.remui(i, e.idx(perHead)), e.idx(vec));
+          Value x = vector::LoadOp::create(b, loc, vecT, rows,
+                                           ValueRange{r, h, d0}, false,
+                                           llvm::MaybeAlign(16));
+          if (cache.fp8())
+            x = emitQuantize(e, x, cache.scale(e, isV, h),
+                             cache.elementType());
+          vector::StoreOp::create(b, loc, x, cache.memref(isV),
+                                  cache.indices(e, isV, page, slot, h, d0),
+                                  false, llvm::MaybeAlign(16));
+          scf::YieldOp::create(b, loc);
+        });
+  }
+}
+
+/// The cache operand group of a write op, mapped into the kernel.
+Cache mappedCache(PagedKVAttr attr, ValueRange outs, Value kScale,
+                  Value vScale, const IRMapping &m) {
+  SmallVector<Value, 2> tensors;
+  for (Value v : outs)
+    tensors.push_back(m.lookup(v));
+  KVScales scales;
+  if (kScale)
+    scales = KVScales{m.lookup(kScale), m.lookup(vScale)};
+  return Cache{attr, tensors, scales};
+}
+
+/// The request b of row `r` of a ragged array: the last b with
+/// indptr[b] <= r, by a binary search over indptr's B + 1 entries
+/// (ceil(log2(B + 1)) dependent loads). Rows past indptr[B] get the last
+/// request; the caller tests r < indptr[B].
+Value emitRowRequest(KernelEmitter &e, Value indptr, Value r) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Value batch = e.sub(e.dim(indptr, 0), e.idx(1));
+  Value batch64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), batch);
+  // The bits of B: the search's steps are 2^(bits - 1), ..., 1.
+  Value lz = LLVM::CountLeadingZerosOp::create(b, loc, b.getI64Type(),
+                                               batch64, /*is_zero_poison=*/false);
+  Value bits = e.sub(e.idx(64), arith::IndexCastOp::create(
+                                    b, loc, b.getIndexType(), lz));
+  return e
+      .forLoop(e.idx(0), bits, {e.idx(0)},
+               [&](Value i, ValueRange pos) -> SmallVector<Value> {
+                 Value bit = e.sub(e.sub(bits, e.idx(1)), i);
+                 Value step = arith::ShLIOp::create(b, loc, e.idx(1), bit);
+                 Value cand = e.add(pos[0], step);
+                 Value inside = e.cmpi(Pred::slt, cand, batch);
+                 Value v = e.loadIdx(indptr, e.select(inside, cand, e.idx(0)));
+                 Value take = e.andi(inside, e.cmpi(Pred::sle, v, r));
+                 return {e.select(take, cand, pos[0])};
+               })
+      .getResult(0);
+}
+
+/// i1: page index `page` (index) lies in [0, num_pages).
+Value pageInCache(KernelEmitter &e, const Cache &cache, Value page) {
+  return e.andi(e.cmpi(Pred::sge, page, e.idx(0)),
+                e.cmpi(Pred::slt, page, cache.numPages(e)));
+}
+
+/// The launch of a write kernel: a CTA per row of `rows` (dim 0).
+void launchRows(Operation *op, gpu::GPUFuncOp func, Value rows,
+                int64_t threads) {
+  OpBuilder b(op);
+  Emitter e{b, op->getLoc()};
+  launch(b, op, func, {e.dim(rows, 0), e.idx(1), e.idx(1)}, threads);
+}
+
+KernelABI writeABI(Operation *op, StringRef kind, int64_t threads) {
   KernelABI abi;
-  abi.kind = "append_kv_slots";
+  abi.kind = kind.str();
   abi.args = argRoles(op);
   abi.grid = {GridExtentABI{"batch"}, GridExtentABI{"", 1},
               GridExtentABI{"", 1}};
   abi.block = {threads, 1, 1};
+  return abi;
+}
+
+} // namespace
+
+LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
+                                            gpu::GPUModuleOp kmod,
+                                            StringRef name, int64_t threads) {
+  PagedKVAttr attr = op.getCache();
+  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
+  int64_t vec = checkCacheWrite(op, attr, cacheElem, threads);
+  if (!vec)
+    return failure();
   IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
+  gpu::GPUFuncOp func = createKernel(
+      kmod, op, name, TypeRange{}, writeABI(op, "append_kv_slots", threads), m);
   Location loc = op.getLoc();
   {
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
     KernelEmitter e{{b, loc}};
-    SmallVector<Value, 2> outs;
-    for (Value v : op.getOuts())
-      outs.push_back(m.lookup(v));
-    KVScales scales;
-    if (op.getKScale())
-      scales = KVScales{m.lookup(op.getKScale()), m.lookup(op.getVScale())};
-    Cache cache{attr, outs, scales};
-    Value kNew = m.lookup(op.getKNew()), vNew = m.lookup(op.getVNew());
+    Cache cache = mappedCache(attr, op.getOuts(), op.getKScale(),
+                              op.getVScale(), m);
     Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     Value slot = e.loadIdx(m.lookup(op.getSlotMapping()), r);
     int64_t pageSize = attr.getPageSize();
     Value slots = e.mul(cache.numPages(e), e.idx(pageSize));
-    Value nonNegative = e.cmpi(Pred::sge, slot, e.idx(0));
-    Value inCache = e.cmpi(Pred::slt, slot, slots);
-    Value valid = e.andi(nonNegative, inCache);
-    auto vecT = VectorType::get({vec}, newElem);
-    int64_t perHead = d / vec;
+    Value valid = e.andi(e.cmpi(Pred::sge, slot, e.idx(0)),
+                         e.cmpi(Pred::slt, slot, slots));
     e.ifThen(valid, [&]() {
-      Value page = e.divui(slot, e.idx(pageSize));
-      Value s = e.remui(slot, e.idx(pageSize));
-      for (bool isV : {false, true}) {
-        Value rows = isV ? vNew : kNew;
-        scf::ForOp::create(
-            b, loc, tid, e.idx(hkv * perHead), e.idx(threads), ValueRange{},
-            [&](OpBuilder &, Location, Value i, ValueRange) {
-              Value h = e.divui(i, e.idx(perHead));
-              Value d0 = e.mul(e.remui(i, e.idx(perHead)), e.idx(vec));
-              Value x = vector::LoadOp::create(b, loc, vecT, rows,
-                                               ValueRange{r, h, d0}, false,
-                                               llvm::MaybeAlign(16));
-              if (cache.fp8())
-                x = emitQuantize(e, x, cache.scale(e, isV, h),
-                                 cache.elementType());
-              vector::StoreOp::create(b, loc, x, cache.memref(isV),
-                                      cache.indices(e, isV, page, s, h, d0),
-                                      false, llvm::MaybeAlign(16));
-              scf::YieldOp::create(b, loc);
-            });
-      }
+      emitRowCopy(e, cache, m.lookup(op.getKNew()), m.lookup(op.getVNew()), r,
+                  e.divui(slot, e.idx(pageSize)),
+                  e.remui(slot, e.idx(pageSize)), vec, threads);
     });
     gpu::ReturnOp::create(b, loc);
   }
-  OpBuilder b(op);
-  Emitter e{b, loc};
-  launch(b, op, func, {e.dim(op.getSlotMapping(), 0), e.idx(1), e.idx(1)},
-         threads);
+  launchRows(op, func, op.getSlotMapping(), threads);
+  return success();
+}
+
+LogicalResult gpukernel::buildAppendKV(AppendKVOp op, gpu::GPUModuleOp kmod,
+                                       StringRef name, int64_t threads) {
+  PagedKVAttr attr = op.getCache();
+  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
+  int64_t vec = checkCacheWrite(op, attr, cacheElem, threads);
+  if (!vec)
+    return failure();
+  IRMapping m;
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{},
+                                     writeABI(op, "append_kv", threads), m);
+  Location loc = op.getLoc();
+  {
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEmitter e{{b, loc}};
+    Cache cache = mappedCache(attr, op.getOuts(), op.getKScale(),
+                              op.getVScale(), m);
+    PageTable pt{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
+                 m.lookup(op.getKvLastPageLen()), attr.getPageSize(),
+                 /*checked=*/false};
+    Value ai = m.lookup(op.getAppendIndptr());
+    Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value batch = e.sub(e.dim(ai, 0), e.idx(1));
+    Value rows = e.loadIdx(ai, batch);
+    e.ifThen(e.cmpi(Pred::slt, r, rows), [&]() {
+      Value req = emitRowRequest(e, ai, r);
+      Value start = e.loadIdx(ai, req);
+      Value alen = e.sub(e.loadIdx(ai, e.add(req, e.idx(1))), start);
+      Value kvLen = pt.kvLen(e, req);
+      // Token kv_len - append_len + j; append_len <= kv_len is the op's
+      // precondition (checked mode), t < 0 is skipped.
+      Value t = e.add(e.sub(kvLen, alen), e.sub(r, start));
+      e.ifThen(e.cmpi(Pred::sge, t, e.idx(0)), [&]() {
+        auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
+        e.ifThen(pageInCache(e, cache, page), [&, page = page,
+                                               slot = slot]() {
+          emitRowCopy(e, cache, m.lookup(op.getKNew()),
+                      m.lookup(op.getVNew()), r, page, slot, vec, threads);
+        });
+      });
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+  launchRows(op, func, op.getKNew(), threads);
+  return success();
+}
+
+LogicalResult gpukernel::buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
+                                        StringRef name, int64_t threads) {
+  PagedKVAttr attr = op.getCache();
+  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
+  int64_t vec = checkCacheWrite(op, attr, cacheElem, threads);
+  if (!vec)
+    return failure();
+  IRMapping m;
+  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{},
+                                     writeABI(op, "scatter_kv", threads), m);
+  Location loc = op.getLoc();
+  {
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEmitter e{{b, loc}};
+    Cache cache = mappedCache(attr, op.getOuts(), op.getKScale(),
+                              op.getVScale(), m);
+    PageTable pt{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
+                 m.lookup(op.getKvLastPageLen()), attr.getPageSize(),
+                 /*checked=*/false};
+    Value ri = m.lookup(op.getRowsIndptr());
+    Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value batch = e.sub(e.dim(ri, 0), e.idx(1));
+    Value rows = e.loadIdx(ri, batch);
+    e.ifThen(e.cmpi(Pred::slt, r, rows), [&]() {
+      Value req = emitRowRequest(e, ri, r);
+      Value t = e.loadIdx(m.lookup(op.getPositions()), r);
+      Value inRequest = e.andi(e.cmpi(Pred::sge, t, e.idx(0)),
+                               e.cmpi(Pred::slt, t, pt.kvLen(e, req)));
+      e.ifThen(inRequest, [&]() {
+        auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
+        e.ifThen(pageInCache(e, cache, page), [&, page = page,
+                                               slot = slot]() {
+          emitRowCopy(e, cache, m.lookup(op.getKRows()),
+                      m.lookup(op.getVRows()), r, page, slot, vec, threads);
+        });
+      });
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+  launchRows(op, func, op.getKRows(), threads);
   return success();
 }

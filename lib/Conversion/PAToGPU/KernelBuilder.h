@@ -129,6 +129,20 @@ LogicalResult buildTileKernel(Operation *op, gpu::GPUModuleOp kmod,
 LogicalResult buildAppendKVSlots(AppendKVSlotsOp op, gpu::GPUModuleOp kmod,
                                  StringRef name, int64_t threads);
 
+/// CacheToGPU.cpp: a memref-form pa.append_kv (page-table append) or
+/// pa.scatter_kv becomes the kernel `name` (a CTA per row, the row's request
+/// found by binary search over its indptr), launched in its place.
+LogicalResult buildAppendKV(AppendKVOp op, gpu::GPUModuleOp kmod,
+                            StringRef name, int64_t threads);
+LogicalResult buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
+                             StringRef name, int64_t threads);
+/// CacheBlendToGPU.cpp: pa.kv_deviation (a warp per token, 4 a CTA) and
+/// pa.select_topk (a CTA per request) become the kernel `name`.
+LogicalResult buildKVDeviation(KVDeviationOp op, gpu::GPUModuleOp kmod,
+                               StringRef name);
+LogicalResult buildSelectTopK(SelectTopKOp op, gpu::GPUModuleOp kmod,
+                              StringRef name, int64_t threads);
+
 /// MergeToGPU.cpp: a memref-form pa.merge becomes the kernel `name` (ABI
 /// kind `merge`, a CTA per row of lse[R, H], other ranks reshaped to it
 /// first), launched in its place.

@@ -641,13 +641,14 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
         return WalkResult::interrupt();
       }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
-               PrefillPartialOp, AppendKVSlotsOp, MergeOp, MergeStatesOp>(
-              op)) {
+               PrefillPartialOp, AppendKVSlotsOp, AppendKVOp, ScatterKVOp,
+               MergeOp, MergeStatesOp, KVDeviationOp, SelectTopKOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
                "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
-               "pa.prefill_partial, pa.append_kv_slots, pa.merge and "
-               "pa.merge_states (use pa-lower-to-cpu for the other ops)";
+               "pa.prefill_partial, pa.append_kv_slots, pa.append_kv, "
+               "pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation "
+               "and pa.select_topk (use pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -719,6 +720,18 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               .Case([&](AppendKVSlotsOp a) {
                 return buildAppendKVSlots(a, kmod, "pa_append_kv_slots",
                                           ctaThreads);
+              })
+              .Case([&](AppendKVOp a) {
+                return buildAppendKV(a, kmod, "pa_append_kv", ctaThreads);
+              })
+              .Case([&](ScatterKVOp a) {
+                return buildScatterKV(a, kmod, "pa_scatter_kv", ctaThreads);
+              })
+              .Case([&](KVDeviationOp d) {
+                return buildKVDeviation(d, kmod, "pa_kv_deviation");
+              })
+              .Case([&](SelectTopKOp t) {
+                return buildSelectTopK(t, kmod, "pa_select_topk", ctaThreads);
               })
               .Case([&](MergeOp m) {
                 return buildMerge(m, kmod, "pa_merge", ctaThreads);
@@ -854,6 +867,26 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"kv"});
     else
       add({"k", "v"});
+  } else if (isa<AppendKVOp, ScatterKVOp>(op)) {
+    auto scatter = dyn_cast<ScatterKVOp>(op);
+    Value kScale =
+        scatter ? scatter.getKScale() : cast<AppendKVOp>(op).getKScale();
+    add({"k_new", "v_new"});
+    if (scatter)
+      add({"rows_indptr", "positions"});
+    else
+      add({"append_indptr"});
+    add({"kv_indptr", "kv_indices", "kv_last_page_len"});
+    if (kScale)
+      add({"k_scale", "v_scale"});
+    if (cast<DestinationStyleOpInterface>(op).getNumDpsInits() == 1)
+      add({"kv"});
+    else
+      add({"k", "v"});
+  } else if (isa<KVDeviationOp>(op)) {
+    add({"new_rows", "cached_rows", "deviation"});
+  } else if (isa<SelectTopKOp>(op)) {
+    add({"deviation", "dev_indptr", "positions", "out_indptr"});
   } else if (auto m = dyn_cast<MergeOp>(op)) {
     for (int64_t i = 0; i < m.getNumStates(); ++i) {
       roles.push_back("o_" + std::to_string(i));
