@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -85,7 +86,11 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"decode_split", KernelKind::DecodeSplit},
     {"append_kv_slots", KernelKind::AppendKVSlots},
     {"merge", KernelKind::Merge},
-    {"merge_states", KernelKind::MergeStates}};
+    {"merge_states", KernelKind::MergeStates},
+    {"append_kv", KernelKind::AppendKV},
+    {"scatter_kv", KernelKind::ScatterKV},
+    {"kv_deviation", KernelKind::KVDeviation},
+    {"select_topk", KernelKind::SelectTopK}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -124,7 +129,15 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"o_1", ArgRole::StateO1},
     {"lse_1", ArgRole::StateLSE1},
     {"o_states", ArgRole::OStates},
-    {"lse_states", ArgRole::LSEStates}};
+    {"lse_states", ArgRole::LSEStates},
+    {"append_indptr", ArgRole::AppendIndptr},
+    {"rows_indptr", ArgRole::RowsIndptr},
+    {"positions", ArgRole::Positions},
+    {"new_rows", ArgRole::NewRows},
+    {"cached_rows", ArgRole::CachedRows},
+    {"deviation", ArgRole::Deviation},
+    {"dev_indptr", ArgRole::DevIndptr},
+    {"out_indptr", ArgRole::OutIndptr}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -143,8 +156,22 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::VNew:
   case ArgRole::StateO0:
   case ArgRole::StateO1:
+  case ArgRole::NewRows:
+  case ArgRole::CachedRows:
     rank = 3;
     type = toElemType(c.dtype);
+    return;
+  case ArgRole::AppendIndptr:
+  case ArgRole::RowsIndptr:
+  case ArgRole::Positions:
+  case ArgRole::DevIndptr:
+  case ArgRole::OutIndptr:
+    rank = 1;
+    type = ElemType::I32;
+    return;
+  case ArgRole::Deviation:
+    rank = 1;
+    type = ElemType::F32;
     return;
   case ArgRole::OStates:
     rank = 4;
@@ -224,6 +251,32 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
             ArgRole::StateLSE1, ArgRole::O, ArgRole::LSE};
   if (k == KernelKind::MergeStates)
     return {ArgRole::OStates, ArgRole::LSEStates, ArgRole::O, ArgRole::LSE};
+  if (k == KernelKind::KVDeviation)
+    return {ArgRole::NewRows, ArgRole::CachedRows, ArgRole::Deviation};
+  if (k == KernelKind::SelectTopK)
+    return {ArgRole::Deviation, ArgRole::DevIndptr, ArgRole::Positions,
+            ArgRole::OutIndptr};
+  if (k == KernelKind::AppendKV || k == KernelKind::ScatterKV) {
+    roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::KVIndptr,
+             ArgRole::KVIndices, ArgRole::KVLastPageLen};
+    if (k == KernelKind::AppendKV) {
+      roles.push_back(ArgRole::AppendIndptr);
+    } else {
+      roles.push_back(ArgRole::RowsIndptr);
+      roles.push_back(ArgRole::Positions);
+    }
+    if (c.fp8()) {
+      roles.push_back(ArgRole::KScale);
+      roles.push_back(ArgRole::VScale);
+    }
+    if (s == KVStorage::Joint) {
+      roles.push_back(ArgRole::KV);
+    } else {
+      roles.push_back(ArgRole::K);
+      roles.push_back(ArgRole::V);
+    }
+    return roles;
+  }
   if (k == KernelKind::AppendKVSlots) {
     roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::SlotMapping};
     if (c.fp8()) {
@@ -374,6 +427,7 @@ private:
   Status parseArg(const std::vector<std::string_view> &t);
   Status parseLaunch(const std::vector<std::string_view> &t);
   Status parsePrefill(const std::vector<std::string_view> &t);
+  Status parseTopK(const std::vector<std::string_view> &t);
   Status closeKernel();
   Status finish();
   /// The prefill_short kernel `s` agrees with the prefill kernel.
@@ -428,6 +482,8 @@ Status Parser::run(Manifest &out) {
       s = parseLaunch(t);
     else if (t[0] == "prefill")
       s = parsePrefill(t);
+    else if (t[0] == "topk")
+      s = parseTopK(t);
     else if (t[0] == "end") {
       if (t.size() != 1)
         return lineError("'end' takes no operands");
@@ -437,8 +493,8 @@ Status Parser::run(Manifest &out) {
       s = lineError("duplicate 'pa-bundle' header");
     else
       s = lineError("unknown directive '", t[0],
-                    "' (expected config, kernel, arg, launch, prefill or "
-                    "end)");
+                    "' (expected config, kernel, arg, launch, prefill, "
+                    "topk or end)");
     if (!s)
       return s;
   }
@@ -753,6 +809,28 @@ Status Parser::parsePrefill(const std::vector<std::string_view> &t) {
   return Status::success();
 }
 
+Status Parser::parseTopK(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'topk' outside a kernel");
+  KernelSpec &k = m.kernels.back();
+  if (k.kind != KernelKind::SelectTopK)
+    return lineError("a 'topk' line belongs to kernel 'select_topk', not to "
+                     "kernel '",
+                     toString(k.kind), "'");
+  if (k.topkRatio)
+    return lineError("duplicate 'topk' line");
+  if (t.size() != 3 || t[1] != "ratio")
+    return lineError("expected 'topk ratio R'");
+  std::string text(t[2]);
+  char *end = nullptr;
+  double r = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(r > 0) ||
+      r > 1)
+    return lineError("topk ratio '", t[2], "' must be a number in (0, 1]");
+  k.topkRatio = r;
+  return Status::success();
+}
+
 Status Parser::closeKernel() {
   if (!inKernel)
     return Status::success();
@@ -774,6 +852,8 @@ Status Parser::closeKernel() {
       return kernelError(std::string("missing argument role '") + toString(r) +
                          "'");
   }
+  if (k.kind == KernelKind::SelectTopK && !k.topkRatio)
+    return kernelError("missing the 'topk ratio R' line");
   if (!isPrefillKind(k.kind))
     return Status::success();
   if (!k.prefill)
@@ -1029,6 +1109,16 @@ std::string pa::rt::printManifest(const Manifest &m) {
          << (p->causal ? 1 : 0) << " window " << p->window << " soft_cap "
          << printFloat(p->softCap) << " sm_scale " << printFloat(p->smScale)
          << " lse_base2 " << (p->lseBase2 ? 1 : 0) << "\n";
+    if (k.topkRatio) {
+      // The shortest decimal that reads back as the same double.
+      char buf[64];
+      for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(buf, sizeof(buf), "%.*g", digits, *k.topkRatio);
+        if (std::strtod(buf, nullptr) == *k.topkRatio)
+          break;
+      }
+      os << "topk ratio " << buf << "\n";
+    }
     for (const ArgSpec &a : k.args)
       os << "arg " << toString(a.role) << " memref " << a.rank << " "
          << toString(a.type) << "\n";
@@ -1138,7 +1228,17 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
     return {d.batch, hq};
   case ArgRole::KNew:
   case ArgRole::VNew:
-    return {d.batch, hkv, hd};
+  case ArgRole::NewRows:
+  case ArgRole::CachedRows:
+    return {d.queryRows(), hkv, hd};
+  case ArgRole::AppendIndptr:
+  case ArgRole::RowsIndptr:
+  case ArgRole::DevIndptr:
+  case ArgRole::OutIndptr:
+    return {d.batch + 1};
+  case ArgRole::Positions:
+  case ArgRole::Deviation:
+    return {d.queryRows()};
   case ArgRole::SlotMapping:
     return {d.batch};
   }

@@ -427,13 +427,6 @@ Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
   return Status::success();
 }
 
-/// An argument pointer a launch needs when `needed`.
-struct RequiredArg {
-  const char *name;
-  pa_deviceptr ptr;
-  bool needed;
-};
-
 /// "argument 'NAME' is null" for the first needed argument that is null.
 Status checkRequired(std::initializer_list<RequiredArg> args) {
   for (const RequiredArg &r : args)
@@ -1093,6 +1086,16 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->has_append = bundle->function(KernelKind::AppendKVSlots) ? 1 : 0;
   out->has_merge = bundle->function(KernelKind::Merge) ? 1 : 0;
   out->has_merge_states = bundle->function(KernelKind::MergeStates) ? 1 : 0;
+  out->has_page_writes = bundle->function(KernelKind::AppendKV) &&
+                                 bundle->function(KernelKind::ScatterKV)
+                             ? 1
+                             : 0;
+  out->has_cacheblend = bundle->function(KernelKind::KVDeviation) &&
+                                bundle->function(KernelKind::SelectTopK)
+                            ? 1
+                            : 0;
+  const KernelSpec *topk = bundle->manifest.find(KernelKind::SelectTopK);
+  out->topk_ratio = topk && topk->topkRatio ? *topk->topkRatio : 0;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;

@@ -22,6 +22,7 @@
 
 #include <cuda.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,32 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
 /// names the kernel on an asynchronous fault.
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
               const ProblemDims &dims, CUstream stream, bool checked);
+
+/// The cache pointers against the bundle's storage: kv for joint K/V, k
+/// and v for split, and scales only for an fp8 cache.
+Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
+                      pa_deviceptr v, pa_deviceptr kScale,
+                      pa_deviceptr vScale);
+
+/// An argument pointer a launch needs when `needed`.
+struct RequiredArg {
+  const char *name;
+  pa_deviceptr ptr;
+  bool needed;
+};
+
+/// "argument 'NAME' is null" for the first needed argument that is null.
+Status checkRequired(std::initializer_list<RequiredArg> args);
+
+/// Binds the cache (kv, or k and v) and an fp8 cache's scales.
+void bindCache(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
+               pa_deviceptr v, pa_deviceptr kScale, pa_deviceptr vScale,
+               const ProblemDims &dims, ArgBindings &args);
+
+/// Checked mode of an fp8 cache: copies the scales and fails on one that is
+/// not finite and > 0 (nothing for other caches).
+Status checkScales(const BundleConfig &c, pa_deviceptr kScale,
+                   pa_deviceptr vScale, CUstream stream);
 
 /// pa_decode_plan / pa_decode_run without the C wrappers.
 Status makePlan(pa_bundle &b, const int32_t *kvIndptr,

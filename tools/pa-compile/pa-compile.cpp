@@ -179,6 +179,11 @@ static cl::opt<double> smScale("sm-scale", cl::init(0),
 static cl::opt<bool> lseBase2("lse-base2", cl::init(false),
                               cl::desc("prefill: report lse in base 2"),
                               cl::cat(category));
+static cl::opt<double> topkRatio(
+    "topk-ratio", cl::init(0.15),
+    cl::desc("select_topk (--kernels all): the fraction of each request's "
+             "tokens to select, in (0, 1] (CacheBlend's recompute ratio)"),
+    cl::cat(category));
 static cl::opt<bool> alibi("alibi", cl::init(false),
                            cl::desc("prefill: ALiBi slopes argument"),
                            cl::cat(category));
@@ -225,6 +230,9 @@ bool checkFlags() {
     llvm::errs() << "pa-compile: " << msg << "\n";
     ok = false;
   };
+  if (!(topkRatio > 0) || topkRatio > 1)
+    fail("--topk-ratio " + Twine(std::to_string(topkRatio.getValue())) +
+         " is out of (0, 1]");
   auto inRange = [&](const cl::opt<int64_t> &o, int64_t lo, int64_t hi) {
     if (o < lo || o > hi)
       fail("--" + o.ArgStr + " " + Twine(o.getValue()) + " is out of [" +
@@ -527,10 +535,71 @@ void buildMerges(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
 }
 
+/// The cache writes through the page table and the CacheBlend ops:
+/// @append_kv(k_new, v_new, append_indptr, pages..., [scales], kv...),
+/// @scatter_kv(k_rows, v_rows, rows_indptr, positions, pages..., [scales],
+/// kv...), @kv_deviation(new_rows, cached_rows, dev) and
+/// @select_topk(dev, indptr, positions, out_indptr) with --topk-ratio.
+void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  int nkv = t.joint ? 1 : 2;
+  RankedTensorType rows = RankedTensorType::get(
+      {ShapedType::kDynamic, kvHeads, headDim}, t.q.getElementType());
+  RankedTensorType dev =
+      RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  SmallVector<Type> caches(nkv, t.cache);
+  auto scalesAt = [&](ValueRange a, int i) -> mlir::pa::KVScales {
+    if (!t.scale)
+      return {};
+    return {a[i], a[i + 1]};
+  };
+  for (bool scatter : {false, true}) {
+    SmallVector<Type> in{rows, rows, t.index};
+    if (scatter)
+      in.push_back(t.index);
+    in.append({t.index, t.index, t.index});
+    if (t.scale)
+      in.append({t.scale, t.scale});
+    in.append(caches);
+    buildFunc(b, loc, scatter ? "scatter_kv" : "append_kv", in, caches,
+              [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+                int p = scatter ? 4 : 3;
+                mlir::pa::PageTableOperands pages{a[p], a[p + 1], a[p + 2]};
+                int c0 = p + 3 + (t.scale ? 2 : 0);
+                mlir::pa::KVScales sc = scalesAt(a, p + 3);
+                Operation *op =
+                    scatter ? mlir::pa::ScatterKVOp::create(
+                                  b, loc, a[0], a[1], a[2], a[3], pages,
+                                  a.slice(c0, nkv), t.attr, sc)
+                                  .getOperation()
+                            : mlir::pa::AppendKVOp::create(
+                                  b, loc, a[0], a[1], a[2], pages,
+                                  a.slice(c0, nkv), t.attr, sc)
+                                  .getOperation();
+                return SmallVector<Value>(op->getResults());
+              });
+  }
+  buildFunc(b, loc, "kv_deviation", {rows, rows, dev}, {dev},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::KVDeviationOp::create(
+                  b, loc, TypeRange{dev}, a[0], a[1], ValueRange{a[2]});
+              return {op.getResult(0)};
+            });
+  buildFunc(b, loc, "select_topk", {dev, t.index, t.index, t.index},
+            {t.index, t.index},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::SelectTopKOp::create(
+                  b, loc, TypeRange{t.index, t.index}, a[0], a[1],
+                  ValueRange{a[2], a[3]},
+                  b.getF64FloatAttr(topkRatio.getValue()));
+              return {op.getResult(0), op.getResult(1)};
+            });
+}
+
 /// The program: with `decode` @decode (one pass), @decode_split
 /// (work-list split-KV) and @append_kv_slots (the cache write); with
 /// `prefill` @prefill, and with `split` @prefill_split; with both @merge
-/// and @merge_states (pa_merge, pa_merge_states, and the cascade's merges).
+/// and @merge_states (pa_merge, pa_merge_states, and the cascade's merges)
+/// and the CacheBlend kernels (buildCacheBlend).
 OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
                                    bool prefill, bool split) {
   ProgramTypes t = programTypes(ctx);
@@ -542,8 +611,10 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
     buildPrefill(b, loc, t);
   if (prefill && split)
     buildPrefillSplit(b, loc, t);
-  if (prefill && decode)
+  if (prefill && decode) {
     buildMerges(b, loc, t);
+    buildCacheBlend(b, loc, t);
+  }
   if (!decode)
     return module;
   int nkv = t.joint ? 1 : 2, nc = t.cacheArgs();
@@ -723,6 +794,8 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
       k.launch.block[i] = abi->block[i];
     }
     k.launch.sharedBytes = abi->smem;
+    if (k.kind == rt::KernelKind::SelectTopK)
+      k.topkRatio = topkRatio.getValue();
     if (rt::isPrefillKind(k.kind)) {
       // The prefill line: the flags the op was built with, and the queries
       // of one request per tile (tile_q packs group rows per query).
@@ -873,9 +946,9 @@ int main(int argc, char **argv) {
           "configuration (--kernels decode: decode and decode_split, or "
           "with --split-kv-merge separate decode_partial and merge_segments; "
           "prefill: prefill and, with the default shape up to "
-          "head dim 128, prefill_short; all: both, and merge and "
-          "merge_states for pa_merge, pa_merge_states and cascades) and "
-          "their manifest "
+          "head dim 128, prefill_short; all: both, merge and merge_states "
+          "(pa_merge, pa_merge_states, cascades), append_kv, scatter_kv, "
+          "kv_deviation and select_topk (CacheBlend)) and their manifest "
           "to a bundle directory\n",
           &llvm::errs()))
     return 2;

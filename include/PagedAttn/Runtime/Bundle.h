@@ -152,8 +152,20 @@ enum class KernelKind {
   /// (merge_states) optional: the merge of the N stacked states of every
   /// row (pa.merge_states, FlashInfer's merge_states layout).
   MergeStates,
+  /// (append_kv) optional: new K/V rows ragged by append_indptr written
+  /// through the page table after each request's old tokens (pa.append_kv).
+  AppendKV,
+  /// (scatter_kv) optional: rows ragged by rows_indptr written to their
+  /// requests' tokens `positions` (pa.scatter_kv, CacheBlend's write).
+  ScatterKV,
+  /// (kv_deviation) optional: the L2 norm of new - cached rows per token
+  /// (pa.kv_deviation); its grid's `batch` is ceil(rows / 4).
+  KVDeviation,
+  /// (select_topk) optional: each request's top ceil(r * n) deviations
+  /// (pa.select_topk); the `topk ratio R` line gives r.
+  SelectTopK,
 };
-constexpr int kNumKernelKinds = 10;
+constexpr int kNumKernelKinds = 14;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -217,8 +229,24 @@ enum class ArgRole {
   /// [R, S, Hq] f32, S = ProblemDims::numStates.
   OStates,
   LSEStates,
+  /// append_kv: [B+1] i32, the new rows of each request.
+  AppendIndptr,
+  /// scatter_kv: [B+1] i32 rows of each request, and the [R] i32
+  /// request-local token of each row (select_topk: the [R] selected
+  /// indices it writes).
+  RowsIndptr,
+  Positions,
+  /// kv_deviation: [R, Hkv, D] (the config dtype) recomputed and cached
+  /// rows; [R] f32 deviations (also select_topk's input).
+  NewRows,
+  CachedRows,
+  Deviation,
+  /// select_topk: [B+1] i32 segments of the deviations, and the [B+1] i32
+  /// segments of the selected positions it writes.
+  DevIndptr,
+  OutIndptr,
 };
-constexpr int kNumArgRoles = 38;
+constexpr int kNumArgRoles = 46;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -323,6 +351,8 @@ struct KernelSpec {
   LaunchSpec launch;
   /// The `prefill` line; set exactly for prefill kernels (isPrefillKind).
   std::optional<PrefillSpec> prefill;
+  /// The `topk ratio R` line (R in (0, 1]); set exactly for select_topk.
+  std::optional<double> topkRatio;
   int line = 0;
 
   /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
@@ -334,7 +364,8 @@ struct KernelSpec {
   /// equal; the lines may differ.
   bool operator==(const KernelSpec &o) const {
     return kind == o.kind && file == o.file && symbol == o.symbol &&
-           args == o.args && launch == o.launch && prefill == o.prefill;
+           args == o.args && launch == o.launch && prefill == o.prefill &&
+           topkRatio == o.topkRatio;
   }
   bool operator!=(const KernelSpec &o) const { return !(*this == o); }
 };

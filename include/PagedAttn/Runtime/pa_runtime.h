@@ -84,6 +84,15 @@ typedef struct pa_bundle_config {
   int has_merge;
   /** A merge_states kernel is present (pa_merge_states). */
   int has_merge_states;
+  /** append_kv and scatter_kv kernels are present (pa_append_kv,
+   *  pa_scatter_kv). */
+  int has_page_writes;
+  /** kv_deviation and select_topk kernels are present
+   *  (pa_kv_deviation, pa_select_topk). */
+  int has_cacheblend;
+  /** select_topk's compiled ratio (pa-compile --topk-ratio); 0 without
+   *  the kernel. */
+  double topk_ratio;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -511,6 +520,80 @@ typedef struct pa_cascade_args {
  *  states). */
 int pa_cascade_run(pa_bundle *bundle, const pa_cascade_plan_t *plan,
                    const pa_cascade_args *args, pa_stream stream);
+
+/** Arguments of pa_append_kv and pa_scatter_kv: rows written into the
+ *  paged cache through a page table of `batch` requests. */
+typedef struct pa_page_write_args {
+  /** [N, Hkv, D] rows of K and V, bundle dtype. */
+  pa_deviceptr k_new, v_new;
+  /** [batch + 1] int32: the rows of each request. pa_append_kv: row
+   *  rows_indptr[b] + j goes to token kv_len[b] - append_len[b] + j (the
+   *  table describes the cache after the append, as FlashInfer's
+   *  append_paged_kv_cache). pa_scatter_kv: row r goes to the request's
+   *  token positions[r]. */
+  pa_deviceptr rows_indptr;
+  /** pa_scatter_kv: [N] int32 request-local tokens, each in [0, kv_len);
+   *  0 for pa_append_kv. */
+  pa_deviceptr positions;
+  pa_deviceptr kv;                /**< joint cache, or 0 */
+  pa_deviceptr k, v;              /**< split caches, or 0 */
+  pa_deviceptr k_scale, v_scale;  /**< fp8 caches, else 0 */
+  pa_deviceptr kv_indptr;         /**< [batch + 1] int32 */
+  pa_deviceptr kv_indices;        /**< [nnz] int32 */
+  pa_deviceptr kv_last_page_len;  /**< [batch] int32 */
+  int64_t num_rows;  /**< N = rows_indptr[batch] (0: nothing launched) */
+  int64_t batch, num_pages, nnz;
+  /** Nonzero: copy the page table, rows_indptr (and positions) to the host
+   *  first and fail on an invalid table, rows_indptr not from 0 to N,
+   *  append_len > kv_len, a position outside [0, kv_len) or two rows for
+   *  one token; synchronize after the launch. Without it rows that would
+   *  land outside the request or the cache are skipped. */
+  int checked;
+} pa_page_write_args;
+
+/** Enqueues the bundle's append_kv kernel (pa.append_kv): a CTA per row,
+ *  whose request is found by binary search over rows_indptr. */
+int pa_append_kv(pa_bundle *bundle, const pa_page_write_args *args,
+                 pa_stream stream);
+
+/** Enqueues the bundle's scatter_kv kernel (pa.scatter_kv, CacheBlend's
+ *  write of the recomputed tokens). */
+int pa_scatter_kv(pa_bundle *bundle, const pa_page_write_args *args,
+                  pa_stream stream);
+
+/** Arguments of pa_kv_deviation. */
+typedef struct pa_kv_deviation_args {
+  /** [N, Hkv, D] rows (bundle dtype): recomputed and cached K (or V). */
+  pa_deviceptr new_rows, cached_rows;
+  pa_deviceptr deviation; /**< [N] float, written */
+  int64_t num_rows;       /**< N (0: nothing launched) */
+} pa_kv_deviation_args;
+
+/** Enqueues kv_deviation: deviation[t] = the L2 norm over (h, d) of
+ *  new_rows[t] - cached_rows[t] (a warp per token). */
+int pa_kv_deviation(pa_bundle *bundle, const pa_kv_deviation_args *args,
+                    pa_stream stream);
+
+/** Arguments of pa_select_topk. */
+typedef struct pa_select_topk_args {
+  pa_deviceptr deviation;  /**< [N] float */
+  pa_deviceptr indptr;     /**< [batch + 1] int32 segments of deviation */
+  /** [N] int32 (written): each request's ceil(r * n_b) selected
+   *  request-local indices, increasing, ragged by out_indptr. */
+  pa_deviceptr positions;
+  pa_deviceptr out_indptr; /**< [batch + 1] int32 (written) */
+  int64_t batch, num_rows;
+  /** Nonzero: copy indptr and the deviations to the host first and fail on
+   *  an invalid indptr or a NaN deviation; synchronize after. */
+  int checked;
+} pa_select_topk_args;
+
+/** Enqueues select_topk (pa.select_topk with the bundle's compiled ratio
+ *  r, pa_bundle_config.topk_ratio): per request, the ceil(r * n_b) largest
+ *  deviations, ties to the lower index, found by a bitwise threshold
+ *  search (no sort). */
+int pa_select_topk(pa_bundle *bundle, const pa_select_topk_args *args,
+                   pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

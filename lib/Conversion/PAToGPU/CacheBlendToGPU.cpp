@@ -12,8 +12,8 @@
 //   square root. Bandwidth-bound: each element is read once.
 // - pa.select_topk (deviation ragged by indptr[B + 1], ratio r) becomes
 //   `pa_select_topk` (ABI kind `select_topk`): a CTA per request b.
-//   1. k_b = ceil(r * n_b) in float64 (llvm.intr.ceil, so the same rounded
-//      product as the oracle), and the request's first output slot
+//   1. k_b = ceil(r * n_b) of the float64 product (the oracle's rounding),
+//      and the request's first output slot
 //      sum_{i < b} k_i, summed by the CTA's threads (B terms) into a
 //      shared counter; thread 0 writes out_indptr[b + 1] (CTA 0 also
 //      out_indptr[0] = 0).
@@ -156,7 +156,9 @@ LogicalResult gpukernel::buildKVDeviation(KVDeviationOp op,
       Value sum = gpu::SubgroupReduceOp::create(
           b, loc, part, gpu::AllReduceOperation::ADD, /*uniform=*/true);
       e.ifThen(e.cmpi(Pred::eq, lane, e.idx(0)), [&]() {
-        Value root = LLVM::SqrtOp::create(b, loc, sum);
+        // sqrt.rn: correctly rounded, as the CPU lowering's math.sqrt (the
+        // llvm.intr.sqrt form would become a libdevice call).
+        Value root = e.inlinePtx("sqrt.rn.f32 $0, $1;", sum);
         e.store(root, dev, {t});
       });
     });
@@ -210,8 +212,14 @@ LogicalResult gpukernel::buildSelectTopK(SelectTopKOp op,
       Value prod = arith::MulFOp::create(
           b, loc, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(ratio)),
           nf);
-      Value up = LLVM::FCeilOp::create(b, loc, prod);
-      Value k64 = arith::FPToSIOp::create(b, loc, i64, up);
+      // ceil of a product >= 0: truncate, add 1 if something was cut off
+      // (exact below 2^53; llvm.intr.ceil would become a libdevice call).
+      Value t64 = arith::FPToSIOp::create(b, loc, i64, prod);
+      Value back = arith::SIToFPOp::create(b, loc, f64, t64);
+      Value cut = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                        back, prod);
+      Value k64 = arith::AddIOp::create(
+          b, loc, t64, arith::ExtUIOp::create(b, loc, i64, cut));
       Value k = arith::IndexCastOp::create(b, loc, b.getIndexType(), k64);
       return arith::MinSIOp::create(b, loc, k, n).getResult();
     };
