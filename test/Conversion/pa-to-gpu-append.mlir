@@ -57,7 +57,7 @@ func.func @append_fp8(%kn: memref<?x8x128xbf16>, %vn: memref<?x8x128xbf16>, %slo
 
 // A head dim that 16-byte vectors do not divide is refused at the op.
 func.func @append_bad_dim(%kn: memref<?x2x36xf16>, %vn: memref<?x2x36xf16>, %slots: memref<?xi32>, %kv: memref<?x2x4x2x36xf16>) {
-  // expected-error @+1 {{append_kv_slots on the GPU writes 16-byte vectors: the head dim must be a multiple of 8, got 36}}
+  // expected-error @+1 {{cache writes on the GPU store 16-byte vectors: the head dim must be a multiple of 8, got 36}}
   pa.append_kv_slots new(%kn, %vn : memref<?x2x36xf16>, memref<?x2x36xf16>) slots(%slots : memref<?xi32>) outs(%kv : memref<?x2x4x2x36xf16>) {cache = #pa.paged_kv<nhd, page_size = 4, kv_heads = 2, head_dim = 36>}
   return
 }

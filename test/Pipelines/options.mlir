@@ -17,7 +17,7 @@
 // RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true split-kv-merge=separate" | FileCheck %s --check-prefix=GPUSEP
 // RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-merge=late" 2>&1 | FileCheck %s --check-prefix=MERGE
 // Ops without a GPU lowering stop the GPU pipeline with a diagnostic.
-// RUN: not pa-opt %pa_src_root/examples/cacheblend.mlir --pa-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=BLEND
+// RUN: not pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=MLA
 
 // BOTH: split-kv-chunk and split-kv-work-list exclude each other
 // NEG: split-kv-chunk must be >= 0
@@ -35,7 +35,7 @@
 // GPUSEP-SAME: .entry pa_decode_partial(
 // GPUSEP-SAME: .entry pa_merge_segments(
 // MERGE: pa-lower-to-nvvm: split-kv-merge must be fused or separate
-// BLEND: 'pa.kv_deviation' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.merge and pa.merge_states
+// MLA: 'pa.mla_decode' op is not supported on the GPU yet: MLA decode has no GPU kernel (use pa-lower-to-cpu)
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {

@@ -41,6 +41,8 @@ struct AppendCase {
   std::vector<float> kScale, vScale;
 };
 
+void fillExpected(const rt::BundleConfig &c, AppendCase &a);
+
 /// A random case of `rows` rows into a cache of `numPages` pages: distinct
 /// slots, every fifth row (about) skipped with a negative slot; fp8 scales
 /// small enough that some values saturate.
@@ -85,8 +87,15 @@ AppendCase makeCase(const rt::BundleConfig &c, int64_t rows, int64_t numPages,
     a.slots.push_back(rng.chance(0.2)
                           ? -static_cast<int32_t>(rng.uniformInt(1, 1000))
                           : perm[static_cast<size_t>(r)]);
-  // The expected cache: each kept row at its slot.
-  for (int64_t r = 0; r < rows; ++r) {
+  fillExpected(c, a);
+  return a;
+}
+
+/// a.expected: a.before with each row whose slot is >= 0 written there.
+void fillExpected(const rt::BundleConfig &c, AppendCase &a) {
+  test::CacheGeometry g = test::CacheGeometry::of(c);
+  a.expected = a.before;
+  for (int64_t r = 0; r < a.rows; ++r) {
     int32_t slot = a.slots[static_cast<size_t>(r)];
     if (slot < 0)
       continue;
@@ -113,7 +122,6 @@ AppendCase makeCase(const rt::BundleConfig &c, int64_t rows, int64_t numPages,
         }
     }
   }
-  return a;
 }
 
 /// The device copies of a case.
@@ -192,6 +200,147 @@ bool expectRejected(pa_bundle *bundle, const rt::BundleConfig &c,
   return ok;
 }
 
+/// pa_append_kv and pa_scatter_kv: random page tables over `pages` pages
+/// (a random order), their rows mapped to slots (page * P + slot) through
+/// the table as the op defines them, the expected cache as for the slot
+/// mapping; checked and unchecked; and the checked-mode rejections.
+bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
+                     int64_t pages, test::Rng &rng) {
+  bool ok = true;
+  int64_t P = c.pageSize;
+  for (bool scatter : {false, true})
+    for (int64_t batch : {int64_t(1), int64_t(5), int64_t(23)}) {
+      // Lengths after the append; the requests' pages from one shuffled
+      // pool (some requests empty).
+      std::vector<int32_t> pool(static_cast<size_t>(pages));
+      std::iota(pool.begin(), pool.end(), 0);
+      rng.shuffle(pool);
+      std::vector<int32_t> indptr{0}, indices, last, rowsIndptr{0},
+          positions, slots;
+      size_t next = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t maxLen = (static_cast<int64_t>(pool.size() - next) /
+                          (batch - b)) * P;
+        int64_t len = rng.chance(0.15) ? 0 : rng.uniformInt(0, maxLen);
+        int64_t np = (len + P - 1) / P;
+        for (int64_t i = 0; i < np; ++i)
+          indices.push_back(pool[next++]);
+        indptr.push_back(static_cast<int32_t>(indices.size()));
+        last.push_back(np ? static_cast<int32_t>(len - (np - 1) * P)
+                          : static_cast<int32_t>(rng.uniformInt(0, P)));
+        // Rows: append the last append_len tokens, or scatter to distinct
+        // random tokens.
+        std::vector<int32_t> toks;
+        if (scatter) {
+          std::vector<int32_t> all(static_cast<size_t>(len));
+          std::iota(all.begin(), all.end(), 0);
+          rng.shuffle(all);
+          all.resize(static_cast<size_t>(rng.uniformInt(0, len)));
+          toks = all;
+        } else {
+          int64_t alen = rng.uniformInt(0, len);
+          for (int64_t j = 0; j < alen; ++j)
+            toks.push_back(static_cast<int32_t>(len - alen + j));
+        }
+        for (int32_t t : toks) {
+          positions.push_back(t);
+          int32_t page = indices[static_cast<size_t>(indptr[b] + t / P)];
+          slots.push_back(static_cast<int32_t>(page * P + t % P));
+        }
+        rowsIndptr.push_back(static_cast<int32_t>(positions.size()));
+      }
+      int64_t rows = static_cast<int64_t>(slots.size());
+      AppendCase a = makeCase(c, rows, pages, rng);
+      a.slots = slots;
+      fillExpected(c, a);
+      DeviceBuffer dIndptr = uploadVector(indptr),
+                   dIndices = uploadVector(indices), dLast = uploadVector(last),
+                   dRows = uploadVector(rowsIndptr),
+                   dPos = uploadVector(positions);
+      for (bool checked : {false, true}) {
+        DeviceAppend d = upload(a);
+        pa_page_write_args x{};
+        x.k_new = d.kNew.get();
+        x.v_new = d.vNew.get();
+        x.rows_indptr = dRows.get();
+        x.positions = scatter ? dPos.get() : 0;
+        if (c.kv == rt::KVStorage::Joint) {
+          x.kv = d.cache[0].get();
+        } else {
+          x.k = d.cache[0].get();
+          x.v = d.cache[1].get();
+        }
+        x.k_scale = d.kScale.get();
+        x.v_scale = d.vScale.get();
+        x.kv_indptr = dIndptr.get();
+        x.kv_indices = dIndices.get();
+        x.kv_last_page_len = dLast.get();
+        x.num_rows = rows;
+        x.batch = batch;
+        x.num_pages = pages;
+        x.nnz = static_cast<int64_t>(indices.size());
+        x.checked = checked ? 1 : 0;
+        int64_t bad = 0;
+        try {
+          PA_RT(scatter ? pa_scatter_kv(bundle, &x, nullptr)
+                        : pa_append_kv(bundle, &x, nullptr));
+          PA_CU(cuCtxSynchronize());
+          for (size_t i = 0; i < d.cache.size(); ++i) {
+            std::vector<uint8_t> got(a.expected[i].size());
+            d.cache[i].download(got.data(), got.size());
+            for (size_t j = 0; j < got.size(); ++j)
+              if (got[j] != a.expected[i][j] && bad++ < 4)
+                std::printf("      buffer %zu byte %zu: got 0x%02x, "
+                            "expected 0x%02x\n",
+                            i, j, got[j], a.expected[i][j]);
+          }
+        } catch (const Failure &f) {
+          std::printf("      %s\n", f.what());
+          bad = -1;
+        }
+        std::printf("  %s B=%-3" PRId64 " rows %-5" PRId64 "%s: %s\n",
+                    scatter ? "scatter_kv" : "append_kv ", batch, rows,
+                    checked ? ", checked" : "",
+                    bad ? "FAIL" : "PASS (cache byte-exact)");
+        ok &= bad == 0;
+        // Checked-mode rejections, on the largest batch with rows.
+        if (!checked || batch != 23 || rows < 2)
+          continue;
+        auto reject = [&](const char *what, const std::string &fragment) {
+          int rc = scatter ? pa_scatter_kv(bundle, &x, nullptr)
+                           : pa_append_kv(bundle, &x, nullptr);
+          std::string msg = rc == PA_SUCCESS ? "" : pa_last_error();
+          bool good = rc != PA_SUCCESS &&
+                      msg.find(fragment) != std::string::npos;
+          std::printf("  checked mode, %s: %s%s\n", what,
+                      good ? "rejected PASS" : "FAIL",
+                      good ? "" : (" (" + msg + ")").c_str());
+          ok &= good;
+        };
+        x.num_rows = rows + 1;
+        reject("num_rows != rows_indptr[B]",
+               "rows_indptr[23] = " + std::to_string(rows));
+        x.num_rows = rows;
+        if (scatter) {
+          int32_t bad0 = -1;
+          PA_CU(cuMemcpyHtoD(dPos.get(), &bad0, 4));
+          reject("negative position", "positions[0] = -1 out of [0, kv_len");
+          PA_CU(cuMemcpyHtoD(dPos.get(), &positions[0], 4));
+        } else {
+          int32_t page = static_cast<int32_t>(pages);
+          if (!indices.empty()) {
+            PA_CU(cuMemcpyHtoD(dIndices.get(), &page, 4));
+            reject("page == num_pages",
+                   "kv_indices[0] = " + std::to_string(pages) +
+                       " out of range");
+            PA_CU(cuMemcpyHtoD(dIndices.get(), &indices[0], 4));
+          }
+        }
+      }
+    }
+  return ok;
+}
+
 /// Checks one bundle; returns true if every case passed.
 bool checkBundle(const std::string &dir, uint64_t seed) {
   pa_bundle *bundle = nullptr;
@@ -224,6 +373,8 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
         ok &= bad == 0;
       }
     }
+    if (m.find(rt::KernelKind::AppendKV) && m.find(rt::KernelKind::ScatterKV))
+      ok &= checkPageWrites(bundle, c, pages, rng);
     AppendCase a = makeCase(c, 8, pages, rng);
     a.slots[3] = static_cast<int32_t>(pages * c.pageSize);
     ok &= expectRejected(bundle, c, a, "slot == num_pages * P",
@@ -335,6 +486,67 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
               "%.1f | %.0f | %.1f |",
               rows, c.kvHeads, c.headDim, bytes / 1e6, t.medianUs, t.minUs,
               gbs, 100.0 * gbs / ceil.copyGBs));
+      if (!m.find(rt::KernelKind::AppendKV) ||
+          !m.find(rt::KernelKind::ScatterKV))
+        continue;
+      // The page-table forms on the same rows: requests of 1024 rows, each
+      // appending its rows to an empty history (pages of a random order),
+      // and scattering them to a random permutation of its tokens.
+      int64_t batch = std::max<int64_t>(1, rows / 1024);
+      int64_t per = rows / batch, used = batch * per;
+      int64_t np = (per + c.pageSize - 1) / c.pageSize;
+      std::vector<int32_t> pool(static_cast<size_t>(pages));
+      std::iota(pool.begin(), pool.end(), 0);
+      rng.shuffle(pool);
+      std::vector<int32_t> indptr{0}, indices, last, rowsIndptr{0}, positions;
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < np; ++i)
+          indices.push_back(pool[static_cast<size_t>(b * np + i)]);
+        indptr.push_back(static_cast<int32_t>(indices.size()));
+        last.push_back(static_cast<int32_t>(per - (np - 1) * c.pageSize));
+        rowsIndptr.push_back(static_cast<int32_t>((b + 1) * per));
+        std::vector<int32_t> toks(static_cast<size_t>(per));
+        std::iota(toks.begin(), toks.end(), 0);
+        rng.shuffle(toks);
+        positions.insert(positions.end(), toks.begin(), toks.end());
+      }
+      DeviceBuffer dIndptr = uploadVector(indptr),
+                   dIndices = uploadVector(indices), dLast = uploadVector(last),
+                   dRows = uploadVector(rowsIndptr),
+                   dPos = uploadVector(positions);
+      for (bool scatter : {false, true}) {
+        pa_page_write_args w{};
+        w.k_new = d.kNew.get();
+        w.v_new = d.vNew.get();
+        w.rows_indptr = dRows.get();
+        w.positions = scatter ? dPos.get() : 0;
+        w.kv = x.kv;
+        w.k = x.k;
+        w.v = x.v;
+        w.k_scale = x.k_scale;
+        w.v_scale = x.v_scale;
+        w.kv_indptr = dIndptr.get();
+        w.kv_indices = dIndices.get();
+        w.kv_last_page_len = dLast.get();
+        w.num_rows = used;
+        w.batch = batch;
+        w.num_pages = pages;
+        w.nnz = static_cast<int64_t>(indices.size());
+        Timing tw = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+          PA_RT(scatter ? pa_scatter_kv(bundle, &w, stream)
+                        : pa_append_kv(bundle, &w, stream));
+        });
+        double wbytes =
+            static_cast<double>(used * c.kvHeads * c.headDim) * 2 *
+                static_cast<double>(nb + eb) +
+            4.0 * static_cast<double>(scatter ? used : 0);
+        double wgbs = wbytes / (tw.medianUs * 1e3);
+        out(fmt("| %" PRId64 " (%s, %" PRId64 " requests) | %" PRId64
+                " x %" PRId64 " | %.3g MB | %.1f | %.1f | %.0f | %.1f |",
+                used, scatter ? "scatter_kv" : "append_kv", batch, c.kvHeads,
+                c.headDim, wbytes / 1e6, tw.medianUs, tw.minUs, wgbs,
+                100.0 * wgbs / ceil.copyGBs));
+      }
     }
   } catch (const Failure &f) {
     std::printf("FATAL: %s\n", f.what());

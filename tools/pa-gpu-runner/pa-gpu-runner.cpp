@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Append.h"
+#include "CacheBlend.h"
 #include "Cascade.h"
 #include "Bench.h"
 #include "Check.h"
@@ -189,6 +190,39 @@ void addBenchCascadeOptions(OptionParser &p, BenchCascadeOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-cacheblend`, bound to `o`.
+void addCheckCacheBlendOptions(OptionParser &p, CheckCacheBlendOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "seed of the random cases (default: from the clock; printed)");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-cacheblend`, bound to `o`; the bundle goes to
+/// `operands`.
+void addBenchCacheBlendOptions(OptionParser &p, BenchCacheBlendOptions &o,
+                               std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.text("--full-bundle", "DIR", o.fullBundle,
+         "a --kernels prefill --causal bundle for the full prefill (default: "
+         "the layer's bundle with positions 0..L-1)");
+  p.integer("--chunks", o.chunks, 1, 1 << 16, "reused chunks of the prompt");
+  p.integer("--chunk-tokens", o.chunkTokens, 1, 1 << 20, "tokens per chunk");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per step");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the page order and values");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 /// A seed from the clock for a check run without --seed (not
 /// std::random_device: it needs glibc 2.36).
 uint64_t clockSeed() {
@@ -222,13 +256,21 @@ void printUsage(std::FILE *f) {
       benchCascadeParser("bench-cascade");
   addCheckCascadeOptions(checkCascadeParser, checkCascade);
   addBenchCascadeOptions(benchCascadeParser, benchCascade, operands, cases);
-  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s", checkParser.usage().c_str(),
+  CheckCacheBlendOptions checkBlend;
+  BenchCacheBlendOptions benchBlend;
+  OptionParser checkBlendParser("check-cacheblend"),
+      benchBlendParser("bench-cacheblend");
+  addCheckCacheBlendOptions(checkBlendParser, checkBlend);
+  addBenchCacheBlendOptions(benchBlendParser, benchBlend, operands);
+  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s%s%s", checkParser.usage().c_str(),
                benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
                benchPrefillParser.usage().c_str(),
                checkAppendParser.usage().c_str(),
                benchAppendParser.usage().c_str(),
                checkCascadeParser.usage().c_str(),
-               benchCascadeParser.usage().c_str());
+               benchCascadeParser.usage().c_str(),
+               checkBlendParser.usage().c_str(),
+               benchBlendParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -366,10 +408,31 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBenchCascade(opts);
   }
+  if (cmd == "check-cacheblend") {
+    CheckCacheBlendOptions opts;
+    OptionParser p("check-cacheblend");
+    addCheckCacheBlendOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = clockSeed();
+    return runCheckCacheBlend(opts);
+  }
+  if (cmd == "bench-cacheblend") {
+    BenchCacheBlendOptions opts;
+    std::vector<std::string> operands;
+    OptionParser p("bench-cacheblend");
+    addBenchCacheBlendOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
+    return runBenchCacheBlend(opts);
+  }
   std::fprintf(stderr,
                "pa-gpu-runner: unknown command '%s' (expected check, bench, "
                "check-prefill, bench-prefill, check-append, bench-append, "
-               "check-cascade or bench-cascade)\n",
+               "check-cascade, bench-cascade, check-cacheblend or "
+               "bench-cacheblend)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;

@@ -133,8 +133,8 @@ Value emitRowRequest(KernelEmitter &e, Value indptr, Value r) {
   // The bits of B: the search's steps are 2^(bits - 1), ..., 1.
   Value lz = LLVM::CountLeadingZerosOp::create(b, loc, b.getI64Type(),
                                                batch64, /*is_zero_poison=*/false);
-  Value bits = e.sub(e.idx(64), arith::IndexCastOp::create(
-                                    b, loc, b.getIndexType(), lz));
+  Value lzIndex = arith::IndexCastOp::create(b, loc, b.getIndexType(), lz);
+  Value bits = e.sub(e.idx(64), lzIndex);
   return e
       .forLoop(e.idx(0), bits, {e.idx(0)},
                [&](Value i, ValueRange pos) -> SmallVector<Value> {
@@ -151,8 +151,9 @@ Value emitRowRequest(KernelEmitter &e, Value indptr, Value r) {
 
 /// i1: page index `page` (index) lies in [0, num_pages).
 Value pageInCache(KernelEmitter &e, const Cache &cache, Value page) {
-  return e.andi(e.cmpi(Pred::sge, page, e.idx(0)),
-                e.cmpi(Pred::slt, page, cache.numPages(e)));
+  Value nonNegative = e.cmpi(Pred::sge, page, e.idx(0));
+  Value below = e.cmpi(Pred::slt, page, cache.numPages(e));
+  return e.andi(nonNegative, below);
 }
 
 /// The launch of a write kernel: a CTA per row of `rows` (dim 0).
@@ -197,8 +198,11 @@ LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
     Value slot = e.loadIdx(m.lookup(op.getSlotMapping()), r);
     int64_t pageSize = attr.getPageSize();
     Value slots = e.mul(cache.numPages(e), e.idx(pageSize));
-    Value valid = e.andi(e.cmpi(Pred::sge, slot, e.idx(0)),
-                         e.cmpi(Pred::slt, slot, slots));
+    // One op per statement: the order of the IR (and of its tests) must not
+    // depend on the compiler's order of evaluating arguments.
+    Value nonNegative = e.cmpi(Pred::sge, slot, e.idx(0));
+    Value inCache = e.cmpi(Pred::slt, slot, slots);
+    Value valid = e.andi(nonNegative, inCache);
     e.ifThen(valid, [&]() {
       emitRowCopy(e, cache, m.lookup(op.getKNew()), m.lookup(op.getVNew()), r,
                   e.divui(slot, e.idx(pageSize)),
@@ -241,7 +245,9 @@ LogicalResult gpukernel::buildAppendKV(AppendKVOp op, gpu::GPUModuleOp kmod,
       Value kvLen = pt.kvLen(e, req);
       // Token kv_len - append_len + j; append_len <= kv_len is the op's
       // precondition (checked mode), t < 0 is skipped.
-      Value t = e.add(e.sub(kvLen, alen), e.sub(r, start));
+      Value before = e.sub(kvLen, alen);
+      Value j = e.sub(r, start);
+      Value t = e.add(before, j);
       e.ifThen(e.cmpi(Pred::sge, t, e.idx(0)), [&]() {
         auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
         e.ifThen(pageInCache(e, cache, page), [&, page = page,
@@ -284,8 +290,10 @@ LogicalResult gpukernel::buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
     e.ifThen(e.cmpi(Pred::slt, r, rows), [&]() {
       Value req = emitRowRequest(e, ri, r);
       Value t = e.loadIdx(m.lookup(op.getPositions()), r);
-      Value inRequest = e.andi(e.cmpi(Pred::sge, t, e.idx(0)),
-                               e.cmpi(Pred::slt, t, pt.kvLen(e, req)));
+      Value nonNegative = e.cmpi(Pred::sge, t, e.idx(0));
+      Value kvLen = pt.kvLen(e, req);
+      Value below = e.cmpi(Pred::slt, t, kvLen);
+      Value inRequest = e.andi(nonNegative, below);
       e.ifThen(inRequest, [&]() {
         auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
         e.ifThen(pageInCache(e, cache, page), [&, page = page,

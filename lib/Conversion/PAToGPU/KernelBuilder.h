@@ -141,7 +141,7 @@ LogicalResult buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
 LogicalResult buildKVDeviation(KVDeviationOp op, gpu::GPUModuleOp kmod,
                                StringRef name);
 LogicalResult buildSelectTopK(SelectTopKOp op, gpu::GPUModuleOp kmod,
-                              StringRef name, int64_t threads);
+                              StringRef name);
 
 /// MergeToGPU.cpp: a memref-form pa.merge becomes the kernel `name` (ABI
 /// kind `merge`, a CTA per row of lse[R, H], other ranks reshaped to it

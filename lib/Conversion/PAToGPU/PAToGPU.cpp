@@ -731,7 +731,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                 return buildKVDeviation(d, kmod, "pa_kv_deviation");
               })
               .Case([&](SelectTopKOp t) {
-                return buildSelectTopK(t, kmod, "pa_select_topk", ctaThreads);
+                return buildSelectTopK(t, kmod, "pa_select_topk");
               })
               .Case([&](MergeOp m) {
                 return buildMerge(m, kmod, "pa_merge", ctaThreads);
