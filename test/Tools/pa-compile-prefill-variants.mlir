@@ -14,6 +14,9 @@
 // --kernels all: decode, split-KV and both prefill kernels.
 // RUN: pa-compile --kernels all --causal -o %t/all | FileCheck %s --check-prefix=LOGALL
 // RUN: FileCheck %s --check-prefix=ALL < %t/all/bundle.manifest
+// RUN: pa-compile --kernels all --topk-ratio 0.5 -o %t/half
+// RUN: FileCheck %s --check-prefix=HALF < %t/half/bundle.manifest
+// RUN: not pa-compile --kernels all --topk-ratio 1.5 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADRATIO
 // A shape flag, --prefill-variants one, a head dim above 128 (whose
 // default is already 4 warps) or a group above 128: only the prefill
 // kernel.
@@ -94,6 +97,9 @@
 // is 64, test/Pipelines/prefill-shape-sweep.mlir):
 // PTXAS-NEXT: {{[0-9]+}} bytes stack frame, {{([0-9]|[1-5][0-9]|6[0-4])}} bytes spill stores
 
+// HALF: topk ratio 0.5
+// BADRATIO: pa-compile: --topk-ratio 1.500000 is out of (0, 1]
+
 // LOGALL: pa-compile: prefill tile_q 256, tile_kv 32
 // LOGALL: pa-compile: prefill_short tile_q 128, tile_kv 32
 
@@ -113,6 +119,22 @@
 // ALL-NEXT: arg o memref 3 f16
 // ALL-NEXT: arg lse memref 2 f32
 // ALL-NEXT: launch grid batch 1 1 block 128 1 1 smem 0
+// The page-table writes and the CacheBlend ops (select_topk with its
+// compiled ratio, --topk-ratio):
+// ALL-NEXT: kernel append_kv kernels.cubin pa_append_kv
+// ALL-NEXT: arg k_new memref 3 f16
+// ALL-NEXT: arg v_new memref 3 f16
+// ALL-NEXT: arg append_indptr memref 1 i32
+// ALL: kernel scatter_kv kernels.cubin pa_scatter_kv
+// ALL: arg positions memref 1 i32
+// ALL: kernel kv_deviation kernels.cubin pa_kv_deviation
+// ALL: kernel select_topk kernels.cubin pa_select_topk
+// ALL-NEXT: topk ratio 0.15
+// ALL-NEXT: arg deviation memref 1 f32
+// ALL-NEXT: arg dev_indptr memref 1 i32
+// ALL-NEXT: arg positions memref 1 i32
+// ALL-NEXT: arg out_indptr memref 1 i32
+// ALL-NEXT: launch grid batch 1 1 block 512 1 1 smem 0
 // ALL: kernel decode kernels.cubin pa_decode
 // Split-KV decode is one kernel; merge_segments serves split prefill:
 // ALL: kernel decode_split kernels.cubin pa_decode_split

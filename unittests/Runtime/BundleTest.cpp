@@ -283,6 +283,80 @@ TEST(BundleManifest, MergeKernels) {
   EXPECT_NE(s.message.find("lse_states"), std::string::npos) << s.message;
 }
 
+TEST(BundleManifest, CacheBlendKernels) {
+  std::string fused = fusedSplitManifest();
+  std::string blend = "kernel scatter_kv k.cubin pa_scatter_kv\n"
+                      "arg k_new memref 3 f16\n"
+                      "arg v_new memref 3 f16\n"
+                      "arg rows_indptr memref 1 i32\n"
+                      "arg positions memref 1 i32\n"
+                      "arg kv_indptr memref 1 i32\n"
+                      "arg kv_indices memref 1 i32\n"
+                      "arg kv_last_page_len memref 1 i32\n"
+                      "arg kv memref 5 f16\n"
+                      "launch grid batch 1 1 block 128 1 1 smem 0\n"
+                      "kernel select_topk k.cubin pa_select_topk\n"
+                      "topk ratio 0.15\n"
+                      "arg deviation memref 1 f32\n"
+                      "arg dev_indptr memref 1 i32\n"
+                      "arg positions memref 1 i32\n"
+                      "arg out_indptr memref 1 i32\n"
+                      "launch grid batch 1 1 block 512 1 1 smem 0\n";
+  std::string text = fused.substr(0, fused.size() - 4) + blend + "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *topk = m.find(KernelKind::SelectTopK);
+  ASSERT_NE(topk, nullptr);
+  ASSERT_TRUE(topk->topkRatio.has_value());
+  EXPECT_EQ(*topk->topkRatio, 0.15);
+  EXPECT_FALSE(m.find(KernelKind::ScatterKV)->topkRatio.has_value());
+  // Rows (the dims' query rows) and requests (batch) are apart.
+  ProblemDims d;
+  d.batch = 3;
+  d.numQueryRows = 40;
+  EXPECT_EQ(roleShape(m.config, ArgRole::KNew, d),
+            (std::vector<int64_t>{40, 8, 128}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::RowsIndptr, d),
+            (std::vector<int64_t>{4}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::Positions, d),
+            (std::vector<int64_t>{40}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::OutIndptr, d),
+            (std::vector<int64_t>{4}));
+  // The ratio survives the printer (shortest round-tripping decimal).
+  std::string printed = printManifest(m);
+  EXPECT_NE(printed.find("topk ratio 0.15\n"), std::string::npos) << printed;
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printed, again).ok);
+  EXPECT_EQ(again, m);
+  // A select_topk without its ratio, a ratio out of (0, 1], and a topk line
+  // on another kernel are errors.
+  Manifest bad;
+  std::string noRatio = text;
+  noRatio.erase(noRatio.find("topk ratio 0.15\n"), 16);
+  s = parseManifest(noRatio, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("missing the 'topk ratio R' line"),
+            std::string::npos)
+      << s.message;
+  for (const char *r : {"0", "1.5", "nan", "x"}) {
+    std::string badRatio = text;
+    badRatio.replace(badRatio.find("topk ratio 0.15"), 15,
+                     std::string("topk ratio ") + r);
+    s = parseManifest(badRatio, bad);
+    EXPECT_FALSE(s.ok) << r;
+    EXPECT_NE(s.message.find("must be a number in (0, 1]"), std::string::npos)
+        << s.message;
+  }
+  std::string misplaced = text;
+  misplaced.insert(misplaced.find("arg rows_indptr"), "topk ratio 0.5\n");
+  s = parseManifest(misplaced, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("belongs to kernel 'select_topk'"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST(BundleManifest, AppendKVSlotsKernel) {
   std::string fused = fusedSplitManifest();
   std::string append = "kernel append_kv_slots k.cubin pa_append_kv_slots\n"
