@@ -90,7 +90,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"append_kv", KernelKind::AppendKV},
     {"scatter_kv", KernelKind::ScatterKV},
     {"kv_deviation", KernelKind::KVDeviation},
-    {"select_topk", KernelKind::SelectTopK}};
+    {"select_topk", KernelKind::SelectTopK},
+    {"pack_mask", KernelKind::PackMask}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -137,7 +138,9 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"cached_rows", ArgRole::CachedRows},
     {"deviation", ArgRole::Deviation},
     {"dev_indptr", ArgRole::DevIndptr},
-    {"out_indptr", ArgRole::OutIndptr}};
+    {"out_indptr", ArgRole::OutIndptr},
+    {"mask", ArgRole::Mask},
+    {"mask_segments", ArgRole::MaskSegments}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
@@ -166,8 +169,13 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::Positions:
   case ArgRole::DevIndptr:
   case ArgRole::OutIndptr:
+  case ArgRole::MaskSegments:
     rank = 1;
     type = ElemType::I32;
+    return;
+  case ArgRole::Mask:
+    rank = 1;
+    type = ElemType::I8;
     return;
   case ArgRole::Deviation:
     rank = 1;
@@ -253,6 +261,9 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
     return {ArgRole::OStates, ArgRole::LSEStates, ArgRole::O, ArgRole::LSE};
   if (k == KernelKind::KVDeviation)
     return {ArgRole::NewRows, ArgRole::CachedRows, ArgRole::Deviation};
+  if (k == KernelKind::PackMask)
+    return {ArgRole::Mask, ArgRole::MaskSegments, ArgRole::CustomMask,
+            ArgRole::MaskIndptr};
   if (k == KernelKind::SelectTopK)
     return {ArgRole::Deviation, ArgRole::DevIndptr, ArgRole::Positions,
             ArgRole::OutIndptr};
@@ -1235,9 +1246,11 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
   case ArgRole::RowsIndptr:
   case ArgRole::DevIndptr:
   case ArgRole::OutIndptr:
+  case ArgRole::MaskSegments:
     return {d.batch + 1};
   case ArgRole::Positions:
   case ArgRole::Deviation:
+  case ArgRole::Mask:
     return {d.queryRows()};
   case ArgRole::SlotMapping:
     return {d.batch};

@@ -7,7 +7,8 @@
 // pa_append_kv and pa_scatter_kv launch the bundle's `append_kv` /
 // `scatter_kv` kernels (pa.append_kv, pa.scatter_kv: a CTA per row through
 // the page table); pa_kv_deviation and pa_select_topk the CacheBlend
-// kernels (pa.kv_deviation, pa.select_topk). Checked mode validates on the
+// kernels (pa.kv_deviation, pa.select_topk); pa_pack_mask the mask packing
+// (pa.pack_mask) that makes prefill's custom_mask. Checked mode validates on the
 // host what the kernels would otherwise skip.
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +27,8 @@ Status requireKernel(const pa_bundle &b, KernelKind kind) {
   if (!b.function(kind))
     return fail("bundle '", b.dir, "' has no '", toString(kind),
                 "' kernel (pa-compile adds append_kv, scatter_kv, "
-                "kv_deviation and select_topk to bundles of --kernels all)");
+                "kv_deviation, select_topk and pack_mask to bundles of "
+                "--kernels all)");
   return Status::success();
 }
 
@@ -216,9 +218,62 @@ Status runSelectTopK(pa_bundle &b, const pa_select_topk_args &a,
                 a.checked != 0);
 }
 
+Status runPackMask(pa_bundle &b, const pa_pack_mask_args &a,
+                   CUstream stream) {
+  PA_TRY(requireContext());
+  PA_TRY(requireKernel(b, KernelKind::PackMask));
+  if (a.batch < 0 || a.num_elements < 0 || a.packed_bytes < 0)
+    return fail("batch (", a.batch, "), num_elements (", a.num_elements,
+                ") and packed_bytes (", a.packed_bytes,
+                ") must not be negative");
+  PA_TRY(checkRequired({{"packed_indptr", a.packed_indptr, true},
+                        {"indptr", a.indptr, a.batch > 0},
+                        {"mask", a.mask, a.num_elements > 0},
+                        {"packed", a.packed, a.num_elements > 0}}));
+  if (a.batch == 0) {
+    PA_CU(cuMemsetD32Async(a.packed_indptr, 0, 1, stream));
+    return Status::success();
+  }
+  if (a.checked) {
+    std::vector<int32_t> indptr;
+    PA_TRY(download(indptr, a.indptr, a.batch + 1, stream, "indptr"));
+    PA_TRY(checkRowsIndptr(indptr, a.batch, a.num_elements, "indptr"));
+    int64_t bytes = 0;
+    for (int64_t s = 0; s < a.batch; ++s)
+      bytes += (indptr[s + 1] - indptr[s] + 7) / 8;
+    if (bytes > a.packed_bytes)
+      return fail("the packed mask needs ", bytes, " bytes, packed_bytes = ",
+                  a.packed_bytes);
+  }
+  const BundleConfig &c = b.manifest.config;
+  ProblemDims dims;
+  dims.batch = a.batch;
+  dims.numQueryRows = a.num_elements;
+  dims.maskBytes = a.packed_bytes;
+  ArgBindings args;
+  auto bind = [&](ArgRole r, pa_deviceptr p) {
+    args.bind(r, p, roleShape(c, r, dims));
+  };
+  bind(ArgRole::Mask, a.mask);
+  bind(ArgRole::MaskSegments, a.indptr);
+  bind(ArgRole::CustomMask, a.packed);
+  bind(ArgRole::MaskIndptr, a.packed_indptr);
+  return launch(b, KernelKind::PackMask, args, dims, stream, a.checked != 0);
+}
+
 } // namespace
 
 extern "C" {
+
+int pa_pack_mask(pa_bundle *bundle, const pa_pack_mask_args *args,
+                 pa_stream stream) {
+  if (!bundle || !args)
+    return report(fail("pa_pack_mask: null argument"));
+  if (Status s = runPackMask(*bundle, *args, static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_pack_mask: ", s.message));
+  return PA_SUCCESS;
+}
 
 int pa_append_kv(pa_bundle *bundle, const pa_page_write_args *args,
                  pa_stream stream) {

@@ -1096,6 +1096,7 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
                             : 0;
   const KernelSpec *topk = bundle->manifest.find(KernelKind::SelectTopK);
   out->topk_ratio = topk && topk->topkRatio ? *topk->topkRatio : 0;
+  out->has_pack_mask = bundle->function(KernelKind::PackMask) ? 1 : 0;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;

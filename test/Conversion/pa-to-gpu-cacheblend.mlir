@@ -113,3 +113,26 @@ func.func @dev_dynamic(%a: memref<?x8x?xf16>, %b: memref<?x8x?xf16>, %d: memref<
   pa.kv_deviation ins(%a, %b : memref<?x8x?xf16>, memref<?x8x?xf16>) outs(%d : memref<?xf32>)
   return
 }
+
+// -----
+
+// pack_mask: a CTA per segment (grid x = B); the segment's first byte is
+// the sum of the earlier segments' ceil(n / 8) (a shared counter), thread 0
+// writes packed_indptr[b + 1]; each thread ORs 8 elements (non-zero = 1,
+// past the segment 0) into a byte, bit j = element 8k + j.
+// CHECK-LABEL: func @pack(
+// CHECK: gpu.launch_func @pa_kernels::@pa_pack_mask blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128
+// CHECK: gpu.func @pa_pack_mask(
+// CHECK-SAME: workgroup(%{{.*}} : memref<1xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: pa.kernel = {args = ["mask", "mask_segments", "custom_mask", "mask_indptr"], block = array<i64: 128, 1, 1>, grid = ["batch", 1, 1], kind = "pack_mask", smem = 0 : i64}
+// CHECK: memref.atomic_rmw addi
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %arg3[%{{.*}}] : memref<?xi32>
+// CHECK: scf.for
+// CHECK-COUNT-8: arith.cmpi ne, %{{.*}}, %c0_i8
+// CHECK: arith.trunci %{{.*}} : i32 to i8
+// CHECK: memref.store %{{.*}}, %arg2[%{{.*}}] : memref<?xi8>
+func.func @pack(%m: memref<?xi8>, %i: memref<?xi32>, %p: memref<?xi8>, %pi: memref<?xi32>) {
+  pa.pack_mask mask(%m, %i : memref<?xi8>, memref<?xi32>) outs(%p, %pi : memref<?xi8>, memref<?xi32>)
+  return
+}

@@ -87,9 +87,9 @@ func.func @window(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: m
 
 // Ops without a GPU lowering are rejected at the op, before anything
 // changes, instead of staying behind on the host.
-func.func @pack_mask(%m: memref<?xi1>, %i: memref<3xi32>, %p: memref<?xi8>, %pi: memref<3xi32>) {
-  // expected-error @+1 {{'pa.pack_mask' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.append_kv, pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation and pa.select_topk}}
-  pa.pack_mask mask(%m, %i : memref<?xi1>, memref<3xi32>) outs(%p, %pi : memref<?xi8>, memref<3xi32>)
+func.func @plan(%ip: memref<5xi32>, %lp: memref<4xi32>, %wi: memref<5xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>) {
+  // expected-error @+1 {{'pa.plan_split_kv' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.append_kv, pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, pa.select_topk and pa.pack_mask}}
+  pa.plan_split_kv pages(%ip, %lp : memref<5xi32>, memref<4xi32>) outs(%wi, %wr, %ws, %we : memref<5xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) {chunk_size = 256 : i64, page_size = 16 : i64}
   return
 }
 

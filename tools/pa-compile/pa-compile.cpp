@@ -539,7 +539,8 @@ void buildMerges(OpBuilder &b, Location loc, const ProgramTypes &t) {
 /// @append_kv(k_new, v_new, append_indptr, pages..., [scales], kv...),
 /// @scatter_kv(k_rows, v_rows, rows_indptr, positions, pages..., [scales],
 /// kv...), @kv_deviation(new_rows, cached_rows, dev) and
-/// @select_topk(dev, indptr, positions, out_indptr) with --topk-ratio.
+/// @select_topk(dev, indptr, positions, out_indptr) with --topk-ratio,
+/// @pack_mask(mask, indptr, packed, packed_indptr).
 void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
   int nkv = t.joint ? 1 : 2;
   RankedTensorType rows = RankedTensorType::get(
@@ -583,6 +584,16 @@ void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
               auto op = mlir::pa::KVDeviationOp::create(
                   b, loc, TypeRange{dev}, a[0], a[1], ValueRange{a[2]});
               return {op.getResult(0)};
+            });
+  RankedTensorType bytes =
+      RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type());
+  buildFunc(b, loc, "pack_mask", {bytes, t.index, bytes, t.index},
+            {bytes, t.index},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::PackMaskOp::create(
+                  b, loc, TypeRange{bytes, t.index}, a[0], a[1],
+                  ValueRange{a[2], a[3]});
+              return {op.getResult(0), op.getResult(1)};
             });
   buildFunc(b, loc, "select_topk", {dev, t.index, t.index, t.index},
             {t.index, t.index},
@@ -948,7 +959,8 @@ int main(int argc, char **argv) {
           "prefill: prefill and, with the default shape up to "
           "head dim 128, prefill_short; all: both, merge and merge_states "
           "(pa_merge, pa_merge_states, cascades), append_kv, scatter_kv, "
-          "kv_deviation and select_topk (CacheBlend)) and their manifest "
+          "kv_deviation, select_topk (CacheBlend) and pack_mask) and their "
+          "manifest "
           "to a bundle directory\n",
           &llvm::errs()))
     return 2;

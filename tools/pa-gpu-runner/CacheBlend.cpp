@@ -135,6 +135,59 @@ bool checkTopK(pa_bundle *bundle, double ratio, const std::string &name,
   return problem.empty();
 }
 
+/// pa_pack_mask of random masks ragged by `lens` against pa::ref::packMask,
+/// byte for byte (packed bytes up to packed_indptr[B], and the indptr).
+bool checkPackMask(pa_bundle *bundle, const std::string &name,
+                   const std::vector<int64_t> &lens, test::Rng &rng) {
+  std::vector<int32_t> indptr = test::indptrOf(lens);
+  int64_t n = indptr.back(), batch = static_cast<int64_t>(lens.size());
+  std::vector<uint8_t> bits(static_cast<size_t>(n));
+  double density = rng.uniform(0.1, 0.9);
+  for (uint8_t &x : bits) // any non-zero byte is true
+    x = rng.chance(density) ? static_cast<uint8_t>(rng.uniformInt(1, 255)) : 0;
+  std::vector<uint8_t> bools(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    bools[i] = bits[i] ? 1 : 0;
+  auto [expPacked, expIndptr] = ref::packMask(bools, indptr);
+  int64_t cap = static_cast<int64_t>(expPacked.size()) + 3;
+  DeviceBuffer dm = uploadVector(bits), di = uploadVector(indptr),
+               dp(static_cast<size_t>(std::max<int64_t>(cap, 1))),
+               dpi(static_cast<size_t>((batch + 1) * 4));
+  PA_CU(cuMemsetD8(dp.get(), 0xAB, static_cast<size_t>(std::max<int64_t>(cap, 1))));
+  PA_CU(cuMemsetD32(dpi.get(), 0xFFFFFFFFu, static_cast<size_t>(batch + 1)));
+  pa_pack_mask_args a{};
+  a.mask = dm.get();
+  a.indptr = di.get();
+  a.packed = dp.get();
+  a.packed_indptr = dpi.get();
+  a.batch = batch;
+  a.num_elements = n;
+  a.packed_bytes = cap;
+  a.checked = 1;
+  std::string problem;
+  try {
+    PA_RT(pa_pack_mask(bundle, &a, nullptr));
+    PA_CU(cuCtxSynchronize());
+    std::vector<int32_t> gotIndptr(static_cast<size_t>(batch + 1));
+    std::vector<uint8_t> got(static_cast<size_t>(std::max<int64_t>(cap, 1)));
+    dpi.download(gotIndptr.data(), gotIndptr.size() * 4);
+    dp.download(got.data(), got.size());
+    if (gotIndptr != expIndptr)
+      problem = "packed_indptr differs";
+    for (size_t i = 0; problem.empty() && i < expPacked.size(); ++i)
+      if (got[i] != expPacked[i])
+        problem = fmt("packed[%zu] = 0x%02x, expected 0x%02x", i, got[i],
+                      expPacked[i]);
+  } catch (const Failure &f) {
+    problem = f.what();
+  }
+  std::printf("  pack_mask   %-28s B=%-3" PRId64 " N=%-6" PRId64
+              " bytes %-5zu %s%s\n",
+              name.c_str(), batch, n, expPacked.size(),
+              problem.empty() ? "PASS (exact)" : "FAIL ", problem.c_str());
+  return problem.empty();
+}
+
 bool checkBundle(const std::string &dir, uint64_t seed) {
   pa_bundle *bundle = nullptr;
   bool ok = true;
@@ -176,6 +229,15 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
     ok &= checkTopK(bundle, r, "one token", {1}, wide);
     ok &= checkTopK(bundle, r, "all equal", {77, 5}, [] { return 1.0f; });
     ok &= checkTopK(bundle, r, "no request", {}, [] { return 0.0f; });
+    if (cfg.has_pack_mask) {
+      std::vector<int64_t> masks;
+      for (int i = 0; i < 40; ++i)
+        masks.push_back(rng.chance(0.2) ? 0 : rng.uniformInt(1, 5000));
+      ok &= checkPackMask(bundle, "ragged", masks, rng);
+      ok &= checkPackMask(bundle, "one long", {1 << 20}, rng);
+      ok &= checkPackMask(bundle, "bits 1..9", {1, 2, 3, 7, 8, 9}, rng);
+      ok &= checkPackMask(bundle, "no segment", {}, rng);
+    }
     // Checked mode: a NaN deviation.
     std::vector<float> dev(10, 1.0f);
     dev[4] = std::numeric_limits<float>::quiet_NaN();

@@ -164,8 +164,11 @@ enum class KernelKind {
   /// (select_topk) optional: each request's top ceil(r * n) deviations
   /// (pa.select_topk); the `topk ratio R` line gives r.
   SelectTopK,
+  /// (pack_mask) optional: boolean masks ragged by segments packed into
+  /// bytes (pa.pack_mask: the custom_mask / mask_indptr of prefill).
+  PackMask,
 };
-constexpr int kNumKernelKinds = 14;
+constexpr int kNumKernelKinds = 15;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -245,8 +248,12 @@ enum class ArgRole {
   /// segments of the selected positions it writes.
   DevIndptr,
   OutIndptr,
+  /// pack_mask: the [R] i8 mask (non-zero = true) and its [B+1] i32
+  /// segments; it writes custom_mask and mask_indptr.
+  Mask,
+  MaskSegments,
 };
-constexpr int kNumArgRoles = 46;
+constexpr int kNumArgRoles = 48;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 

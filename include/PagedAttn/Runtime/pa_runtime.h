@@ -93,6 +93,8 @@ typedef struct pa_bundle_config {
   /** select_topk's compiled ratio (pa-compile --topk-ratio); 0 without
    *  the kernel. */
   double topk_ratio;
+  /** A pack_mask kernel is present (pa_pack_mask). */
+  int has_pack_mask;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -594,6 +596,29 @@ typedef struct pa_select_topk_args {
  *  search (no sort). */
 int pa_select_topk(pa_bundle *bundle, const pa_select_topk_args *args,
                    pa_stream stream);
+
+/** Arguments of pa_pack_mask. */
+typedef struct pa_pack_mask_args {
+  pa_deviceptr mask;   /**< [num_elements] uint8, non-zero = true */
+  pa_deviceptr indptr; /**< [batch + 1] int32 segments of mask */
+  /** [packed_bytes] (written): segment b's bits packed from byte
+   *  packed_indptr[b], bit j of byte k = element 8k + j (little-endian
+   *  bits), the last byte zero-padded: prefill's custom_mask layout. */
+  pa_deviceptr packed;
+  pa_deviceptr packed_indptr; /**< [batch + 1] int32 (written) */
+  int64_t batch, num_elements;
+  /** Bytes of `packed` (at least sum_b ceil(n_b / 8)). */
+  int64_t packed_bytes;
+  /** Nonzero: copy indptr to the host first and fail on an indptr that
+   *  does not run from 0 to num_elements or a packed size over
+   *  packed_bytes; synchronize after. */
+  int checked;
+} pa_pack_mask_args;
+
+/** Enqueues pack_mask (pa.pack_mask, FlashInfer's segment_packbits): a CTA
+ *  per segment. */
+int pa_pack_mask(pa_bundle *bundle, const pa_pack_mask_args *args,
+                 pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

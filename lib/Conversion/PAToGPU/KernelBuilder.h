@@ -143,6 +143,11 @@ LogicalResult buildKVDeviation(KVDeviationOp op, gpu::GPUModuleOp kmod,
 LogicalResult buildSelectTopK(SelectTopKOp op, gpu::GPUModuleOp kmod,
                               StringRef name);
 
+/// MaskToGPU.cpp: a memref-form pa.pack_mask becomes the kernel `name` (a
+/// CTA per segment), launched in its place.
+LogicalResult buildPackMask(PackMaskOp op, gpu::GPUModuleOp kmod,
+                            StringRef name, int64_t threads);
+
 /// MergeToGPU.cpp: a memref-form pa.merge becomes the kernel `name` (ABI
 /// kind `merge`, a CTA per row of lse[R, H], other ranks reshaped to it
 /// first), launched in its place.

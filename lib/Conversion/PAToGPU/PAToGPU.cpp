@@ -642,13 +642,15 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
                PrefillPartialOp, AppendKVSlotsOp, AppendKVOp, ScatterKVOp,
-               MergeOp, MergeStatesOp, KVDeviationOp, SelectTopKOp>(op)) {
+               MergeOp, MergeStatesOp, KVDeviationOp, SelectTopKOp,
+               PackMaskOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
                "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
                "pa.prefill_partial, pa.append_kv_slots, pa.append_kv, "
-               "pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation "
-               "and pa.select_topk (use pa-lower-to-cpu for the other ops)";
+               "pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, "
+               "pa.select_topk and pa.pack_mask (use pa-lower-to-cpu for the "
+               "other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -732,6 +734,9 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               })
               .Case([&](SelectTopKOp t) {
                 return buildSelectTopK(t, kmod, "pa_select_topk");
+              })
+              .Case([&](PackMaskOp p) {
+                return buildPackMask(p, kmod, "pa_pack_mask", ctaThreads);
               })
               .Case([&](MergeOp m) {
                 return buildMerge(m, kmod, "pa_merge", ctaThreads);
@@ -883,6 +888,8 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"kv"});
     else
       add({"k", "v"});
+  } else if (isa<PackMaskOp>(op)) {
+    add({"mask", "mask_segments", "custom_mask", "mask_indptr"});
   } else if (isa<KVDeviationOp>(op)) {
     add({"new_rows", "cached_rows", "deviation"});
   } else if (isa<SelectTopKOp>(op)) {
