@@ -125,11 +125,9 @@ void mlir::pa::registerPAPipelines() {
       +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
   registerChecked<LowerToNVVMOptions>(
       "pa-lower-to-nvvm",
-      "Lower a pa program to GPU kernels (pa.decode, and with split-KV "
-      "pa.decode_partial + pa.merge_segments; pa.prefill and "
-      "pa.prefill_partial on tensor cores; pa.cascade as a prefill per level "
-      "and a pa.merge; pa.append_kv_slots, pa.merge, pa.merge_states; "
-      "other ops are rejected): pa-cascade-decompose, optional split-KV work "
+      "Lower a pa program to GPU kernels (every op but pa.mla_decode and "
+      "pa.plan_split_kv, which are rejected; pa.cascade as a prefill per "
+      "level and a pa.merge): pa-cascade-decompose, optional split-KV work "
       "list, One-Shot "
       "Bufferize, convert-pa-to-gpu (tiling, kernel ABI), "
       "pa-warp-shuffle-reduce, pa-mma-sync-bf16-to-nvvm, "

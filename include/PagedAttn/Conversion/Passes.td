@@ -41,15 +41,14 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
 }
 
 def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Tile memref-form decode, decode_partial, merge_segments, prefill, prefill_partial, append_kv_slots, merge and merge_states into GPU kernels";
+  let summary = "Lower memref-form pa ops (all but mla_decode and plan_split_kv) to GPU kernels";
   let description = [{
     Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments`,
-    `pa.prefill`, `pa.prefill_partial`, `pa.append_kv_slots`, `pa.merge`
-    and `pa.merge_states` (memref form) becomes a `gpu.func`
-    kernel in the `gpu.module @pa_kernels` (named `pa_decode`,
-    `pa_decode_partial`, `pa_merge_segments`, `pa_prefill`,
-    `pa_prefill_partial`, `pa_append_kv_slots`, `pa_merge`,
-    `pa_merge_states`; a suffix is added
+    `pa.prefill`, `pa.prefill_partial`, `pa.append_kv_slots`,
+    `pa.append_kv`, `pa.scatter_kv`, `pa.merge`, `pa.merge_states`,
+    `pa.kv_deviation`, `pa.select_topk` and `pa.pack_mask` (memref form)
+    becomes a `gpu.func` kernel in the `gpu.module @pa_kernels` (named
+    `pa_` and the op's name; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
     a `gpu.launch_func` in its place. Any other pa op is an error at the op
     ("is not supported on the GPU yet"), checked before the IR changes.
@@ -87,7 +86,10 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     reshaped to it on the host) and `pa.merge_states` (a CTA per row s of
     o_states[S, N, H, D]) use 128 threads over the row's (head, 16-byte
     slot) pairs, each merging its states with the shared merge operator
-    (lib/Conversion/PAToGPU/MergeToGPU.cpp).
+    (lib/Conversion/PAToGPU/MergeToGPU.cpp). The cache writes use a CTA
+    per row (CacheToGPU.cpp), the CacheBlend ops a warp per token and a CTA
+    per request (CacheBlendToGPU.cpp), pack_mask a CTA per segment
+    (MaskToGPU.cpp); docs/GPU.md describes each.
 
     With `split-kv-merge=fused` (the default) a `pa.decode_partial` and the
     `pa.merge_segments` right after it that merges its states over its own
