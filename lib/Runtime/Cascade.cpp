@@ -84,16 +84,25 @@ Status checkLse(CUdeviceptr src, int64_t count, CUstream stream,
   return Status::success();
 }
 
-/// Pointers the merge kernels read with 16-byte vectors.
-Status checkAligned(std::initializer_list<std::pair<const char *, pa_deviceptr>>
-                        ptrs) {
-  for (const auto &[name, p] : ptrs) {
+/// The merge kernels' pointers: o arrays are read and written in 16-byte
+/// vectors, lse arrays as floats.
+Status checkAligned(
+    std::initializer_list<std::pair<const char *, pa_deviceptr>> os,
+    std::initializer_list<std::pair<const char *, pa_deviceptr>> lses) {
+  for (const auto &[name, p] : os) {
     if (!p)
       return fail("argument '", name, "' is null");
     if (p % 16 != 0)
       return fail("argument '", name, "' = 0x", std::hex, p,
                   " is not 16-byte aligned (the merge kernels use 16-byte "
                   "vectors)");
+  }
+  for (const auto &[name, p] : lses) {
+    if (!p)
+      return fail("argument '", name, "' is null");
+    if (p % 4 != 0)
+      return fail("argument '", name, "' = 0x", std::hex, p,
+                  " is not 4-byte aligned (float)");
   }
   return Status::success();
 }
@@ -105,12 +114,8 @@ Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
     return fail("num_rows = ", a.num_rows, " is negative");
   if (a.num_rows == 0)
     return Status::success();
-  PA_TRY(checkAligned({{"o_a", a.o_a},
-                       {"lse_a", a.lse_a},
-                       {"o_b", a.o_b},
-                       {"lse_b", a.lse_b},
-                       {"o", a.o},
-                       {"lse", a.lse}}));
+  PA_TRY(checkAligned({{"o_a", a.o_a}, {"o_b", a.o_b}, {"o", a.o}},
+                      {{"lse_a", a.lse_a}, {"lse_b", a.lse_b}, {"lse", a.lse}}));
   const BundleConfig &c = b.manifest.config;
   ProblemDims dims;
   dims.batch = a.num_rows;
@@ -145,9 +150,9 @@ Status runMergeStates(pa_bundle &b, const pa_merge_states_args &a,
   const BundleConfig &c = b.manifest.config;
   // With no states the kernel reads nothing (any pointer, 0 included).
   if (a.num_states > 0)
-    PA_TRY(checkAligned(
-        {{"o_states", a.o_states}, {"lse_states", a.lse_states}}));
-  PA_TRY(checkAligned({{"o", a.o}, {"lse", a.lse}}));
+    PA_TRY(checkAligned({{"o_states", a.o_states}},
+                        {{"lse_states", a.lse_states}}));
+  PA_TRY(checkAligned({{"o", a.o}}, {{"lse", a.lse}}));
   ProblemDims dims;
   dims.batch = a.num_rows;
   dims.numQueryRows = a.num_rows;

@@ -706,23 +706,31 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       pa_plan *splan = nullptr;
       PA_RT(pa_decode_plan(bundle, s.ip1.data(), s.lp1.data(), B, nullptr,
                            &splan));
-      pa_decode_args sa{};
-      sa.q = q.get();
-      sa.kv = ca.kv;
-      sa.k = ca.k;
-      sa.v = ca.v;
-      sa.k_scale = ca.k_scale;
-      sa.v_scale = ca.v_scale;
-      sa.kv_indptr = ip1.get();
-      sa.kv_indices = ix1.get();
-      sa.kv_last_page_len = lp1.get();
-      sa.o = od.get();
-      sa.lse = ld.get();
-      sa.batch = B;
-      sa.num_q_heads = Hq;
-      sa.head_dim = D;
-      sa.num_pages = s.pages;
-      sa.nnz = static_cast<int64_t>(s.ix1.size());
+      // Decode arguments over one of the shape's tables (the suffixes, or
+      // the full tables of the plain decode), on the same cache and q.
+      auto decodeArgs = [&](const DeviceBuffer &ip, const DeviceBuffer &ix,
+                            const DeviceBuffer &lp, int64_t nnz) {
+        pa_decode_args d{};
+        d.q = q.get();
+        d.kv = ca.kv;
+        d.k = ca.k;
+        d.v = ca.v;
+        d.k_scale = ca.k_scale;
+        d.v_scale = ca.v_scale;
+        d.kv_indptr = ip.get();
+        d.kv_indices = ix.get();
+        d.kv_last_page_len = lp.get();
+        d.o = od.get();
+        d.lse = ld.get();
+        d.batch = B;
+        d.num_q_heads = Hq;
+        d.head_dim = D;
+        d.num_pages = s.pages;
+        d.nnz = nnz;
+        return d;
+      };
+      pa_decode_args sa =
+          decodeArgs(ip1, ix1, lp1, static_cast<int64_t>(s.ix1.size()));
       Timing ts = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
         PA_RT(pa_decode_run(bundle, splan, &sa, stream));
       });
@@ -738,23 +746,8 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       pa_plan *dplan = nullptr;
       PA_RT(pa_decode_plan(bundle, s.ipf.data(), s.lpf.data(), B, nullptr,
                            &dplan));
-      pa_decode_args da{};
-      da.q = q.get();
-      da.kv = ca.kv;
-      da.k = ca.k;
-      da.v = ca.v;
-      da.k_scale = ca.k_scale;
-      da.v_scale = ca.v_scale;
-      da.kv_indptr = ipf.get();
-      da.kv_indices = ixf.get();
-      da.kv_last_page_len = lpf.get();
-      da.o = od.get();
-      da.lse = ld.get();
-      da.batch = B;
-      da.num_q_heads = Hq;
-      da.head_dim = D;
-      da.num_pages = s.pages;
-      da.nnz = static_cast<int64_t>(s.ixf.size());
+      pa_decode_args da =
+          decodeArgs(ipf, ixf, lpf, static_cast<int64_t>(s.ixf.size()));
       Timing td = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
         PA_RT(pa_decode_run(bundle, dplan, &da, stream));
       });

@@ -419,8 +419,9 @@ typedef struct pa_merge_args {
 } pa_merge_args;
 
 /** Enqueues the bundle's merge kernel (FlashInfer's merge_state): o, lse =
- *  (o_a, lse_a) (+) (o_b, lse_b). Pointers must be 16-byte aligned. Does
- *  not synchronize (except in checked mode). */
+ *  (o_a, lse_a) (+) (o_b, lse_b). The o pointers must be 16-byte aligned
+ *  (16-byte vectors), the lse pointers 4-byte. Does not synchronize
+ *  (except in checked mode). */
 int pa_merge(pa_bundle *bundle, const pa_merge_args *args, pa_stream stream);
 
 /** Arguments of pa_merge_states: S stacked states for each of R rows

@@ -214,97 +214,128 @@ LogicalResult gpukernel::buildAppendKVSlots(AppendKVSlotsOp op,
   return success();
 }
 
-LogicalResult gpukernel::buildAppendKV(AppendKVOp op, gpu::GPUModuleOp kmod,
-                                       StringRef name, int64_t threads) {
-  PagedKVAttr attr = op.getCache();
-  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
-  int64_t vec = checkCacheWrite(op, attr, cacheElem, threads);
-  if (!vec)
-    return failure();
-  IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{},
-                                     writeABI(op, "append_kv", threads), m);
-  Location loc = op.getLoc();
-  {
-    OpBuilder b(func.getBody());
-    b.setInsertionPointToStart(&func.getBody().front());
-    KernelEmitter e{{b, loc}};
-    Cache cache = mappedCache(attr, op.getOuts(), op.getKScale(),
-                              op.getVScale(), m);
-    PageTable pt{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
-                 m.lookup(op.getKvLastPageLen()), attr.getPageSize(),
-                 /*checked=*/false};
-    Value ai = m.lookup(op.getAppendIndptr());
-    Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value batch = e.sub(e.dim(ai, 0), e.idx(1));
-    Value rows = e.loadIdx(ai, batch);
-    e.ifThen(e.cmpi(Pred::slt, r, rows), [&]() {
-      Value req = emitRowRequest(e, ai, r);
-      Value start = e.loadIdx(ai, req);
-      Value alen = e.sub(e.loadIdx(ai, e.add(req, e.idx(1))), start);
-      Value kvLen = pt.kvLen(e, req);
-      // Token kv_len - append_len + j; append_len <= kv_len is the op's
-      // precondition (checked mode), t < 0 is skipped.
-      Value before = e.sub(kvLen, alen);
-      Value j = e.sub(r, start);
-      Value t = e.add(before, j);
-      e.ifThen(e.cmpi(Pred::sge, t, e.idx(0)), [&]() {
-        auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
-        e.ifThen(pageInCache(e, cache, page), [&, page = page,
-                                               slot = slot]() {
-          emitRowCopy(e, cache, m.lookup(op.getKNew()),
-                      m.lookup(op.getVNew()), r, page, slot, vec, threads);
-        });
-      });
-    });
-    gpu::ReturnOp::create(b, loc);
-  }
-  launchRows(op, func, op.getKNew(), threads);
-  return success();
-}
+namespace {
 
-LogicalResult gpukernel::buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
-                                        StringRef name, int64_t threads) {
-  PagedKVAttr attr = op.getCache();
-  Type cacheElem = cast<MemRefType>(op.getOuts()[0].getType()).getElementType();
-  int64_t vec = checkCacheWrite(op, attr, cacheElem, threads);
+/// The operands of a page-table write (pa.append_kv or pa.scatter_kv).
+struct PageWrite {
+  Operation *op;
+  StringRef kind;
+  PagedKVAttr attr;
+  Value kNew, vNew, rowsIndptr, kvIndptr, kvIndices, kvLastPageLen, kScale,
+      vScale;
+  ValueRange outs;
+};
+
+/// The token of row `r` of request `req` (mapped operands `m`, the page
+/// table `pt`) and an i1 saying whether it lies inside the request.
+using TokenOf = function_ref<std::pair<Value, Value>(
+    KernelEmitter &, const IRMapping &, const PageTable &, Value req,
+    Value r)>;
+
+/// A CTA per row: rows past rowsIndptr[B] are skipped; the row's request
+/// is a binary search over rowsIndptr; the row goes to `tokenOf`'s token
+/// through the page table when that token is inside the request and its
+/// page inside the cache.
+LogicalResult buildPageWrite(const PageWrite &w, gpu::GPUModuleOp kmod,
+                             StringRef name, int64_t threads,
+                             TokenOf tokenOf) {
+  Type cacheElem = cast<MemRefType>(w.outs[0].getType()).getElementType();
+  int64_t vec = checkCacheWrite(w.op, w.attr, cacheElem, threads);
   if (!vec)
     return failure();
   IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{},
-                                     writeABI(op, "scatter_kv", threads), m);
-  Location loc = op.getLoc();
+  gpu::GPUFuncOp func = createKernel(kmod, w.op, name, TypeRange{},
+                                     writeABI(w.op, w.kind, threads), m);
+  Location loc = w.op->getLoc();
   {
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
     KernelEmitter e{{b, loc}};
-    Cache cache = mappedCache(attr, op.getOuts(), op.getKScale(),
-                              op.getVScale(), m);
-    PageTable pt{m.lookup(op.getKvIndptr()), m.lookup(op.getKvIndices()),
-                 m.lookup(op.getKvLastPageLen()), attr.getPageSize(),
+    Cache cache = mappedCache(w.attr, w.outs, w.kScale, w.vScale, m);
+    PageTable pt{m.lookup(w.kvIndptr), m.lookup(w.kvIndices),
+                 m.lookup(w.kvLastPageLen), w.attr.getPageSize(),
                  /*checked=*/false};
-    Value ri = m.lookup(op.getRowsIndptr());
+    Value ri = m.lookup(w.rowsIndptr);
     Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value batch = e.sub(e.dim(ri, 0), e.idx(1));
     Value rows = e.loadIdx(ri, batch);
     e.ifThen(e.cmpi(Pred::slt, r, rows), [&]() {
       Value req = emitRowRequest(e, ri, r);
-      Value t = e.loadIdx(m.lookup(op.getPositions()), r);
-      Value nonNegative = e.cmpi(Pred::sge, t, e.idx(0));
-      Value kvLen = pt.kvLen(e, req);
-      Value below = e.cmpi(Pred::slt, t, kvLen);
-      Value inRequest = e.andi(nonNegative, below);
-      e.ifThen(inRequest, [&]() {
+      auto [t, inRequest] = tokenOf(e, m, pt, req, r);
+      e.ifThen(inRequest, [&, t = t]() {
         auto [page, slot] = pt.locate(e, pt.pageBase(e, req), t);
         e.ifThen(pageInCache(e, cache, page), [&, page = page,
                                                slot = slot]() {
-          emitRowCopy(e, cache, m.lookup(op.getKRows()),
-                      m.lookup(op.getVRows()), r, page, slot, vec, threads);
+          emitRowCopy(e, cache, m.lookup(w.kNew), m.lookup(w.vNew), r, page,
+                      slot, vec, threads);
         });
       });
     });
     gpu::ReturnOp::create(b, loc);
   }
-  launchRows(op, func, op.getKRows(), threads);
+  launchRows(w.op, func, w.kNew, threads);
   return success();
+}
+
+} // namespace
+
+LogicalResult gpukernel::buildAppendKV(AppendKVOp op, gpu::GPUModuleOp kmod,
+                                       StringRef name, int64_t threads) {
+  PageWrite w{op,
+              "append_kv",
+              op.getCache(),
+              op.getKNew(),
+              op.getVNew(),
+              op.getAppendIndptr(),
+              op.getKvIndptr(),
+              op.getKvIndices(),
+              op.getKvLastPageLen(),
+              op.getKScale(),
+              op.getVScale(),
+              op.getOuts()};
+  Value ai = op.getAppendIndptr();
+  return buildPageWrite(
+      w, kmod, name, threads,
+      [&](KernelEmitter &e, const IRMapping &m, const PageTable &pt,
+          Value req, Value r) -> std::pair<Value, Value> {
+        // Token kv_len - append_len + j (the table describes the cache
+        // after the append); append_len <= kv_len is the op's precondition
+        // (checked mode), a negative token is skipped.
+        Value start = e.loadIdx(m.lookup(ai), req);
+        Value end = e.loadIdx(m.lookup(ai), e.add(req, e.idx(1)));
+        Value alen = e.sub(end, start);
+        Value kvLen = pt.kvLen(e, req);
+        Value before = e.sub(kvLen, alen);
+        Value j = e.sub(r, start);
+        Value t = e.add(before, j);
+        return {t, e.cmpi(Pred::sge, t, e.idx(0))};
+      });
+}
+
+LogicalResult gpukernel::buildScatterKV(ScatterKVOp op, gpu::GPUModuleOp kmod,
+                                        StringRef name, int64_t threads) {
+  PageWrite w{op,
+              "scatter_kv",
+              op.getCache(),
+              op.getKRows(),
+              op.getVRows(),
+              op.getRowsIndptr(),
+              op.getKvIndptr(),
+              op.getKvIndices(),
+              op.getKvLastPageLen(),
+              op.getKScale(),
+              op.getVScale(),
+              op.getOuts()};
+  Value positions = op.getPositions();
+  return buildPageWrite(
+      w, kmod, name, threads,
+      [&](KernelEmitter &e, const IRMapping &m, const PageTable &pt,
+          Value req, Value r) -> std::pair<Value, Value> {
+        // The request's token positions[r], kept inside [0, kv_len).
+        Value t = e.loadIdx(m.lookup(positions), r);
+        Value nonNegative = e.cmpi(Pred::sge, t, e.idx(0));
+        Value kvLen = pt.kvLen(e, req);
+        Value below = e.cmpi(Pred::slt, t, kvLen);
+        return {t, e.andi(nonNegative, below)};
+      });
 }
