@@ -267,29 +267,21 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   if (k == KernelKind::SelectTopK)
     return {ArgRole::Deviation, ArgRole::DevIndptr, ArgRole::Positions,
             ArgRole::OutIndptr};
-  if (k == KernelKind::AppendKV || k == KernelKind::ScatterKV) {
-    roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::KVIndptr,
-             ArgRole::KVIndices, ArgRole::KVLastPageLen};
-    if (k == KernelKind::AppendKV) {
-      roles.push_back(ArgRole::AppendIndptr);
+  // The cache writes: their rows, how the rows find their tokens, then an
+  // fp8 cache's scales and the cache.
+  if (k == KernelKind::AppendKV || k == KernelKind::ScatterKV ||
+      k == KernelKind::AppendKVSlots) {
+    roles = {ArgRole::KNew, ArgRole::VNew};
+    if (k == KernelKind::AppendKVSlots) {
+      roles.push_back(ArgRole::SlotMapping);
     } else {
-      roles.push_back(ArgRole::RowsIndptr);
-      roles.push_back(ArgRole::Positions);
+      roles.insert(roles.end(), {ArgRole::KVIndptr, ArgRole::KVIndices,
+                                 ArgRole::KVLastPageLen});
+      if (k == KernelKind::AppendKV)
+        roles.push_back(ArgRole::AppendIndptr);
+      else
+        roles.insert(roles.end(), {ArgRole::RowsIndptr, ArgRole::Positions});
     }
-    if (c.fp8()) {
-      roles.push_back(ArgRole::KScale);
-      roles.push_back(ArgRole::VScale);
-    }
-    if (s == KVStorage::Joint) {
-      roles.push_back(ArgRole::KV);
-    } else {
-      roles.push_back(ArgRole::K);
-      roles.push_back(ArgRole::V);
-    }
-    return roles;
-  }
-  if (k == KernelKind::AppendKVSlots) {
-    roles = {ArgRole::KNew, ArgRole::VNew, ArgRole::SlotMapping};
     if (c.fp8()) {
       roles.push_back(ArgRole::KScale);
       roles.push_back(ArgRole::VScale);
