@@ -81,12 +81,19 @@ func.func @tile_not_whole_groups(%q: memref<?x24x128xf16>, %qi: memref<?xi32>, %
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 
-// With explicit positions nothing is skipped: the KV-tile loop of a causal
-// prefill runs over all of [0, kv_len), and the mask reads the positions.
+// With explicit positions under causal, one pass over the tile's rows
+// takes the min / max of their q_positions, and the KV-tile loop stops at
+// min(kv_len, max + 1) (CacheBlend's selected tokens see only the keys
+// up to their positions); every tile is still masked with the positions.
 // CHECK-LABEL: func @positions
 // CHECK: pa.tile.load_q
-// CHECK-NOT: arith.minsi
-// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %{{.*}} step %c16{{(_[0-9]+)?}} {
+// CHECK: %[[SPAN:.*]]:2 = scf.for {{.*}} iter_args
+// CHECK: memref.load %{{.*}} : memref<?xi32>
+// CHECK: arith.minsi
+// CHECK: arith.maxsi
+// CHECK: %[[END:.*]] = arith.addi %[[SPAN]]#1, %c1
+// CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %[[END]] : index
+// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %[[HI]] step %c16{{(_[0-9]+)?}} {
 // CHECK: pa.tile.mask {{.*}} positions(%{{.*}} : memref<?xi32>) {causal, group = 1 : i64}
 func.func @positions(%q: memref<?x8x128xf16>, %qi: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %pos: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
   pa.prefill q(%q, %qi : memref<?x8x128xf16>, memref<?xi32>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) positions(%pos : memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #cache, causal}

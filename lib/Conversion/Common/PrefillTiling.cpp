@@ -2,6 +2,8 @@
 
 #include "PagedAttn/Conversion/PrefillTiling.h"
 
+#include <limits>
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -206,11 +208,29 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
                       b.getF32FloatAttr(opts.getSmScaleOr(cache.getHeadDim())));
   TileInitStateOp::create(b, loc, tiles.m, tiles.l, tiles.acc);
 
+  // With explicit positions under causal / window, the tile's queries span
+  // [min, max] of their q_positions (CacheBlend's recomputed tokens, ...):
+  // one pass over the tile's rows bounds the keys as the implicit
+  // positions do.
+  if (positions && (causal || opts.window)) {
+    Value qPos = arg(op.qPositions);
+    Value big = e.idx(std::numeric_limits<int32_t>::max());
+    scf::ForOp span = e.forLoop(
+        e.idx(0), t.rows, {big, e.idx(-1)},
+        [&](Value i, ValueRange r) -> SmallVector<Value> {
+          Value p = e.loadIdx(qPos, e.add(row0, i));
+          Value lowest = arith::MinSIOp::create(b, loc, r[0], p);
+          Value highest = arith::MaxSIOp::create(b, loc, r[1], p);
+          return {lowest, highest};
+        });
+    pos0 = span.getResult(0);
+    lastPos = span.getResult(1);
+  }
   // The keys the tile can see: [lo, hi), lo a multiple of the KV tile.
   Value lo = e.idx(0), hi = t.kvLen;
-  if (!positions && causal)
+  if (causal)
     hi = arith::MinSIOp::create(b, loc, t.kvLen, e.add(lastPos, e.idx(1)));
-  if (!positions && opts.window) {
+  if (opts.window) {
     Value start = arith::MaxSIOp::create(
         b, loc, e.idx(0),
         e.add(e.sub(pos0, e.idx(*opts.window)), e.idx(1)));
