@@ -23,14 +23,10 @@ using namespace pa::rt::impl;
 
 namespace {
 
-Status requireKernel(const pa_bundle &b, KernelKind kind) {
-  if (!b.function(kind))
-    return fail("bundle '", b.dir, "' has no '", toString(kind),
-                "' kernel (pa-compile adds append_kv, scatter_kv, "
-                "kv_deviation, select_topk and pack_mask to bundles of "
-                "--kernels all)");
-  return Status::success();
-}
+/// What compiles the kernels of this file.
+constexpr const char *kBlendHint =
+    "pa-compile adds append_kv, scatter_kv, kv_deviation, select_topk and "
+    "pack_mask to bundles of --kernels all";
 
 /// The rows of a ragged array: indptr from 0, non-decreasing, ending at
 /// `rows`.
@@ -53,7 +49,7 @@ Status runPageWrite(pa_bundle &b, const pa_page_write_args &a, bool scatter,
                     CUstream stream) {
   PA_TRY(requireContext());
   KernelKind kind = scatter ? KernelKind::ScatterKV : KernelKind::AppendKV;
-  PA_TRY(requireKernel(b, kind));
+  PA_TRY(requireKernel(b, kind, kBlendHint));
   const BundleConfig &c = b.manifest.config;
   if (a.num_rows < 0 || a.batch < 0 || a.num_pages < 0 || a.nnz < 0)
     return fail("num_rows (", a.num_rows, "), batch (", a.batch,
@@ -147,7 +143,7 @@ Status runPageWrite(pa_bundle &b, const pa_page_write_args &a, bool scatter,
 Status runKVDeviation(pa_bundle &b, const pa_kv_deviation_args &a,
                       CUstream stream) {
   PA_TRY(requireContext());
-  PA_TRY(requireKernel(b, KernelKind::KVDeviation));
+  PA_TRY(requireKernel(b, KernelKind::KVDeviation, kBlendHint));
   if (a.num_rows < 0)
     return fail("num_rows = ", a.num_rows, " is negative");
   if (a.num_rows == 0)
@@ -173,7 +169,7 @@ Status runKVDeviation(pa_bundle &b, const pa_kv_deviation_args &a,
 Status runSelectTopK(pa_bundle &b, const pa_select_topk_args &a,
                      CUstream stream) {
   PA_TRY(requireContext());
-  PA_TRY(requireKernel(b, KernelKind::SelectTopK));
+  PA_TRY(requireKernel(b, KernelKind::SelectTopK, kBlendHint));
   if (a.batch < 0 || a.num_rows < 0)
     return fail("batch (", a.batch, ") and num_rows (", a.num_rows,
                 ") must not be negative");
@@ -221,7 +217,7 @@ Status runSelectTopK(pa_bundle &b, const pa_select_topk_args &a,
 Status runPackMask(pa_bundle &b, const pa_pack_mask_args &a,
                    CUstream stream) {
   PA_TRY(requireContext());
-  PA_TRY(requireKernel(b, KernelKind::PackMask));
+  PA_TRY(requireKernel(b, KernelKind::PackMask, kBlendHint));
   if (a.batch < 0 || a.num_elements < 0 || a.packed_bytes < 0)
     return fail("batch (", a.batch, "), num_elements (", a.num_elements,
                 ") and packed_bytes (", a.packed_bytes,

@@ -57,14 +57,9 @@ struct pa_cascade_plan {
 
 namespace {
 
-/// The bundle's kernel `kind`, or an error naming what compiles it.
-Status requireKernel(const pa_bundle &b, KernelKind kind) {
-  if (!b.function(kind))
-    return fail("bundle '", b.dir, "' has no '", toString(kind),
-                "' kernel (pa-compile adds merge and merge_states to bundles "
-                "of --kernels all)");
-  return Status::success();
-}
+/// What compiles the kernels of this file.
+constexpr const char *kMergeHint =
+    "pa-compile adds merge and merge_states to bundles of --kernels all";
 
 /// Copies `count` floats of an lse array to the host and checks that each is
 /// finite or -inf (the merge's domain).
@@ -109,7 +104,7 @@ Status checkAligned(
 
 Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
   PA_TRY(requireContext());
-  PA_TRY(requireKernel(b, KernelKind::Merge));
+  PA_TRY(requireKernel(b, KernelKind::Merge, kMergeHint));
   if (a.num_rows < 0)
     return fail("num_rows = ", a.num_rows, " is negative");
   if (a.num_rows == 0)
@@ -141,7 +136,7 @@ Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
 Status runMergeStates(pa_bundle &b, const pa_merge_states_args &a,
                       CUstream stream) {
   PA_TRY(requireContext());
-  PA_TRY(requireKernel(b, KernelKind::MergeStates));
+  PA_TRY(requireKernel(b, KernelKind::MergeStates, kMergeHint));
   if (a.num_rows < 0 || a.num_states < 0)
     return fail("num_rows = ", a.num_rows, " and num_states = ", a.num_states,
                 " must not be negative");
@@ -202,7 +197,7 @@ Status makeCascadePlan(pa_bundle &b, const pa_cascade_level *levels,
   if (numQueryRows < 0)
     return fail("num_query_rows = ", numQueryRows, " is negative");
   if (numLevels > 1)
-    PA_TRY(requireKernel(b, KernelKind::Merge));
+    PA_TRY(requireKernel(b, KernelKind::Merge, kMergeHint));
   const KernelSpec *prefill = b.manifest.find(KernelKind::Prefill);
   if (prefill && prefill->prefill && prefill->prefill->lseBase2)
     return fail("the bundle's prefill reports lse in base 2 (lse_base2 1): "

@@ -427,6 +427,13 @@ Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
   return Status::success();
 }
 
+Status requireKernel(const pa_bundle &b, KernelKind kind, const char *hint) {
+  if (!b.function(kind))
+    return fail("bundle '", b.dir, "' has no '", toString(kind), "' kernel (",
+                hint, ")");
+  return Status::success();
+}
+
 /// "argument 'NAME' is null" for the first needed argument that is null.
 Status checkRequired(std::initializer_list<RequiredArg> args) {
   for (const RequiredArg &r : args)
@@ -635,10 +642,8 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
 Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
   PA_TRY(requireContext());
   const BundleConfig &c = b.manifest.config;
-  if (!b.function(KernelKind::AppendKVSlots))
-    return fail("bundle '", b.dir,
-                "' has no 'append_kv_slots' kernel (pa-compile adds it to "
-                "decode bundles)");
+  PA_TRY(requireKernel(b, KernelKind::AppendKVSlots,
+                       "pa-compile adds it to decode bundles"));
   if (a.num_rows < 0)
     return fail("num_rows = ", a.num_rows, " is negative");
   if (a.num_pages < 0)

@@ -196,6 +196,10 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
               const ProblemDims &dims, CUstream stream, bool checked);
 
+/// Fails unless bundle `b` has kernel `kind`: "bundle 'DIR' has no 'KIND'
+/// kernel (HINT)", the hint saying what compiles it.
+Status requireKernel(const pa_bundle &b, KernelKind kind, const char *hint);
+
 /// The cache pointers against the bundle's storage: kv for joint K/V, k
 /// and v for split, and scales only for an fp8 cache.
 Status checkCacheForm(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,

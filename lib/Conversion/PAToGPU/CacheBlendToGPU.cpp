@@ -264,9 +264,9 @@ LogicalResult gpukernel::buildSelectTopK(SelectTopKOp op,
     auto keyAt = [&](Value j) {
       return orderKey(e, e.load(dev, {e.add(start, j)}));
     };
-    // count(key `pred` bound) over the request, all threads, into counter
-    // `c` (zero on entry); returns the total after a barrier.
-    auto countKeys = [&](arith::CmpIPredicate pred, Value bound, int64_t c) {
+    // count(key `pred` bound) over the request, all threads, into shared
+    // counter `c` (zero on entry); returns the total after a barrier.
+    auto countKeys = [&](arith::CmpIPredicate pred, Value bound, Value c) {
       Value mine =
           e.forLoop(tid, n, e.idx(threads), {e.i32(0)},
                     [&](Value j, ValueRange r) -> SmallVector<Value> {
@@ -276,10 +276,10 @@ LogicalResult gpukernel::buildSelectTopK(SelectTopKOp op,
                       return {e.add(r[0], one)};
                     })
               .getResult(0);
-      addTo(c, mine);
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, mine,
+                                  counters, ValueRange{c});
       gpu::BarrierOp::create(b, loc);
-      Value total = e.load(counters, {e.idx(c)});
-      return total;
+      return e.load(counters, {c});
     };
     // 2. The threshold: the largest key T with count(key >= T) >= k, built
     // from the top bit (k = 0: no pass selects anything below).
@@ -290,29 +290,11 @@ LogicalResult gpukernel::buildSelectTopK(SelectTopKOp op,
                     Value cand = arith::OrIOp::create(
                         b, loc, r[0],
                         arith::ShLIOp::create(b, loc, e.i32(1), bit));
-                    // Counter (i % 2) counts this pass; the other one is
-                    // zeroed for the next (the barrier in countKeys orders
-                    // both).
+                    // Counter (i % 2) counts this pass; thread 0 then zeroes
+                    // the other one for the next pass (read by nobody in
+                    // this one), ordered by the second barrier.
                     Value parity = e.remui(i, e.idx(2));
-                    Value mine =
-                        e.forLoop(tid, n, e.idx(threads), {e.i32(0)},
-                                  [&](Value j,
-                                      ValueRange acc) -> SmallVector<Value> {
-                                    Value hit =
-                                        e.cmpi(Pred::uge, keyAt(j), cand);
-                                    Value one = arith::ExtUIOp::create(
-                                        b, loc, b.getI32Type(), hit);
-                                    return {e.add(acc[0], one)};
-                                  })
-                            .getResult(0);
-                    memref::AtomicRMWOp::create(b, loc,
-                                                arith::AtomicRMWKind::addi,
-                                                mine, counters,
-                                                ValueRange{parity});
-                    gpu::BarrierOp::create(b, loc);
-                    Value total = e.load(counters, {parity});
-                    // Zero the other counter for the next pass (read by
-                    // nobody in this one).
+                    Value total = countKeys(Pred::uge, cand, parity);
                     Value other = e.sub(e.idx(1), parity);
                     e.ifThen(first, [&]() {
                       e.store(e.i32(0), counters, {other});
@@ -322,12 +304,9 @@ LogicalResult gpukernel::buildSelectTopK(SelectTopKOp op,
                     return {e.select(keep, cand, r[0])};
                   })
             .getResult(0);
-    // After 32 passes counter 0 holds pass 30's count and counter 1 was
-    // zeroed by pass 31 ... zero both before counting the keys above T.
-    setTo(0, e.i32(0));
-    setTo(1, e.i32(0));
-    gpu::BarrierOp::create(b, loc);
-    Value above = countKeys(Pred::ugt, threshold, 0);
+    // The last pass (31, odd) counted into counter 1 and zeroed counter 0:
+    // it counts the keys above T.
+    Value above = countKeys(Pred::ugt, threshold, e.idx(0));
     Value need = e.sub(k32, above); // keys equal to T to take, by index
     // 3. Warp 0 writes the selected indices in increasing order.
     Value warp0 = e.cmpi(Pred::ult, tid, e.idx(kWarp));
