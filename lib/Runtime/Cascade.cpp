@@ -42,6 +42,14 @@ struct pa_cascade_plan {
   /// L > 1: each level's state (o [Nq, Hq, D] dtype, lse [Nq, Hq] f32),
   /// and for L > 2 two more for the partial merges.
   std::vector<CUdeviceptr> stateO, stateLse;
+  /// L > 1: levels 1 .. L-1 run on streams of their own (level 0 on the
+  /// caller's), so that a compute-bound shared prefix and memory-bound
+  /// suffixes overlap; decode levels get the highest stream priority, so
+  /// their CTAs are dispatched as soon as a prefill CTA leaves room. `start`
+  /// orders them after the caller's stream, `done[l]` the merges after them.
+  std::vector<CUstream> streams; // [L]; streams[0] unused
+  std::vector<CUevent> done;     // [L]; done[0] unused
+  CUevent start = nullptr;
 
   void release() {
     ContextGuard guard(ctx);
@@ -49,8 +57,19 @@ struct pa_cascade_plan {
       for (CUdeviceptr &p : *v)
         if (p)
           cuMemFree(p);
+    for (CUstream s : streams)
+      if (s)
+        cuStreamDestroy(s);
+    for (CUevent e : done)
+      if (e)
+        cuEventDestroy(e);
+    if (start)
+      cuEventDestroy(start);
     stateO.clear();
     stateLse.clear();
+    streams.clear();
+    done.clear();
+    start = nullptr;
     levels.clear();
   }
 };
@@ -265,6 +284,18 @@ Status makeCascadePlan(pa_bundle &b, const pa_cascade_level *levels,
                   rows * c.headDim * elementBytes(c.dtype)));
     PA_TRY(upload(p.stateLse.back(), nullptr, rows * sizeof(float)));
   }
+  int least = 0, greatest = 0;
+  PA_CU(cuCtxGetStreamPriorityRange(&least, &greatest));
+  PA_CU(cuEventCreate(&p.start, CU_EVENT_DISABLE_TIMING));
+  p.streams.assign(static_cast<size_t>(numLevels), nullptr);
+  p.done.assign(static_cast<size_t>(numLevels), nullptr);
+  for (size_t l = 1; l < p.levels.size(); ++l) {
+    int priority =
+        p.levels[l].kind == PA_CASCADE_LEVEL_DECODE ? greatest : least;
+    PA_CU(cuStreamCreateWithPriority(&p.streams[l], CU_STREAM_NON_BLOCKING,
+                                     priority));
+    PA_CU(cuEventCreate(&p.done[l], CU_EVENT_DISABLE_TIMING));
+  }
   return Status::success();
 }
 
@@ -285,9 +316,16 @@ Status runCascade(pa_bundle &b, const pa_cascade_plan_t &p,
     return fail("num_query_rows = ", a.num_query_rows,
                 " but the plan was made for ", p.numQueryRows);
   bool checked = a.checked != 0;
+  bool concurrent = numLevels > 1 && !a.serial;
+  if (concurrent)
+    PA_CU(cuEventRecord(p.start, stream));
   for (int64_t l = 0; l < numLevels; ++l) {
     const CascadeLevel &level = p.levels[static_cast<size_t>(l)];
     const pa_cascade_level_args &la = a.levels[l];
+    CUstream levelStream =
+        concurrent && l > 0 ? p.streams[static_cast<size_t>(l)] : stream;
+    if (levelStream != stream)
+      PA_CU(cuStreamWaitEvent(levelStream, p.start, 0));
     // One level alone writes o / lse; otherwise its state.
     pa_deviceptr o = numLevels == 1 ? a.o : p.stateO[l];
     pa_deviceptr lse = numLevels == 1 ? a.lse : p.stateLse[l];
@@ -311,7 +349,7 @@ Status runCascade(pa_bundle &b, const pa_cascade_plan_t &p,
       d.num_pages = a.num_pages;
       d.nnz = la.nnz;
       d.checked = a.checked;
-      s = runDecode(b, *level.decode, d, stream);
+      s = runDecode(b, *level.decode, d, levelStream);
     } else {
       pa_prefill_args pr = {};
       pr.q = a.q;
@@ -333,12 +371,17 @@ Status runCascade(pa_bundle &b, const pa_cascade_plan_t &p,
       pr.num_pages = a.num_pages;
       pr.nnz = la.nnz;
       pr.checked = a.checked;
-      s = runPrefill(b, *level.prefill, pr, stream);
+      s = runPrefill(b, *level.prefill, pr, levelStream);
     }
     if (!s)
       return fail("level ", l, " (",
                   level.kind == PA_CASCADE_LEVEL_DECODE ? "decode" : "prefill",
                   "): ", s.message);
+    if (levelStream != stream) {
+      CUevent e = p.done[static_cast<size_t>(l)];
+      PA_CU(cuEventRecord(e, levelStream));
+      PA_CU(cuStreamWaitEvent(stream, e, 0));
+    }
   }
   // The left fold of the merge: level 0 (+) level 1 into o / lse, or for
   // L > 2 through the two spare states.

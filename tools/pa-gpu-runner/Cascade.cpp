@@ -331,8 +331,8 @@ void runCascadeCase(pa_bundle *bundle, const rt::BundleConfig &c,
   DeviceCascade d;
   uploadCascade(cs, c, d);
   pa_cascade_plan_t *plan = nullptr;
-  Comparison cmp;
   std::string levels;
+  std::string planError;
   try {
     std::vector<pa_cascade_level> host = hostLevels(cs);
     PA_RT(pa_cascade_plan(bundle, host.data(),
@@ -347,19 +347,34 @@ void runCascadeCase(pa_bundle *bundle, const rt::BundleConfig &c,
                                      .c_str()
                                : "");
     }
-    poison(d.o.get(), cs.rows * c.numQHeads() * c.headDim, c.dtype);
-    poison(d.lse.get(), cs.rows * c.numQHeads(), rt::DType::F32);
-    pa_cascade_args a = cascadeArgs(cs, d, c);
-    PA_RT(pa_cascade_run(bundle, plan, &a, nullptr));
-    PA_CU(cuCtxSynchronize());
-    cmp = compareStates(
-        cs.expected, readBack(d.o, d.lse, cs.rows, c), c.dtype,
-        [](int64_t r) { return fmt("query row %" PRId64, r); }, false);
   } catch (const Failure &f) {
-    cmp.problem(f.what());
+    planError = f.what();
   }
-  t.record(cmp.pass);
-  printResult(cs.name, cmp, levels);
+  // Levels concurrent on the plan's streams without checked mode (whose
+  // host syncs could hide a missing join), then serial and checked.
+  for (int serial = 0; serial < 2; ++serial) {
+    Comparison cmp;
+    try {
+      if (!planError.empty())
+        throw Failure(planError);
+      poison(d.o.get(), cs.rows * c.numQHeads() * c.headDim, c.dtype);
+      poison(d.lse.get(), cs.rows * c.numQHeads(), rt::DType::F32);
+      pa_cascade_args a = cascadeArgs(cs, d, c);
+      a.serial = serial;
+      a.checked = serial;
+      PA_RT(pa_cascade_run(bundle, plan, &a, nullptr));
+      // The caller's stream alone: the plan's streams are non-blocking, so
+      // a level not joined back would show as a poisoned o.
+      PA_CU(cuStreamSynchronize(nullptr));
+      cmp = compareStates(
+          cs.expected, readBack(d.o, d.lse, cs.rows, c), c.dtype,
+          [](int64_t r) { return fmt("query row %" PRId64, r); }, false);
+    } catch (const Failure &f) {
+      cmp.problem(f.what());
+    }
+    t.record(cmp.pass);
+    printResult(cs.name + (serial ? " serial" : ""), cmp, levels);
+  }
   if (cs.name.rfind("2 levels", 0) == 0 && plan) {
     // Rejections, on the first case: the run against the plan and checked
     // mode on the device tables.
@@ -584,13 +599,16 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
             ceil.copyGBs));
     out("- cascade: pa_cascade_run of 2 levels (level 0 = the shared prefix "
         "of S tokens, one segment of all B queries, run as prefill; level 1 "
-        "= each request's U tokens, run as decode; one merge); plain decode: "
+        "= each request's U tokens, run as decode, on a stream of the plan "
+        "concurrent with level 0; one merge); serial levels: the same with "
+        "pa_cascade_args.serial = 1; plain decode: "
         "pa_decode_run over the full tables (each request's = the shared "
         "pages, then its own); max |diff| compares their o");
     out("");
-    out("| S | U | B | Hq/Hkv | levels (plan) | cascade us | prefix level "
-        "us | suffix level us | plain decode us | speedup | max abs diff |");
-    out("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    out("| S | U | B | Hq/Hkv | levels (plan) | cascade us | serial levels "
+        "us | prefix level us | suffix level us | plain decode us | speedup | "
+        "max abs diff |");
+    out("|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     test::Rng rng(o.seed);
     for (const std::string &text : o.cases) {
       int64_t S = 0, U = 0, B = 0;
@@ -670,6 +688,13 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       ca.num_q_heads = Hq;
       ca.head_dim = D;
       ca.num_pages = s.pages;
+      // Levels one after the other, then concurrent (the default; its o
+      // is the one compared with the plain decode's).
+      ca.serial = 1;
+      Timing tser = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+        PA_RT(pa_cascade_run(bundle, cplan, &ca, stream));
+      });
+      ca.serial = 0;
       Timing tc = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
         PA_RT(pa_cascade_run(bundle, cplan, &ca, stream));
       });
@@ -737,9 +762,9 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       pa_plan_free(splan);
       if (o.noPlain) {
         out(fmt("| %" PRId64 " | %" PRId64 " | %" PRId64 " | %" PRId64
-                "/%" PRId64 " | %s | %.1f | %.1f | %.1f | | | |",
+                "/%" PRId64 " | %s | %.1f | %.1f | %.1f | %.1f | | | |",
                 S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs,
-                tp.medianUs, ts.medianUs));
+                tser.medianUs, tp.medianUs, ts.medianUs));
         continue;
       }
 
@@ -766,9 +791,10 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
                    : std::max(diff, std::fabs(x - y));
       }
       out(fmt("| %" PRId64 " | %" PRId64 " | %" PRId64 " | %" PRId64
-              "/%" PRId64 " | %s | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1e |",
-              S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs, tp.medianUs,
-              ts.medianUs, td.medianUs, td.medianUs / tc.medianUs, diff));
+              "/%" PRId64
+              " | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1e |",
+              S, U, B, Hq, c.kvHeads, levels.c_str(), tc.medianUs,
+              tser.medianUs, tp.medianUs, ts.medianUs, td.medianUs, td.medianUs / tc.medianUs, diff));
     }
 
     out("");

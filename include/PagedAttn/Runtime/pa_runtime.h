@@ -515,12 +515,19 @@ typedef struct pa_cascade_args {
   /** Nonzero: checked mode of every level's decode / prefill run (page
    *  tables and segments against the plan), and of the merges. */
   int checked;
+  /** Nonzero: every level on `stream`, one after the other. Zero (the
+   *  default): levels 1 .. L-1 on streams of the plan, concurrent with
+   *  level 0 (a decode level at the highest stream priority), joined to
+   *  `stream` before the merges. */
+  int serial;
 } pa_cascade_args;
 
 /** Enqueues the cascade on `stream`: every level's decode or prefill into
- *  its state (level 0 straight into o / lse when L = 1), then L - 1 merges,
- *  the last into o / lse. Runs of one plan must not overlap (they share its
- *  states). */
+ *  its state (level 0 straight into o / lse when L = 1; levels 1 .. L-1 on
+ *  the plan's own streams, ordered after the work already on `stream`,
+ *  unless args->serial), then L - 1 merges on `stream`, the last into o /
+ *  lse. What follows on `stream` sees the whole cascade done. Runs of one
+ *  plan must not overlap (they share its states and streams). */
 int pa_cascade_run(pa_bundle *bundle, const pa_cascade_plan_t *plan,
                    const pa_cascade_args *args, pa_stream stream);
 
