@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (lit and GoogleTest) through ctest.
+# Sets up, builds and runs every test: lit and GoogleTest through ctest,
+# then the Python package's tests (pytest, CPU bundles) against the
+# installed package.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PA_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
+"$root/scripts/setup-python.sh"
+(cd "$build" && ctest --output-on-failure -j2 "$@")
+# pytest from the build directory, so that `import pagedattn` is the
+# installed package, not the source tree.
 cd "$build"
-ctest --output-on-failure -j2 "$@"
+PAGEDATTN_COMPILER="$build/bin/pa-compile" \
+PAGEDATTN_CACHE_DIR="$build/pagedattn-cache" \
+  "$build/pyenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"

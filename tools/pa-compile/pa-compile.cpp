@@ -25,6 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CPUTarget.h"
+
 #include "PagedAttn/Conversion/KernelABI.h"
 #include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
@@ -56,6 +58,7 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace rt = ::pa::rt;
+using ::pa::compile::kArgNameAttr;
 
 static cl::OptionCategory category("pa-compile options");
 static cl::opt<int64_t> headDim("head-dim", cl::init(128), cl::desc("D"),
@@ -85,6 +88,13 @@ static cl::opt<std::string>
             cl::desc("The scales of an fp8 cache: tensor ([1]) | head "
                      "([kv-heads])"),
             cl::cat(category));
+static cl::opt<std::string>
+    target("target", cl::init("gpu"),
+           cl::desc("gpu: CUDA kernels (cubin, PTX) and bundle.manifest | "
+                    "cpu: the same program through pa-lower-to-cpu into "
+                    "kernels_cpu.so and cpu.manifest (docs/Runtime.md, "
+                    "\"CPU bundles\"; links with the system cc)"),
+           cl::cat(category));
 static cl::opt<std::string> chip("chip", cl::init("sm_90"),
                                  cl::desc("sm_80 | sm_90 | ..."),
                                  cl::cat(category));
@@ -230,6 +240,8 @@ bool checkFlags() {
     llvm::errs() << "pa-compile: " << msg << "\n";
     ok = false;
   };
+  if (target != "gpu" && target != "cpu")
+    fail("--target must be gpu or cpu, got '" + target + "'");
   if (!(topkRatio > 0) || topkRatio > 1)
     fail("--topk-ratio " + Twine(std::to_string(topkRatio.getValue())) +
          " is out of (0, 1]");
@@ -328,6 +340,24 @@ bool checkFlags() {
   return ok;
 }
 
+/// The inputs of a program function: types and the names of their roles
+/// (those of the kernel ABI's arguments, docs/Runtime.md), which the CPU
+/// target's manifest lists (CPUTarget.h).
+struct Signature {
+  SmallVector<Type> types;
+  SmallVector<std::string> names;
+  Signature &add(Type t, StringRef name) {
+    types.push_back(t);
+    names.push_back(name.str());
+    return *this;
+  }
+  Signature &append(const Signature &o) {
+    types.append(o.types.begin(), o.types.end());
+    names.append(o.names.begin(), o.names.end());
+    return *this;
+  }
+};
+
 /// Types and attributes of the configuration.
 struct ProgramTypes {
   RankedTensorType q, lse, part, cache, index, mask, slopes;
@@ -337,10 +367,14 @@ struct ProgramTypes {
   bool joint;
 
   /// The cache operands and, for an fp8 cache, the two scales.
-  SmallVector<Type> cacheInputs() const {
-    SmallVector<Type> in(joint ? 1 : 2, cache);
+  Signature cacheInputs() const {
+    Signature in;
+    if (joint)
+      in.add(cache, "kv");
+    else
+      in.add(cache, "k").add(cache, "v");
     if (scale)
-      in.append({scale, scale});
+      in.add(scale, "k_scale").add(scale, "v_scale");
     return in;
   }
   /// Arguments the cache operands take (cacheInputs().size()).
@@ -393,11 +427,13 @@ ProgramTypes programTypes(MLIRContext *ctx) {
 
 /// A public function `name` with `inputs`, returning `results`; `body` gets
 /// the arguments and returns the values to return.
-void buildFunc(OpBuilder &b, Location loc, StringRef name, TypeRange inputs,
-               TypeRange results,
+void buildFunc(OpBuilder &b, Location loc, StringRef name,
+               const Signature &inputs, TypeRange results,
                function_ref<SmallVector<Value>(OpBuilder &, ValueRange)> body) {
   auto func = func::FuncOp::create(b, loc, name,
-                                   b.getFunctionType(inputs, results));
+                                   b.getFunctionType(inputs.types, results));
+  for (auto [i, n] : llvm::enumerate(inputs.names))
+    func.setArgAttr(i, kArgNameAttr, b.getStringAttr(n));
   Block *entry = func.addEntryBlock();
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(entry);
@@ -421,17 +457,24 @@ mlir::pa::AttentionOptions prefillOptions() {
 /// The inputs @prefill and @prefill_split share: q, qo_indptr, the cache
 /// and page table, `workArrays` work-list arrays, then the optional
 /// q_positions, custom mask and ALiBi slopes the flags ask for.
-SmallVector<Type> prefillInputs(const ProgramTypes &t, int workArrays) {
-  SmallVector<Type> in{t.q, t.index};
+Signature prefillInputs(const ProgramTypes &t, bool split) {
+  Signature in;
+  in.add(t.q, "q").add(t.index, "qo_indptr");
   in.append(t.cacheInputs());
-  in.append({t.index, t.index, t.index});
-  in.append(workArrays, t.index);
+  in.add(t.index, "kv_indptr")
+      .add(t.index, "kv_indices")
+      .add(t.index, "kv_last_page_len");
+  if (split)
+    for (StringRef n : {"work_request", "work_qo_start", "work_qo_end",
+                        "work_kv_start", "work_kv_end", "work_partial_row",
+                        "work_partial_stride"})
+      in.add(t.index, n);
   if (positions)
-    in.push_back(t.index);
+    in.add(t.index, "q_positions");
   if (customMask)
-    in.append({t.mask, t.index});
+    in.add(t.mask, "custom_mask").add(t.index, "mask_indptr");
   if (alibi)
-    in.push_back(t.slopes);
+    in.add(t.slopes, "alibi_slopes");
   return in;
 }
 
@@ -441,8 +484,8 @@ SmallVector<Type> prefillInputs(const ProgramTypes &t, int workArrays) {
 ///          flags' masking and options.
 void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
   int nkv = t.joint ? 1 : 2;
-  SmallVector<Type> in = prefillInputs(t, /*workArrays=*/0);
-  in.append({t.q, t.lse});
+  Signature in = prefillInputs(t, /*split=*/false);
+  in.add(t.q, "o").add(t.lse, "lse");
   buildFunc(b, loc, "prefill", in, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               int i = 2 + t.cacheArgs();
@@ -475,8 +518,12 @@ void buildPrefill(OpBuilder &b, Location loc, const ProgramTypes &t) {
 /// (pa::rt::planPrefill's) and pa.merge_segments per query row.
 void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
   int nkv = t.joint ? 1 : 2;
-  SmallVector<Type> in = prefillInputs(t, /*workArrays=*/7);
-  in.append({t.part, t.lse, t.index, t.q, t.lse});
+  Signature in = prefillInputs(t, /*split=*/true);
+  in.add(t.part, "o_part")
+      .add(t.lse, "lse_part")
+      .add(t.index, "merge_indptr")
+      .add(t.q, "o")
+      .add(t.lse, "lse");
   buildFunc(
       b, loc, "prefill_split", in, {t.q, t.lse},
       [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
@@ -511,8 +558,11 @@ void buildPrefillSplit(OpBuilder &b, Location loc, const ProgramTypes &t) {
 /// cascade's level merge); @merge_states(o_states, lse_states, o, lse):
 /// pa.merge_states of S stacked states per row.
 void buildMerges(OpBuilder &b, Location loc, const ProgramTypes &t) {
-  buildFunc(b, loc, "merge", {t.q, t.lse, t.q, t.lse, t.q, t.lse},
-            {t.q, t.lse},
+  Signature merge;
+  merge.add(t.q, "o_0").add(t.lse, "lse_0").add(t.q, "o_1").add(t.lse,
+                                                                  "lse_1");
+  merge.add(t.q, "o").add(t.lse, "lse");
+  buildFunc(b, loc, "merge", merge, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               auto op = mlir::pa::MergeOp::create(
                   b, loc, TypeRange{t.q, t.lse}, a.take_front(4),
@@ -525,8 +575,10 @@ void buildMerges(OpBuilder &b, Location loc, const ProgramTypes &t) {
       t.q.getElementType());
   auto lseStates = RankedTensorType::get({dyn, dyn, t.q.getDimSize(1)},
                                          t.lse.getElementType());
-  buildFunc(b, loc, "merge_states", {oStates, lseStates, t.q, t.lse},
-            {t.q, t.lse},
+  Signature states;
+  states.add(oStates, "o_states").add(lseStates, "lse_states");
+  states.add(t.q, "o").add(t.lse, "lse");
+  buildFunc(b, loc, "merge_states", states, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               auto op = mlir::pa::MergeStatesOp::create(
                   b, loc, TypeRange{t.q, t.lse}, a[0], a[1], a.slice(2, 2),
@@ -554,13 +606,21 @@ void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
     return {a[i], a[i + 1]};
   };
   for (bool scatter : {false, true}) {
-    SmallVector<Type> in{rows, rows, t.index};
+    Signature in;
+    in.add(rows, "k_new").add(rows, "v_new");
     if (scatter)
-      in.push_back(t.index);
-    in.append({t.index, t.index, t.index});
+      in.add(t.index, "rows_indptr").add(t.index, "positions");
+    else
+      in.add(t.index, "append_indptr");
+    in.add(t.index, "kv_indptr")
+        .add(t.index, "kv_indices")
+        .add(t.index, "kv_last_page_len");
     if (t.scale)
-      in.append({t.scale, t.scale});
-    in.append(caches);
+      in.add(t.scale, "k_scale").add(t.scale, "v_scale");
+    if (t.joint)
+      in.add(t.cache, "kv");
+    else
+      in.add(t.cache, "k").add(t.cache, "v");
     buildFunc(b, loc, scatter ? "scatter_kv" : "append_kv", in, caches,
               [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
                 int p = scatter ? 4 : 3;
@@ -579,7 +639,10 @@ void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
                 return SmallVector<Value>(op->getResults());
               });
   }
-  buildFunc(b, loc, "kv_deviation", {rows, rows, dev}, {dev},
+  Signature deviation;
+  deviation.add(rows, "new_rows").add(rows, "cached_rows").add(dev,
+                                                               "deviation");
+  buildFunc(b, loc, "kv_deviation", deviation, {dev},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               auto op = mlir::pa::KVDeviationOp::create(
                   b, loc, TypeRange{dev}, a[0], a[1], ValueRange{a[2]});
@@ -587,16 +650,20 @@ void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
   RankedTensorType bytes =
       RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type());
-  buildFunc(b, loc, "pack_mask", {bytes, t.index, bytes, t.index},
-            {bytes, t.index},
+  Signature pack;
+  pack.add(bytes, "mask").add(t.index, "mask_segments");
+  pack.add(bytes, "custom_mask").add(t.index, "mask_indptr");
+  buildFunc(b, loc, "pack_mask", pack, {bytes, t.index},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               auto op = mlir::pa::PackMaskOp::create(
                   b, loc, TypeRange{bytes, t.index}, a[0], a[1],
                   ValueRange{a[2], a[3]});
               return {op.getResult(0), op.getResult(1)};
             });
-  buildFunc(b, loc, "select_topk", {dev, t.index, t.index, t.index},
-            {t.index, t.index},
+  Signature topk;
+  topk.add(dev, "deviation").add(t.index, "dev_indptr");
+  topk.add(t.index, "positions").add(t.index, "out_indptr");
+  buildFunc(b, loc, "select_topk", topk, {t.index, t.index},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               auto op = mlir::pa::SelectTopKOp::create(
                   b, loc, TypeRange{t.index, t.index}, a[0], a[1],
@@ -632,9 +699,12 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
 
   // @decode(q, kv..., [k_scale, v_scale], kv_indptr, kv_indices,
   //         kv_last_page_len, o, lse)
-  SmallVector<Type> in{t.q};
-  in.append(t.cacheInputs());
-  in.append({t.index, t.index, t.index, t.q, t.lse});
+  Signature in;
+  in.add(t.q, "q").append(t.cacheInputs());
+  in.add(t.index, "kv_indptr")
+      .add(t.index, "kv_indices")
+      .add(t.index, "kv_last_page_len");
+  in.add(t.q, "o").add(t.lse, "lse");
   buildFunc(b, loc, "decode", in, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               mlir::pa::PageTableOperands pages{a[1 + nc], a[2 + nc],
@@ -649,10 +719,13 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
   // @decode_split(q, kv..., [k_scale, v_scale], pages..., work_indptr,
   //               work_request, work_start, work_end, o_part, lse_part, o,
   //               lse)
-  SmallVector<Type> inSplit{t.q};
-  inSplit.append(t.cacheInputs());
-  inSplit.append({t.index, t.index, t.index, t.index, t.index, t.index,
-                  t.index, t.part, t.lse, t.q, t.lse});
+  Signature inSplit;
+  inSplit.add(t.q, "q").append(t.cacheInputs());
+  for (StringRef n : {"kv_indptr", "kv_indices", "kv_last_page_len",
+                      "work_indptr", "work_request", "work_start", "work_end"})
+    inSplit.add(t.index, n);
+  inSplit.add(t.part, "o_part").add(t.lse, "lse_part");
+  inSplit.add(t.q, "o").add(t.lse, "lse");
   buildFunc(b, loc, "decode_split", inSplit, {t.q, t.lse},
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               int i = 1 + nc;
@@ -674,11 +747,16 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
   //                  kv...) -> kv...: the cache write of a decode step.
   RankedTensorType rows = RankedTensorType::get(
       {ShapedType::kDynamic, kvHeads, headDim}, t.q.getElementType());
-  SmallVector<Type> inAppend{rows, rows, t.index};
+  Signature inAppend;
+  inAppend.add(rows, "k_new").add(rows, "v_new").add(t.index,
+                                                      "slot_mapping");
   if (t.scale)
-    inAppend.append({t.scale, t.scale});
+    inAppend.add(t.scale, "k_scale").add(t.scale, "v_scale");
   SmallVector<Type> caches(nkv, t.cache);
-  inAppend.append(caches);
+  if (t.joint)
+    inAppend.add(t.cache, "kv");
+  else
+    inAppend.add(t.cache, "k").add(t.cache, "v");
   buildFunc(b, loc, "append_kv_slots", inAppend, caches,
             [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
               int c0 = t.scale ? 5 : 3;
@@ -722,14 +800,9 @@ FailureOr<rt::ElemType> elemTypeOf(Type t) {
   return e;
 }
 
-/// The manifest of the kernels in `module`'s `gpu.module`, from their ABI
-/// attributes. `shape` receives the decode kernels' tile shape,
-/// `prefillShape` the prefill kernel's.
-FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
-                                            mlir::pa::KernelABI &shape,
-                                            mlir::pa::KernelABI &prefillShape) {
-  rt::Manifest m;
-  rt::BundleConfig &c = m.config;
+/// The bundle configuration of the flags.
+rt::BundleConfig configFromFlags() {
+  rt::BundleConfig c;
   c.headDim = headDim;
   c.pageSize = pageSize;
   c.kvHeads = kvHeads;
@@ -741,6 +814,17 @@ FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
     (void)rt::fromString(kvDtype.getValue(), c.kvDtype);
     (void)rt::fromString(kvScale.getValue(), c.kvScale);
   }
+  return c;
+}
+
+/// The manifest of the kernels in `module`'s `gpu.module`, from their ABI
+/// attributes. `shape` receives the decode kernels' tile shape,
+/// `prefillShape` the prefill kernel's.
+FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
+                                            mlir::pa::KernelABI &shape,
+                                            mlir::pa::KernelABI &prefillShape) {
+  rt::Manifest m;
+  m.config = configFromFlags();
   bool ok = true;
   module.walk([&](gpu::GPUFuncOp func) {
     if (!func.isKernel())
@@ -935,6 +1019,64 @@ LogicalResult compilePrefillShort(MLIRContext *ctx, rt::Manifest &manifest,
   return success();
 }
 
+/// --target cpu: the program of the flags (every function, split-KV forms
+/// included) into a CPU bundle in --o.
+int compileForCPU(MLIRContext *ctx) {
+  OwningOpRef<ModuleOp> program =
+      buildProgram(ctx, wantDecode(), wantPrefill(), wantPrefill());
+  if (failed(verify(*program)))
+    return 1;
+  if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
+    llvm::errs() << "pa-compile: cannot create " << outDir << ": "
+                 << ec.message() << "\n";
+    return 1;
+  }
+  rt::Manifest configOnly;
+  configOnly.config = configFromFlags();
+  std::string printed = rt::printManifest(configOnly);
+  size_t start = printed.find("config ");
+  std::string configLine =
+      printed.substr(start, printed.find('\n', start) - start);
+  // The options the functions were built with, which a caller must know.
+  auto exact = [](double v) { // reads back as the same double
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.17g", v);
+    return std::string(buf);
+  };
+  std::string prefillLine =
+      llvm::formatv("options causal {0} window {1} soft_cap {2} sm_scale {3} "
+                    "lse_base2 {4}\n",
+                    causal ? 1 : 0, window.getValue(), exact(softCap),
+                    exact(smScale), lseBase2 ? 1 : 0);
+  std::map<std::string, std::string> extra = {
+      {"prefill", prefillLine},
+      {"prefill_split", prefillLine},
+      {"select_topk", "topk ratio " + exact(topkRatio) + "\n"}};
+  auto t0 = std::chrono::steady_clock::now();
+  if (failed(::pa::compile::emitCPUBundle(*program, configLine, extra, outDir)))
+    return 1;
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  program->print(os);
+  SmallString<128> path(outDir.getValue());
+  llvm::sys::path::append(path, "program.mlir");
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec) {
+    llvm::errs() << "pa-compile: cannot write " << path << ": "
+                 << ec.message() << "\n";
+    return 1;
+  }
+  file << source;
+  llvm::outs() << llvm::formatv(
+      "pa-compile: {0} (CPU: kernels_cpu.so, {1:F1} ms)\n", outDir.getValue(),
+      ms);
+  return 0;
+}
+
 bool writeFile(StringRef path, StringRef data) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
@@ -978,6 +1120,8 @@ int main(int argc, char **argv) {
   mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  if (target == "cpu")
+    return compileForCPU(&ctx);
 
   // Split-KV prefill goes with the short shape when there is one.
   bool haveShort = wantPrefillShort();

@@ -1,0 +1,336 @@
+"""The package on CUDA tensors (torch), against the float64 oracle and,
+where importable, FlashInfer on the same tensors; and a torch.compile'd
+decode step through pagedattn::run_plan. Skipped without a CUDA device.
+
+On a GPU machine without MLIR, run it in ahead-of-time mode over bundles
+prebuilt where pa-compile is (CUDA_BUNDLES below):
+  python -m pagedattn prebuild OUT --from python/tests/test_cuda.py
+  PAGEDATTN_BUNDLE_DIR=OUT python tests/test_cuda.py   # or pytest
+"""
+
+import math
+import os
+import sys
+import traceback
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference as ref  # noqa: E402
+
+import pagedattn  # noqa: E402
+from pagedattn import Config  # noqa: E402
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    torch, HAVE_CUDA = None, False
+
+try:
+    import flashinfer  # noqa: F401
+    HAVE_FI = HAVE_CUDA
+except Exception:
+    HAVE_FI = False
+
+if "pytest" in sys.modules:
+    import pytest
+    pytestmark = pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA device")
+
+D, P, HQ, HKV = 128, 16, 32, 8
+
+
+def _gpu(**kw):
+    base = dict(target="gpu", head_dim=D, page_size=P, kv_heads=HKV,
+                group=HQ // HKV)
+    base.update(kw)
+    return Config(**base)
+
+
+# The bundles these tests load (prebuilt for ahead-of-time mode).
+CUDA_BUNDLES = [
+    _gpu(),                                         # decode, prefill
+    _gpu(kv="split", layout="hnd", dtype="bf16"),   # decode, split HND bf16
+    _gpu(causal=True),                              # causal prefill
+    _gpu(custom_mask=True),                         # masked prefill
+    _gpu(window=33, soft_cap=30.0, positions=True),  # decode with options
+    _gpu(kv_heads=HQ, group=1),                     # merges of [n, 32, 128]
+    _gpu(group=1),                                  # append_paged_kv_cache
+]
+
+
+def _seed(name):
+    s = int(os.environ.get("PA_SEED", "20261125")) ^ zlib.crc32(name.encode())
+    print(f"  seed {s} ({name})")
+    return np.random.default_rng(s)
+
+
+def _table(rng, kv_lens):
+    npages = [(l + P - 1) // P for l in kv_lens]
+    indptr = np.concatenate([[0], np.cumsum(npages)]).astype(np.int32)
+    num = int(indptr[-1]) + 5
+    indices = rng.permutation(num)[:indptr[-1]].astype(np.int32)
+    last = np.array([l - (n - 1) * P if n else 0
+                     for l, n in zip(kv_lens, npages)], np.int32)
+    return indptr, indices, last, num
+
+
+def _t(a, dtype=None):
+    t = torch.from_numpy(np.ascontiguousarray(a)).cuda()
+    return t.to(dtype) if dtype is not None else t
+
+
+def _rel(got, want):
+    g = got.float().cpu().numpy().astype(np.float64) if torch.is_tensor(
+        got) else np.asarray(got, np.float64)
+    assert not np.isnan(g).any(), "NaN"
+    den = np.linalg.norm(want)
+    return float(np.linalg.norm(g - want) / (den if den else 1.0))
+
+
+def _lse_ok(got, want_ln, tol=1e-3):
+    g = got.float().cpu().numpy().astype(np.float64)
+    w = np.asarray(want_ln) / math.log(2.0)
+    assert (np.isneginf(g) == np.isneginf(w)).all(), "-inf rows differ"
+    fin = ~np.isneginf(w)
+    err = float(np.abs(g[fin] - w[fin]).max(initial=0))
+    assert err < tol, f"lse error {err}"
+
+
+def _cache(rng, num, layout="NHD", joint=True, dtype=None):
+    dtype = dtype or torch.float16
+    page = (P, HKV, D) if layout == "NHD" else (HKV, P, D)
+    host = rng.uniform(-1, 1, ((num, 2) + page) if joint else
+                       ((num,) + page)).astype(np.float32)
+    if joint:
+        return _t(host, dtype), host, None
+    host_v = rng.uniform(-1, 1, (num,) + page).astype(np.float32)
+    return (_t(host, dtype), _t(host_v, dtype)), host, host_v
+
+
+def _round(host, dtype):
+    return torch.from_numpy(host).to(dtype).float().numpy()
+
+
+def test_decode_cuda():
+    for layout, joint, dtype, tol in (("NHD", True, torch.float16, 2e-3),
+                                      ("HND", False, torch.bfloat16, 1e-2)):
+        rng = _seed(f"decode {layout}")
+        kv_lens = [0, 1, 17, 300, 2048]
+        indptr, indices, last, num = _table(rng, kv_lens)
+        cache, hk, hv = _cache(rng, num, layout, joint, dtype)
+        qh = rng.uniform(-1, 1, (len(kv_lens), HQ, D)).astype(np.float32)
+        q = _t(qh, dtype)
+        w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None, layout)
+        w.plan(_t(indptr), _t(indices), _t(last), HQ, HKV, D, P,
+               q_data_type=dtype)
+        o, lse = w.run(q, cache, return_lse=True)
+        k = _round(hk, dtype)
+        v = None if joint else _round(hv, dtype)
+        wo, wl = ref.batch_decode(_round(qh, dtype), k, v, layout, indptr,
+                                  indices, last)
+        err = _rel(o, wo)
+        print(f"  decode {layout} {dtype}: rel {err:.2e}")
+        assert err < tol
+        _lse_ok(lse, wl)
+        if HAVE_FI and joint:
+            import flashinfer
+            fw = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+                torch.empty(128 << 20, dtype=torch.uint8, device="cuda"),
+                layout)
+            fw.plan(_t(indptr), _t(indices), _t(np.maximum(last, 1)), HQ,
+                    HKV, D, P, q_data_type=dtype)
+            fo = fw.run(q, cache)
+            # FlashInfer gives an empty request last_page_len tokens:
+            # compare the requests with pages.
+            diff = (fo[1:].float() - o[1:].float()).abs().max().item()
+            print(f"  decode vs FlashInfer: max |diff| {diff:.2e}")
+            assert diff < 2e-3
+
+
+def test_decode_options_cuda():
+    rng = _seed("decode options")
+    kv_lens = [0, 40, 129]
+    indptr, indices, last, num = _table(rng, kv_lens)
+    cache, hk, _ = _cache(rng, num)
+    qh = rng.uniform(-1, 1, (3, HQ, D)).astype(np.float32)
+    w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    w.plan(indptr, indices, last, HQ, HKV, D, P, window_left=32,
+           logits_soft_cap=30.0)
+    o = w.run(_t(qh, torch.float16), cache)
+    wo, _ = ref.batch_decode(_round(qh, torch.float16),
+                             _round(hk, torch.float16), None, "NHD", indptr,
+                             indices, last, window_left=32,
+                             logits_soft_cap=30.0)
+    err = _rel(o, wo)
+    print(f"  decode window/soft cap: rel {err:.2e}")
+    assert err < 2e-3
+
+
+def test_prefill_cuda():
+    rng = _seed("prefill")
+    kv_lens, qo_lens = [700, 33, 0, 128], [700, 5, 0, 64]
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    indptr, indices, last, num = _table(rng, kv_lens)
+    cache, hk, _ = _cache(rng, num)
+    qh = rng.uniform(-1, 1, (qo[-1], HQ, D)).astype(np.float32)
+    q = _t(qh, torch.float16)
+    for causal in (False, True):
+        w = pagedattn.BatchPrefillWithPagedKVCacheWrapper(None)
+        w.plan(_t(qo), _t(indptr), _t(indices), _t(last), HQ, HKV, D, P,
+               causal=causal)
+        o, lse = w.run(q, cache, return_lse=True)
+        wo, wl = ref.batch_prefill(_round(qh, torch.float16),
+                                   qo, _round(hk, torch.float16), None,
+                                   "NHD", indptr, indices, last,
+                                   causal=causal)
+        err = _rel(o, wo)
+        print(f"  prefill causal={causal}: rel {err:.2e}")
+        assert err < 2e-3
+        _lse_ok(lse, wl)
+        if HAVE_FI:
+            import flashinfer
+            fw = flashinfer.BatchPrefillWithPagedKVCacheWrapper(
+                torch.empty(128 << 20, dtype=torch.uint8, device="cuda"))
+            keep = np.array([0, 1, 3])  # FlashInfer: no empty request
+            # same tensors, the requests with keys only
+            sub_qo = np.concatenate([[0], np.cumsum(np.array(qo_lens)[keep])])
+            sub_ip = np.concatenate([[0], np.cumsum(np.diff(indptr)[keep])])
+            sub_ix = np.concatenate([indices[indptr[i]:indptr[i + 1]]
+                                     for i in keep])
+            rows = np.concatenate([np.arange(qo[i], qo[i + 1]) for i in keep])
+            fw.plan(_t(sub_qo.astype(np.int32)), _t(sub_ip.astype(np.int32)),
+                    _t(sub_ix.astype(np.int32)), _t(last[keep]), HQ, HKV, D,
+                    P, causal=causal)
+            fo = fw.run(q[_t(rows)].contiguous(), cache)
+            diff = (fo.float() - o[_t(rows)].float()).abs().max().item()
+            print(f"  prefill vs FlashInfer: max |diff| {diff:.2e}")
+            assert diff < 4e-3
+    # a custom mask
+    mask = rng.random(int(np.sum(np.array(qo_lens) * np.array(kv_lens)))) < .5
+    w = pagedattn.BatchPrefillWithPagedKVCacheWrapper(None)
+    w.plan(qo, indptr, indices, last, HQ, HKV, D, P, custom_mask=_t(mask))
+    o = w.run(q, cache)
+    wo, _ = ref.batch_prefill(_round(qh, torch.float16), qo,
+                              _round(hk, torch.float16), None, "NHD", indptr,
+                              indices, last, custom_mask=mask)
+    err = _rel(o, wo)
+    print(f"  prefill custom mask: rel {err:.2e}")
+    assert err < 2e-3
+
+
+def test_cascade_merge_append_cuda():
+    rng = _seed("cascade")
+    shared, own = 512, [31, 200, 7]
+    b = len(own)
+    ip0, ix0, lp0, n0 = _table(rng, [shared])
+    ip1, ix1, lp1, n1 = _table(rng, own)
+    ix1 = ix1 + n0
+    cache, hk, _ = _cache(rng, n0 + n1)
+    qh = rng.uniform(-1, 1, (b, HQ, D)).astype(np.float32)
+    qo0, qo1 = np.array([0, b], np.int32), np.arange(b + 1, dtype=np.int32)
+    w = pagedattn.MultiLevelCascadeAttentionWrapper(2, None)
+    w.plan([qo0, qo1], [ip0, ip1], [ix0, ix1], [lp0, lp1], HQ, HKV, D, P)
+    o = w.run(_t(qh, torch.float16), cache)
+    wo, _ = ref.cascade(_round(qh, torch.float16), [qo0, qo1],
+                        _round(hk, torch.float16), None, "NHD", [ip0, ip1],
+                        [ix0, ix1], [lp0, lp1])
+    err = _rel(o, wo)
+    print(f"  cascade: rel {err:.2e}")
+    assert err < 2e-3
+    # merge_state / merge_states
+    n = 77
+    va = rng.uniform(-1, 1, (n, HQ, D)).astype(np.float32)
+    vb = rng.uniform(-1, 1, (n, HQ, D)).astype(np.float32)
+    sa = rng.uniform(-4, 4, (n, HQ)).astype(np.float32)
+    sb = rng.uniform(-4, 4, (n, HQ)).astype(np.float32)
+    v, s = pagedattn.merge_state(_t(va, torch.float16), _t(sa),
+                                 _t(vb, torch.float16), _t(sb))
+    wv, ws = ref.merge_state(_round(va, torch.float16), sa,
+                             _round(vb, torch.float16), sb, base2=True)
+    err = _rel(v, wv)
+    print(f"  merge_state: rel {err:.2e}")
+    assert err < 2e-3
+    st = np.stack([va, vb], 1)
+    ss = np.stack([sa, sb], 1)
+    v2, _ = pagedattn.merge_states(_t(st, torch.float16), _t(ss))
+    assert _rel(v2, wv) < 2e-3
+    # append
+    seq = np.array([20, 50], np.int32)
+    add = np.array([4, 9], np.int32)
+    ip, ix, lp, num = _table(rng, list(seq))
+    kvc, hkc, _ = _cache(rng, num)
+    ai = np.concatenate([[0], np.cumsum(add)]).astype(np.int32)
+    bi, pos = pagedattn.get_batch_indices_positions(_t(ai), _t(seq), 13)
+    kn = rng.uniform(-1, 1, (13, HKV, D)).astype(np.float32)
+    vn = rng.uniform(-1, 1, (13, HKV, D)).astype(np.float32)
+    want = _round(hkc, torch.float16).copy()
+    ref.append_paged_kv_cache(_round(kn, torch.float16),
+                              _round(vn, torch.float16), bi.cpu().numpy(),
+                              pos.cpu().numpy(), want, None, ix, ip, lp,
+                              "NHD")
+    pagedattn.append_paged_kv_cache(_t(kn, torch.float16),
+                                    _t(vn, torch.float16), bi, pos, kvc,
+                                    _t(ix), _t(ip), _t(lp))
+    assert np.array_equal(kvc.float().cpu().numpy(), want)
+    print("  append_paged_kv_cache: exact")
+
+
+def test_torch_compile_cuda():
+    rng = _seed("compile")
+    kv_lens = [100, 3000]
+    indptr, indices, last, num = _table(rng, kv_lens)
+    cache, hk, _ = _cache(rng, num)
+    w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    w.plan(indptr, indices, last, HQ, HKV, D, P)
+    lin = torch.nn.Linear(D, D, dtype=torch.float16, device="cuda")
+
+    def step(x):
+        q = lin(x)
+        return w.run(q, cache) * 2
+
+    compiled = torch.compile(step, fullgraph=True)
+    x = torch.randn(2, HQ, D, dtype=torch.float16, device="cuda")
+    with torch.no_grad():  # inference: run_plan has no autograd formula
+        want = step(x)
+        got = compiled(x)
+    diff = (got - want).abs().max().item()
+    print(f"  torch.compile(fullgraph) decode step: max |diff| {diff:.2e}")
+    assert diff < 1e-3
+
+
+def test_errors_cuda():
+    rng = _seed("errors")
+    indptr, indices, last, num = _table(rng, [40])
+    cache, _, _ = _cache(rng, num)
+    w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    bad = indices.copy()
+    bad[0] = num + 3
+    w.plan(indptr, bad, last, HQ, HKV, D, P)
+    try:
+        w.run(torch.zeros(1, HQ, D, dtype=torch.float16, device="cuda"),
+              cache)
+    except pagedattn.PagedAttnError as e:
+        print(f"  rejects a page out of range: {e}")
+    else:
+        raise AssertionError("a page out of range was accepted")
+
+
+if __name__ == "__main__":
+    if not HAVE_CUDA:
+        print("SKIP: no CUDA device")
+        sys.exit(0)
+    failed = 0
+    for name, fn in list(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            print(name)
+            try:
+                fn()
+                print(f"PASS {name}")
+            except Exception:
+                failed += 1
+                traceback.print_exc()
+                print(f"FAIL {name}")
+    print(f"{'FAIL' if failed else 'PASS'}: {failed} failed")
+    sys.exit(1 if failed else 0)
