@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: lit and GoogleTest through ctest,
-# then the Python package's tests (pytest, CPU bundles) against the
-# installed package.
+# the installed CMake package (examples/consumer), then the Python
+# package's tests (pytest, CPU bundles) against the installed package.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PA_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 "$root/scripts/setup-python.sh"
 (cd "$build" && ctest --output-on-failure -j2 "$@")
+# The CMake package: install, build examples/consumer against it.
+"$root/scripts/check-install.sh"
 # pytest from the build directory, so that `import pagedattn` is the
 # installed package, not the source tree.
 cd "$build"

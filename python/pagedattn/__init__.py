@@ -3,7 +3,7 @@ bundles that the PagedAttn compiler builds on demand (CPU: a shared
 library through the CPU lowering; CUDA: cubins launched by the runtime).
 See docs/Python.md."""
 
-from . import flashinfer
+from . import flashinfer, vllm
 from ._compiler import Config, bundle_dir, compile_bundle, find_compiler
 from .errors import BundleNotFoundError, CompileError, PagedAttnError
 from .flashinfer import (BatchDecodeWithPagedKVCacheWrapper,

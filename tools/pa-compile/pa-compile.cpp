@@ -27,6 +27,7 @@
 
 #include "CPUTarget.h"
 
+#include "PagedAttn/Bundle/BundleWriter.h"
 #include "PagedAttn/Conversion/KernelABI.h"
 #include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
@@ -789,17 +790,6 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.splitKVMerge = splitKVMerge;
 }
 
-/// The manifest element type of a kernel argument.
-FailureOr<rt::ElemType> elemTypeOf(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  rt::ElemType e;
-  if (!rt::fromString(s, e))
-    return failure();
-  return e;
-}
-
 /// The bundle configuration of the flags.
 rt::BundleConfig configFromFlags() {
   rt::BundleConfig c;
@@ -817,130 +807,25 @@ rt::BundleConfig configFromFlags() {
   return c;
 }
 
-/// The manifest of the kernels in `module`'s `gpu.module`, from their ABI
-/// attributes. `shape` receives the decode kernels' tile shape,
-/// `prefillShape` the prefill kernel's.
-FailureOr<rt::Manifest> manifestFromKernels(ModuleOp module,
-                                            mlir::pa::KernelABI &shape,
-                                            mlir::pa::KernelABI &prefillShape) {
-  rt::Manifest m;
-  m.config = configFromFlags();
-  bool ok = true;
-  module.walk([&](gpu::GPUFuncOp func) {
-    if (!func.isKernel())
-      return;
-    FailureOr<mlir::pa::KernelABI> abi = mlir::pa::decodeKernelABI(func);
-    if (failed(abi)) {
-      ok = false;
-      return;
-    }
-    if (abi->kind == "decode")
-      shape = *abi;
-    rt::KernelSpec k;
-    if (!rt::fromString(abi->kind, k.kind)) {
-      func.emitError() << "kernel kind '" << abi->kind
-                       << "' is not one the runtime knows";
-      ok = false;
-      return;
-    }
-    // @decode_split and @prefill_split both merge with merge_segments over
-    // the same types: one kernel serves both.
-    if (k.kind == rt::KernelKind::MergeSegments &&
-        m.find(rt::KernelKind::MergeSegments))
-      return;
-    k.file = "kernels.cubin";
-    k.symbol = func.getName().str();
-    if (abi->args.size() != func.getFunctionType().getNumInputs()) {
-      func.emitError() << "'pa.kernel' names " << abi->args.size()
-                       << " argument roles for "
-                       << func.getFunctionType().getNumInputs()
-                       << " kernel arguments";
-      ok = false;
-      return;
-    }
-    for (auto [role, type] :
-         llvm::zip(abi->args, func.getFunctionType().getInputs())) {
-      rt::ArgSpec arg;
-      auto mt = dyn_cast<MemRefType>(type);
-      FailureOr<rt::ElemType> e =
-          mt ? elemTypeOf(mt.getElementType()) : FailureOr<rt::ElemType>();
-      if (!rt::fromString(role, arg.role) || failed(e)) {
-        func.emitError() << "argument '" << role << "' (" << type
-                         << ") has no runtime role / element type";
-        ok = false;
-        return;
-      }
-      arg.rank = mt.getRank();
-      arg.type = *e;
-      k.args.push_back(arg);
-    }
-    for (int i = 0; i < 3; ++i) {
-      const mlir::pa::GridExtentABI &g = abi->grid[i];
-      rt::GridExtent &x = k.launch.grid[i];
-      if (g.symbol.empty()) {
-        x.symbol = rt::GridSymbol::Literal;
-        x.value = g.value;
-      } else if (!rt::fromString(g.symbol, x.symbol) ||
-                 x.symbol == rt::GridSymbol::Literal) {
-        func.emitError() << "grid symbol '" << g.symbol << "' is unknown";
-        ok = false;
-        return;
-      }
-      k.launch.block[i] = abi->block[i];
-    }
-    k.launch.sharedBytes = abi->smem;
-    if (k.kind == rt::KernelKind::SelectTopK)
-      k.topkRatio = topkRatio.getValue();
-    if (rt::isPrefillKind(k.kind)) {
-      // The prefill line: the flags the op was built with, and the queries
-      // of one request per tile (tile_q packs group rows per query).
-      if (abi->tileQ <= 0 || abi->tileQ % group != 0) {
-        func.emitError() << "prefill kernel: tile_q = " << abi->tileQ
-                         << " is not a positive multiple of the group "
-                         << group.getValue();
-        ok = false;
-        return;
-      }
-      rt::PrefillSpec p;
-      p.queriesPerTile = abi->tileQ / group;
-      p.causal = causal;
-      p.window = window;
-      p.softCap = static_cast<float>(softCap.getValue());
-      p.smScale = static_cast<float>(smScale.getValue());
-      p.lseBase2 = lseBase2;
-      k.prefill = p;
-      if (k.kind == rt::KernelKind::Prefill)
-        prefillShape = *abi;
-    }
-    m.kernels.push_back(std::move(k));
-  });
-  if (!ok)
-    return failure();
-  return m;
+/// What the kernels' ABI attributes do not say: the flags.
+mlir::pa::BundleOptions bundleOptions() {
+  mlir::pa::BundleOptions o;
+  o.config = configFromFlags();
+  o.prefill.causal = causal;
+  o.prefill.window = window;
+  o.prefill.softCap = static_cast<float>(softCap.getValue());
+  o.prefill.smScale = static_cast<float>(smScale.getValue());
+  o.prefill.lseBase2 = lseBase2;
+  o.topkRatio = topkRatio.getValue();
+  return o;
 }
 
-/// Runs the binary half of the pipeline on a copy of `kernels`; returns the
-/// gpu.binary's object.
+/// The binary half of the pipeline on `kernels` (format "bin" or "isa").
 FailureOr<std::string> toBinary(ModuleOp kernels, StringRef format,
                                 int64_t warps = 0) {
-  OwningOpRef<ModuleOp> module = kernels.clone();
-  PassManager pm(kernels.getContext());
   mlir::pa::LowerToNVVMOptions opts;
   setPipelineOptions(opts, format, warps);
-  mlir::pa::buildGPUKernelsToBinaryPipeline(pm, opts);
-  if (failed(pm.run(*module)))
-    return failure();
-  std::string object;
-  module->walk([&](gpu::BinaryOp bin) {
-    for (Attribute a : bin.getObjects())
-      if (auto obj = dyn_cast<gpu::ObjectAttr>(a))
-        object = obj.getObject().getValue().str();
-  });
-  if (object.empty()) {
-    llvm::errs() << "pa-compile: no gpu.binary produced\n";
-    return failure();
-  }
-  return object;
+  return mlir::pa::kernelsToBinary(kernels, opts);
 }
 
 /// What one run of the pipeline made of a program.
@@ -966,8 +851,8 @@ LogicalResult compileProgram(ModuleOp program, int64_t warps, Compiled &out) {
   mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
   if (failed(pm.run(*kernels)))
     return failure();
-  FailureOr<rt::Manifest> manifest =
-      manifestFromKernels(*kernels, out.shape, out.prefillShape);
+  FailureOr<rt::Manifest> manifest = mlir::pa::manifestFromKernels(
+      *kernels, bundleOptions(), &out.shape, &out.prefillShape);
   if (failed(manifest))
     return failure();
   out.manifest = std::move(*manifest);
@@ -1077,17 +962,6 @@ int compileForCPU(MLIRContext *ctx) {
   return 0;
 }
 
-bool writeFile(StringRef path, StringRef data) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) {
-    llvm::errs() << "pa-compile: cannot write " << path << ": " << ec.message()
-                 << "\n";
-    return false;
-  }
-  os << data;
-  return true;
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1153,23 +1027,18 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  // What the runtime will read: the printed manifest must parse back to the
-  // same manifest.
-  std::string text = rt::printManifest(*manifest);
-  rt::Manifest reparsed;
-  if (rt::Status s = rt::parseManifest(text, reparsed); !s) {
-    llvm::errs() << "pa-compile: the runtime would reject the manifest: "
-                 << s.message << "\n";
-    return 1;
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"program.mlir", source},
+      {"kernels.cubin", primary.cubin},
+      {"kernels.ptx", primary.ptx}};
+  if (haveShort) {
+    files.push_back({"prefill_short.cubin", shortPrefill.cubin});
+    files.push_back({"prefill_short.ptx", shortPrefill.ptx});
+    files.push_back({"prefill_short.mlir", shortPrefill.source});
   }
-  if (reparsed != *manifest) {
-    llvm::errs() << "pa-compile: the manifest does not round-trip\n";
-    return 1;
-  }
-
-  if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
-    llvm::errs() << "pa-compile: cannot create " << outDir << ": "
-                 << ec.message() << "\n";
+  if (failed(mlir::pa::writeBundle(outDir, *manifest, files))) {
+    llvm::errs() << "pa-compile: writing the bundle " << outDir
+                 << " failed\n";
     return 1;
   }
   SmallString<128> dir(outDir.getValue());
@@ -1178,17 +1047,6 @@ int main(int argc, char **argv) {
     llvm::sys::path::append(p, name);
     return std::string(p);
   };
-  if (!writeFile(path("program.mlir"), source) ||
-      !writeFile(path("kernels.cubin"), primary.cubin) ||
-      !writeFile(path("kernels.ptx"), primary.ptx) ||
-      !writeFile(path("bundle.manifest"), text))
-    return 1;
-  if (haveShort && (!writeFile(path("prefill_short.cubin"),
-                               shortPrefill.cubin) ||
-                    !writeFile(path("prefill_short.ptx"), shortPrefill.ptx) ||
-                    !writeFile(path("prefill_short.mlir"),
-                               shortPrefill.source)))
-    return 1;
   // A second file from an earlier run with the short kernel would be stale.
   if (!haveShort)
     for (StringRef stale :
