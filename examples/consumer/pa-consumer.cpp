@@ -18,11 +18,8 @@
 #include "PagedAttn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -56,11 +53,7 @@ int main(int argc, char **argv) {
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::pa::PADialect>();
-  mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::pa::registerPipelineDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
 

@@ -3,11 +3,15 @@
 #include "PipelineUtils.h"
 
 #include "PagedAttn/Pipelines/Pipelines.h"
+#include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -134,4 +138,12 @@ void mlir::pa::registerPAPipelines() {
       "convert-nvgpu-to-nvvm, convert-gpu-to-nvvm, nvvm-attach-target, "
       "gpu-module-to-binary",
       buildLowerToNVVMPipeline, checkNVVM);
+}
+
+void mlir::pa::registerPipelineDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<PADialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
 }

@@ -208,22 +208,48 @@ class PageTable:
 
     def __init__(self, indptr, indices, last_page_len, page_size):
         self.indptr = _tensor.host_i32(indptr, "kv_indptr")
-        self.indices = _tensor.host_i32(indices, "kv_indices")
         self.last = _tensor.host_i32(last_page_len, "kv_last_page_len")
         check_indptr(self.indptr, "kv_indptr")
         self.batch = self.indptr.size - 1
         self.kv_len = kv_lengths(self.indptr, self.last, page_size)
         self.nnz = int(self.indptr[-1])
-        if self.indices.size < self.nnz:
-            fail(f"kv_indices has {self.indices.size} entries, kv_indptr "
-                 f"needs {self.nnz}")
-        self.page_size = page_size
-        self.sources = (indptr, indices, last_page_len)
         self._device = {}
         self._plans = {}
+        if _tensor.is_torch(indices) and indices.is_cuda:
+            # Like FlashInfer's plan: the (large) page list stays on the
+            # device, copied; only indptr and last_page_len come to the host.
+            import torch
+            if indices.dim() != 1:
+                fail(f"kv_indices must be 1-D, got {tuple(indices.shape)}")
+            self.indices = None
+            self.num_indices = indices.numel()
+            dev = indices.to(torch.int32, copy=True).contiguous()
+            self._device[("indices", str(("cuda", dev.device)))] = dev
+            self._indices_dev = dev
+        else:
+            self.indices = _tensor.host_i32(indices, "kv_indices")
+            self.num_indices = self.indices.size
+            self._indices_dev = None
+        if self.num_indices < self.nnz:
+            fail(f"kv_indices has {self.num_indices} entries, kv_indptr "
+                 f"needs {self.nnz}")
+        self.page_size = page_size
 
     def check_cache(self, num_pages):
-        check_pages(self.indptr, self.indices, num_pages)
+        if self.indices is not None:
+            check_pages(self.indptr, self.indices, num_pages)
+            return
+        used = self._indices_dev[:self.nnz]
+        bad = (used < 0) | (used >= num_pages)
+        if self.nnz and bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            fail(f"kv_indices[{i}] = {int(used[i])} out of range "
+                 f"[0, {num_pages})")
+
+    def host_indices(self):
+        if self.indices is None:
+            self.indices = self._indices_dev.cpu().numpy()
+        return self.indices
 
     def cached_device(self, key, host, like):
         dev = (like.device, getattr(like.obj, "device", None))
@@ -236,7 +262,10 @@ class PageTable:
         return self.cached_device("indptr", self.indptr, like)
 
     def indices_on(self, like):
-        return self.cached_device("indices", self.indices, like)
+        dev = (like.device, getattr(like.obj, "device", None))
+        if ("indices", str(dev)) in self._device:
+            return self._device[("indices", str(dev))]
+        return self.cached_device("indices", self.host_indices(), like)
 
     def last_on(self, like):
         return self.cached_device("last", self.last, like)
@@ -331,3 +360,62 @@ def append_slots(config, k_new, v_new, slots, cache):
     _gpu.check(_gpu.lib().pa_append_kv_slots(b.ptr, ctypes.byref(args),
                                              cuda_stream(ka)),
                "pa_append_kv_slots")
+
+
+# --------------------------------------------------------------------------
+# Cascade (GPU): the runtime's plan of the levels (pa_cascade_plan / _run)
+# --------------------------------------------------------------------------
+
+class CascadePlan:
+    """The levels of a cascade (host qo_indptr and a PageTable each) and,
+    per bundle, the runtime's plan of them."""
+
+    def __init__(self, levels):
+        self.levels = levels  # [(qo_indptr host int32, PageTable)]
+        self.rows = int(levels[0][0][-1])
+        self._plans = {}
+
+    def gpu_plan(self, b):
+        from . import _gpu
+        if id(b) in self._plans:
+            return self._plans[id(b)][1]
+        arr = (_gpu.CascadeLevel * len(self.levels))()
+        for i, (qo, t) in enumerate(self.levels):
+            arr[i] = _gpu.CascadeLevel(_gpu.i32_ptr(qo), _gpu.i32_ptr(t.indptr),
+                                       _gpu.i32_ptr(t.last), t.batch)
+        h = ctypes.c_void_p()
+        _gpu.check(_gpu.lib().pa_cascade_plan(b.ptr, arr, len(self.levels),
+                                              self.rows, ctypes.byref(h)),
+                   "pa_cascade_plan")
+        plan = _gpu.Handle(h, "pa_cascade_plan_free")
+        self._plans[id(b)] = (b, plan)
+        return plan
+
+
+def cascade(config, q, cache, cplan, o, lse):
+    """pa.cascade on the GPU: every level (decode where each segment has one
+    query, else prefill; concurrent on the plan's streams), merged into
+    o / lse (natural log)."""
+    from . import _gpu
+    qa = _tensor.wrap(q, "q")
+    b = gpu_bundle(config, qa)
+    plan = cplan.gpu_plan(b)
+    n = len(cplan.levels)
+    keep = []
+    la = (_gpu.CascadeLevelArgs * n)()
+    for i, (qo, t) in enumerate(cplan.levels):
+        qo_dev = t.cached_device(("qo", qo.tobytes()), qo, qa)
+        keep.append(qo_dev)
+        la[i] = _gpu.CascadeLevelArgs(
+            _tensor.wrap(qo_dev, "qo_indptr").ptr, t.device_ptr("indptr", qa),
+            t.device_ptr("indices", qa), t.device_ptr("last", qa), t.nnz)
+    ca = cache.arrays()
+    args = _gpu.CascadeArgs(
+        q=qa.ptr, kv=ca["kv"].ptr if cache.joint else 0,
+        k=0 if cache.joint else ca["k"].ptr,
+        v=0 if cache.joint else ca["v"].ptr, levels=la, num_levels=n,
+        o=_tensor.wrap(o, "out").ptr, lse=_tensor.wrap(lse, "lse").ptr,
+        num_query_rows=cplan.rows, num_q_heads=qa.shape[1],
+        head_dim=qa.shape[2], num_pages=cache.num_pages)
+    _gpu.check(_gpu.lib().pa_cascade_run(b.ptr, plan.ptr, ctypes.byref(args),
+                                         cuda_stream(qa)), "pa_cascade_run")

@@ -458,10 +458,37 @@ class MultiLevelCascadeAttentionWrapper:
         if len(rows) != 1:
             raise ValueError(f"every level must cover the same query rows, "
                              f"got {sorted(rows)}")
+        # On CUDA the runtime plans the levels (pa_cascade_plan): one
+        # bundle serves all of them, so causal must concern only levels of
+        # one query per segment but the last (where it changes nothing).
+        self._causal = bool(causal)
+        self._cascade = _ops.CascadePlan(
+            [(w._qo, w._plan.table) for w in self._levels])
 
     begin_forward = plan
 
+    def _runtime_applies(self, q):
+        if not (_tensor.is_torch(q) and q.is_cuda):
+            return False
+        if not self._causal:
+            return True
+        return all(np.array_equal(w._qo, np.arange(w._qo.size))
+                   for w in self._levels[:-1])
+
     def run(self, q, paged_kv_cache):
+        if self._runtime_applies(q):
+            last = self._levels[-1]
+            p = last._plan
+            qa, cache = p.prepare(q, paged_kv_cache, last._layout,
+                                  self._cascade.rows)
+            for w in self._levels[:-1]:
+                w._plan.prepare(q, paged_kv_cache, w._layout,
+                                self._cascade.rows)
+            out, lse = _outputs(qa, None, None, self._cascade.rows,
+                                p.num_qo_heads, p.head_dim)
+            cfg = p.config("gpu", cache, causal=self._causal)
+            _ops.cascade(cfg, q, cache, self._cascade, out, lse)
+            return out
         out, lse = self._levels[-1].run(q, paged_kv_cache, return_lse=True,
                                         lse_base="ln")
         for w in self._levels[:-1]:

@@ -6,8 +6,9 @@ cache). The legacy 5-D key layout [num_blocks, Hkv, head_size / x,
 block_size, x] of paged_attention_v1's CUDA kernel is rejected.
 
 The block tables become PagedAttn's CSR page table (kv_indptr, kv_indices,
-kv_last_page_len) on the host: `PagedDecode` converts and plans once per
-step and runs every layer; `paged_attention_v1` does both per call.
+kv_last_page_len): the page list is gathered on the device, the lengths
+(what planning reads) on the host. `PagedDecode` converts and plans once
+per step and runs every layer; `paged_attention_v1` does both per call.
 """
 
 import math
@@ -88,13 +89,18 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
 
 def block_tables_to_csr(block_tables, seq_lens, block_size):
     """(kv_indptr, kv_indices, kv_last_page_len) of vLLM's block tables
-    [B, max_blocks] and seq_lens [B] (host numpy int32)."""
-    bt = block_tables.detach().cpu().numpy() if _tensor.is_torch(
-        block_tables) else np.asarray(block_tables)
+    [B, max_blocks] and seq_lens [B]: indptr and last_page_len on the host
+    (int32 numpy, what planning reads); kv_indices where block_tables lives
+    (gathered on the device for a CUDA tensor, with no copy of the table to
+    the host)."""
+    on_cuda = _tensor.is_torch(block_tables) and block_tables.is_cuda
+    bt = block_tables if on_cuda else (
+        block_tables.detach().cpu().numpy() if _tensor.is_torch(block_tables)
+        else np.asarray(block_tables))
     lens = _tensor.host_i32(seq_lens, "seq_lens")
     if bt.ndim != 2 or bt.shape[0] != lens.size:
-        raise ValueError(f"block_tables has shape {bt.shape}, expected "
-                         f"[{lens.size}, max_blocks]")
+        raise ValueError(f"block_tables has shape {tuple(bt.shape)}, "
+                         f"expected [{lens.size}, max_blocks]")
     if (lens < 0).any():
         raise ValueError("seq_lens must be >= 0")
     npages = (lens.astype(np.int64) + block_size - 1) // block_size
@@ -104,8 +110,15 @@ def block_tables_to_csr(block_tables, seq_lens, block_size):
                          f"{npages[i]} blocks, block_tables has "
                          f"{bt.shape[1]} columns")
     indptr = np.concatenate([[0], np.cumsum(npages)]).astype(np.int32)
-    indices = np.concatenate([bt[i, :npages[i]] for i in range(lens.size)]
-                             or [np.zeros(0)]).astype(np.int32)
+    if on_cuda:
+        import torch
+        n = torch.from_numpy(npages).to(bt.device)
+        keep = torch.arange(bt.shape[1], device=bt.device)[None, :] < n[:, None]
+        indices = bt[keep].to(torch.int32)  # row-major: request order
+    else:
+        indices = np.concatenate([bt[i, :npages[i]] for i in
+                                  range(lens.size)] or [np.zeros(0)]).astype(
+                                      np.int32)
     last = np.where(npages > 0, lens - (npages - 1) * block_size, 0)
     return indptr, indices, last.astype(np.int32)
 

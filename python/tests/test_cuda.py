@@ -57,6 +57,8 @@ CUDA_BUNDLES = [
     _gpu(window=33, soft_cap=30.0, positions=True),  # decode with options
     _gpu(kv_heads=HQ, group=1),                     # merges of [n, 32, 128]
     _gpu(group=1),                                  # append_paged_kv_cache
+    _gpu(kv="split"),                               # vLLM paged decode
+    _gpu(group=1, kv="split"),                      # vLLM reshape_and_cache
 ]
 
 
@@ -275,6 +277,44 @@ def test_cascade_merge_append_cuda():
                                     _t(ix), _t(ip), _t(lp))
     assert np.array_equal(kvc.float().cpu().numpy(), want)
     print("  append_paged_kv_cache: exact")
+
+
+def test_vllm_cuda():
+    rng = _seed("vllm")
+    bs, blocks = P, 64
+    seq_lens = np.array([1, 0, 333, 70], np.int32)
+    kc = _t(rng.uniform(-1, 1, (blocks, bs, HKV, D)).astype(np.float32),
+            torch.float16)
+    vc = _t(rng.uniform(-1, 1, (blocks, bs, HKV, D)).astype(np.float32),
+            torch.float16)
+    perm = rng.permutation(blocks).astype(np.int32)
+    bt = np.zeros((4, 30), np.int32)
+    at = 0
+    for i, l in enumerate(seq_lens):
+        n = (l + bs - 1) // bs
+        bt[i, :n] = perm[at:at + n]
+        at += n
+    # The cache write first: new tokens at the sequences' last slots.
+    slots = np.array([bt[0, 0] * bs, -1, bt[2, 332 // bs] * bs + 332 % bs],
+                     np.int64)
+    kn = _t(rng.uniform(-1, 1, (3, HKV, D)).astype(np.float32), torch.float16)
+    vn = _t(rng.uniform(-1, 1, (3, HKV, D)).astype(np.float32), torch.float16)
+    pagedattn.vllm.reshape_and_cache_flash(kn, vn, kc, vc, _t(slots))
+    assert torch.equal(kc[bt[0, 0], 0], kn[0])
+    assert torch.equal(vc[bt[2, 332 // bs], 332 % bs], vn[2])
+    q = _t(rng.uniform(-1, 1, (4, HQ, D)).astype(np.float32), torch.float16)
+    out = torch.empty_like(q)
+    pagedattn.vllm.paged_attention_v1(out, q, kc, vc, HKV, 1 / math.sqrt(D),
+                                      _t(bt), _t(seq_lens), bs,
+                                      int(seq_lens.max()))
+    ip, ix, last = pagedattn.vllm.block_tables_to_csr(bt, seq_lens, bs)
+    wo, _ = ref.batch_decode(q.float().cpu().numpy(),
+                             kc.float().cpu().numpy(),
+                             vc.float().cpu().numpy(), "NHD", ip, ix, last)
+    err = _rel(out, wo)
+    print(f"  vLLM reshape_and_cache_flash + paged_attention_v1: rel "
+          f"{err:.2e}")
+    assert err < 2e-3
 
 
 def test_torch_compile_cuda():

@@ -987,11 +987,7 @@ int main(int argc, char **argv) {
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::pa::PADialect>();
-  mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::pa::registerPipelineDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   if (target == "cpu")

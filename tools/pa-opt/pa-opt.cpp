@@ -23,11 +23,7 @@ int main(int argc, char **argv) {
   mlir::pa::registerPAConversionPasses();
   mlir::pa::registerPAPipelines();
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::pa::PADialect>();
-  mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::pa::registerPipelineDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "PagedAttn optimizer driver\n", registry));
 }

@@ -392,11 +392,7 @@ struct JitState {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     mlir::DialectRegistry registry;
-    mlir::registerAllDialects(registry);
-    mlir::registerAllExtensions(registry);
-    registry.insert<mlir::pa::PADialect>();
-    mlir::pa::registerBufferizableOpInterfaceExternalModels(registry);
-    mlir::registerAllToLLVMIRTranslations(registry);
+    mlir::pa::registerPipelineDialects(registry);
     context = std::make_unique<mlir::MLIRContext>(registry);
     context->loadAllAvailableDialects();
     // The runtime libraries mlir-runner would get with --shared-libs, for

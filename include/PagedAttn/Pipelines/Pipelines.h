@@ -15,6 +15,7 @@
 #ifndef PAGEDATTN_PIPELINES_PIPELINES_H
 #define PAGEDATTN_PIPELINES_PIPELINES_H
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -154,6 +155,12 @@ void buildLowerToNVVMPipeline(OpPassManager &pm,
 /// Registers `pa-lower-to-cpu` and `pa-lower-to-nvvm` with the global pass
 /// pipeline registry.
 void registerPAPipelines();
+
+/// Registers what the pipelines need in a context: every upstream dialect,
+/// extension and LLVM IR translation, the pa dialect and its bufferization
+/// models. pa-opt, pa-compile, the CPU JIT tests and examples/consumer
+/// start from it.
+void registerPipelineDialects(DialectRegistry &registry);
 
 } // namespace pa
 } // namespace mlir
