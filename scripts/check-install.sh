@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
 cmake -S "$root/examples/consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
-  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir > "$tmp/configure.log" \
+  -DMLIR_DIR="$(sed -n "s/^MLIR_DIR:[A-Z]*=//p" "$build/CMakeCache.txt")" > "$tmp/configure.log" \
   || { cat "$tmp/configure.log"; exit 1; }
 ninja -C "$tmp/consumer" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 "$tmp/consumer/pa-consumer" "$root/examples/decode.mlir" "$tmp/bundle" \

@@ -14,9 +14,10 @@ from .errors import PagedAttnError
 _BUNDLES = {}
 
 
-def bundle(config):
-    """The loaded bundle of `config` (compiled on first use)."""
-    b = _BUNDLES.get(config)
+def bundle(config, device=None):
+    """The loaded bundle of `config` (compiled on first use); GPU bundles
+    per device (each lives in its device's context)."""
+    b = _BUNDLES.get((config, device))
     if b is None:
         d = _compiler.bundle_dir(config)
         if config.target == "cpu":
@@ -24,7 +25,7 @@ def bundle(config):
         else:
             from . import _gpu
             b = _gpu.GPUBundle(d)
-        _BUNDLES[config] = b
+        _BUNDLES[(config, device)] = b
     return b
 
 
@@ -93,6 +94,7 @@ class Cache:
             self.k = _tensor.wrap(paged_kv_cache[0], "k_cache")
             self.v = _tensor.wrap(paged_kv_cache[1], "v_cache")
             self.kv = None
+            _tensor.same_place("k_cache", self.k, "v_cache", self.v)
             if self.k.shape != self.v.shape or self.k.dtype != self.v.dtype:
                 fail(f"k_cache {self.k.shape} {self.k.dtype} and v_cache "
                      f"{self.v.shape} {self.v.dtype} differ")
@@ -112,6 +114,7 @@ class Cache:
         self.num_pages = first.shape[0]
         self.dtype = first.dtype
         self.device = first.device
+        self.where = first.where
         if layout == "nhd":
             self.page_size, self.kv_heads, self.head_dim = page_shape
         else:
@@ -129,10 +132,20 @@ def cuda_stream(array):
 
 
 def gpu_bundle(config, array):
+    """The bundle of `config` for `array`'s device, compiled for its chip
+    (sm_XY of the device's compute capability)."""
+    import dataclasses
+
+    import torch
     from . import _gpu
+    index = array.obj.device.index or 0
+    major, minor = torch.cuda.get_device_capability(index)
+    chip = f"sm_{major}{minor}"
+    if config.chip != chip:
+        config = dataclasses.replace(config, chip=chip)
     _gpu.lib()
-    _gpu.init(array.obj.device.index or 0)
-    return bundle(config)
+    _gpu.init(index)
+    return bundle(config, index)
 
 
 # --------------------------------------------------------------------------
@@ -144,8 +157,8 @@ def attention(config, q, qo_indptr_host, cache, table, o, lse,
     """o, lse (natural log) of pa.prefill (or pa.decode: one query per
     request at kv_len - 1, default options) over `table` (a PageTable)."""
     qa = _tensor.wrap(q, "q")
-    if qa.device != cache.device:
-        fail(f"q is on {qa.device}, the cache on {cache.device}")
+    if qa.where != cache.where:
+        raise ValueError(f"q is on {qa.where}, the cache on {cache.where}")
     if config.target == "cpu":
         b = bundle(config)
         args = dict(q=q, kv_indptr=table.indptr_on(qa),

@@ -1,6 +1,6 @@
 """Arrays the package accepts and returns, without copies: numpy arrays and
-torch tensors on the CPU, torch tensors (or any object with
-``__cuda_array_interface__``) on CUDA. torch is optional: it is imported
+torch tensors on the CPU (and CPU DLPack producers), torch tensors on
+CUDA. torch is optional: it is imported
 only when a torch tensor is passed."""
 
 import numpy as np
@@ -34,11 +34,13 @@ class Array:
     """A view of a caller's array: device, data pointer, shape, element
     type (manifest spelling). `obj` keeps the caller's object alive."""
 
-    __slots__ = ("obj", "device", "ptr", "shape", "dtype")
+    __slots__ = ("obj", "device", "where", "ptr", "shape", "dtype")
 
-    def __init__(self, obj, device, ptr, shape, dtype):
+    def __init__(self, obj, device, ptr, shape, dtype, where=None):
         self.obj, self.device, self.ptr = obj, device, ptr
         self.shape, self.dtype = tuple(int(s) for s in shape), dtype
+        # "cpu" or "cuda:N": operands of one call must share it.
+        self.where = where or device
 
     @property
     def nbytes(self):
@@ -63,8 +65,24 @@ class Array:
         return t.numpy()
 
 
+def same_place(name_a, a, name_b, b):
+    """Raises unless two operands live on the same device."""
+    if a.where != b.where:
+        raise ValueError(f"{name_a} is on {a.where} and {name_b} on "
+                         f"{b.where}: the operands of a call share a device")
+
+
+def check_array(a, name, shape, dtype, where):
+    """Raises unless Array `a` has this shape, element type and device."""
+    if a.where != where:
+        raise ValueError(f"{name} is on {a.where}, expected {where}")
+    if tuple(a.shape) != tuple(shape) or a.dtype != dtype:
+        raise ValueError(f"{name} has shape {a.shape} of {a.dtype}, expected "
+                         f"{tuple(shape)} of {dtype}")
+
+
 def wrap(x, name):
-    """An Array of `x` (numpy array, torch tensor, CUDA array interface).
+    """An Array of `x` (numpy array, torch tensor, a CPU DLPack producer).
     It must be C-contiguous: the kernels address it row-major."""
     if isinstance(x, Array):
         return x
@@ -84,23 +102,13 @@ def wrap(x, name):
         dev = "cuda" if x.is_cuda else "cpu"
         if dev == "cpu" and x.device.type != "cpu":
             raise ValueError(f"{name}: device {x.device} is not supported")
-        return Array(x, dev, x.data_ptr(), x.shape, _TORCH_NAMES[dt])
-    cai = getattr(x, "__cuda_array_interface__", None)
-    if cai is not None:
-        typestr = np.dtype(cai["typestr"])
-        if typestr not in _NUMPY:
-            raise TypeError(f"{name}: CUDA array typestr {cai['typestr']} is "
-                            f"not supported")
-        if cai.get("strides") is not None:
-            expect = []
-            acc = typestr.itemsize
-            for s in reversed(cai["shape"]):
-                expect.insert(0, acc)
-                acc *= s
-            if tuple(cai["strides"]) != tuple(expect):
-                raise ValueError(f"{name}: the CUDA array must be "
-                                 f"C-contiguous")
-        return Array(x, "cuda", cai["data"][0], cai["shape"], _NUMPY[typestr])
+        where = f"cuda:{x.device.index or 0}" if dev == "cuda" else "cpu"
+        return Array(x, dev, x.data_ptr(), x.shape, _TORCH_NAMES[dt], where)
+    if getattr(x, "__cuda_array_interface__", None) is not None:
+        raise NotImplementedError(
+            f"{name}: CUDA arrays other than torch tensors are not supported "
+            f"(the calls launch on torch's current stream); pass "
+            f"torch.as_tensor(x, device='cuda')")
     if hasattr(x, "__dlpack__"):
         return wrap(np.from_dlpack(x), name)
     raise TypeError(f"{name}: expected a numpy array or a torch tensor, got "
@@ -134,7 +142,9 @@ def host_i32(x, name):
         raise ValueError(f"{name}: expected a 1-D array, got shape {a.shape}")
     if a.size and (a.min() < -2**31 or a.max() >= 2**31):
         raise ValueError(f"{name}: values do not fit int32")
-    return np.ascontiguousarray(a, dtype=np.int32)
+    # A copy: plan() checks these once, and what runs later must not see
+    # the caller's later changes.
+    return np.array(a, dtype=np.int32, copy=True)
 
 
 def to_device_like(host, like):

@@ -58,8 +58,8 @@ def _unsupported(**kw):
             if v:
                 raise NotImplementedError(f"extra positional arguments "
                                           f"{v!r} are not supported")
-        elif v is not None and v is not False and not (
-                isinstance(v, (int, float)) and v in (0, 1)) and v != "NONE":
+        elif v is True or (v is not None and v is not False and not (
+                isinstance(v, (int, float)) and v in (0, 1)) and v != "NONE"):
             raise NotImplementedError(f"{k}={v!r} is not supported by "
                                       f"PagedAttn")
 
@@ -170,17 +170,13 @@ def _outputs(qa, out, lse, rows, heads, head_dim):
     if out is None:
         out = _tensor.empty(qa, (rows, heads, head_dim), qa.dtype)
     else:
-        oa = _tensor.wrap(out, "out")
-        if oa.shape != (rows, heads, head_dim) or oa.dtype != qa.dtype:
-            raise ValueError(f"out has shape {oa.shape} {oa.dtype}, "
-                             f"expected {(rows, heads, head_dim)} {qa.dtype}")
+        _tensor.check_array(_tensor.wrap(out, "out"), "out",
+                            (rows, heads, head_dim), qa.dtype, qa.where)
     if lse is None:
         lse = _tensor.empty(qa, (rows, heads), "f32")
     else:
-        la = _tensor.wrap(lse, "lse")
-        if la.shape != (rows, heads) or la.dtype != "f32":
-            raise ValueError(f"lse has shape {la.shape} {la.dtype}, "
-                             f"expected {(rows, heads)} f32")
+        _tensor.check_array(_tensor.wrap(lse, "lse"), "lse", (rows, heads),
+                            "f32", qa.where)
     return out, lse
 
 
@@ -237,9 +233,8 @@ class BatchDecodeWithPagedKVCacheWrapper:
             out, lse = _torch_run(self, q, paged_kv_cache)
             return (out, lse) if return_lse else out
         out, lse = self._run_eager(q, paged_kv_cache, out, lse)
-        if return_lse:
-            return out, _scale_(lse, LOG2E)
-        return out
+        _scale_(lse, LOG2E)  # a caller's lse buffer holds base 2 too
+        return (out, lse) if return_lse else out
 
     def _run_eager(self, q, paged_kv_cache, out=None, lse=None):
         """o and natural-log lse."""
@@ -300,7 +295,8 @@ class BatchPrefillWithPagedKVCacheWrapper:
                      use_fp16_qk_reduction=use_fp16_qk_reduction,
                      rope_scale=rope_scale, rope_theta=rope_theta,
                      **{k: v for k, v in kwargs.items()
-                        if k not in ("seq_lens", "seq_lens_q", "block_tables",
+                        if k not in ("_cascade_level", "seq_lens",
+                                     "seq_lens_q", "block_tables",
                                      "max_token_per_sequence",
                                      "max_sequence_kv", "fixed_split_size",
                                      "disable_split_kv", "uniform_q_len")})
@@ -319,7 +315,15 @@ class BatchPrefillWithPagedKVCacheWrapper:
         _ops.check_indptr(qo, "qo_indptr")
         qo_len = np.diff(qo)
         long = qo_len > p.table.kv_len
-        if long.any():
+        # A cascade level without causal or window may hold more queries
+        # than keys (a short shared prefix): positions do not matter there,
+        # and the kernel gets explicit ones (0).
+        free = kwargs.get("_cascade_level", False) and not causal and \
+            not p.window
+        self._positions = None
+        if long.any() and free:
+            self._positions = np.zeros(int(qo[-1]), np.int32)
+        elif long.any():
             i = int(np.argmax(long))
             raise ValueError(f"request {i} has {qo_len[i]} queries and "
                              f"{p.table.kv_len[i]} keys: the queries are "
@@ -378,7 +382,7 @@ class BatchPrefillWithPagedKVCacheWrapper:
             out, lse = self._run_eager(q, paged_kv_cache, out,
                                        lse if lse_layout == "NH" else None)
             _scale_(lse, LOG2E)
-        if not return_lse:
+        if not return_lse and user_lse is None:
             return out
         if lse_base == "ln":
             _scale_(lse, LN2)
@@ -389,7 +393,7 @@ class BatchPrefillWithPagedKVCacheWrapper:
                 user_lse[...] = hn
                 hn = user_lse
             lse = hn
-        return out, lse
+        return (out, lse) if return_lse else out
 
     def _rows(self):
         return int(self._qo[-1])
@@ -404,9 +408,14 @@ class BatchPrefillWithPagedKVCacheWrapper:
         if self._mask is not None:
             mask = tuple(p.table.cached_device(("mask", i), m, qa)
                          for i, m in enumerate(self._mask))
+        positions = None
+        if self._positions is not None:
+            positions = p.table.cached_device("free_pos", self._positions, qa)
         cfg = p.config(_target(qa), cache, causal=self._causal,
-                       custom_mask=mask is not None)
-        _ops.attention(cfg, q, self._qo, cache, p.table, out, lse, mask=mask)
+                       custom_mask=mask is not None,
+                       positions=positions is not None)
+        _ops.attention(cfg, q, self._qo, cache, p.table, out, lse, mask=mask,
+                       positions=positions)
         return out, lse
 
     forward = run
@@ -453,7 +462,7 @@ class MultiLevelCascadeAttentionWrapper:
                    sm_scale=sm_scale, window_left=window_left,
                    logits_soft_cap=logits_soft_cap, rope_scale=rope_scale,
                    rope_theta=rope_theta, q_data_type=q_data_type,
-                   kv_data_type=kv_data_type)
+                   kv_data_type=kv_data_type, _cascade_level=True)
         rows = {int(w._qo[-1]) for w in self._levels}
         if len(rows) != 1:
             raise ValueError(f"every level must cover the same query rows, "
@@ -472,6 +481,12 @@ class MultiLevelCascadeAttentionWrapper:
             return False
         if not self._causal:
             return True
+        # Causal: every level but the last must run as decode, which the
+        # runtime does only where its decode kernel computes what the
+        # prefill would (default options).
+        p = self._levels[-1]._plan
+        if p.window or p.soft_cap or p.sm_scale:
+            return False
         return all(np.array_equal(w._qo, np.arange(w._qo.size))
                    for w in self._levels[:-1])
 
@@ -520,11 +535,13 @@ def _merge_natural(va, sa, vb, sb, out_v, out_s):
     if len(a.shape) != 3:
         raise ValueError(f"v_a must be [n, H, D], got {a.shape}")
     n, h, d = a.shape
-    for name, x, shape in (("s_a", sa, (n, h)), ("v_b", vb, (n, h, d)),
-                           ("s_b", sb, (n, h))):
-        xa = _tensor.wrap(x, name)
-        if xa.shape != shape:
-            raise ValueError(f"{name} has shape {xa.shape}, expected {shape}")
+    if a.dtype not in ("f16", "bf16", "f32"):
+        raise TypeError(f"v_a is {a.dtype}: states are f16, bf16 or f32")
+    for name, x, shape, dtype in (("s_a", sa, (n, h), "f32"),
+                                  ("v_b", vb, (n, h, d), a.dtype),
+                                  ("s_b", sb, (n, h), "f32")):
+        _tensor.check_array(_tensor.wrap(x, name), name, shape, dtype,
+                            a.where)
     o = _tensor.empty(a, (n, h, d), a.dtype)
     s = _tensor.empty(a, (n, h), "f32")
     _ops.merge(_merge_config(a, h, d), va, sa, vb, sb, o, s)
@@ -559,9 +576,12 @@ def merge_states(v, s):
     if len(a.shape) != 4:
         raise ValueError(f"v must be [n, S, H, D], got {a.shape}")
     n, _, h, d = a.shape
+    if a.dtype not in ("f16", "bf16", "f32"):
+        raise TypeError(f"v is {a.dtype}: states are f16, bf16 or f32")
     sa = _tensor.wrap(s, "s")
-    if sa.shape != a.shape[:3]:
-        raise ValueError(f"s has shape {sa.shape}, expected {a.shape[:3]}")
+    if sa.shape != a.shape[:3] or sa.where != a.where:
+        raise ValueError(f"s has shape {sa.shape} on {sa.where}, expected "
+                         f"{a.shape[:3]} on {a.where}")
     o = _tensor.empty(a, (n, h, d), a.dtype)
     lse = _tensor.empty(a, (n, h), "f32")
     _ops.merge_states(_merge_config(a, h, d), v, _scale_(_as_f32(s), LN2),
@@ -614,9 +634,7 @@ def append_paged_kv_cache(append_key, append_value, batch_indices, positions,
     n = ka.shape[0]
     expect = (n, cache.kv_heads, cache.head_dim)
     for name, a in (("append_key", ka), ("append_value", va)):
-        if a.shape != expect or a.dtype != cache.dtype:
-            raise ValueError(f"{name} has shape {a.shape} {a.dtype}, expected "
-                             f"{expect} {cache.dtype}")
+        _tensor.check_array(a, name, expect, cache.dtype, cache.where)
     ip = _tensor.host_i32(kv_indptr, "kv_indptr")
     ix = _tensor.host_i32(kv_indices, "kv_indices")
     bi = _tensor.host_i32(batch_indices, "batch_indices")

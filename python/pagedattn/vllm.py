@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _ops, _tensor
 from ._compiler import Config
-from .flashinfer import BatchDecodeWithPagedKVCacheWrapper, _dtype
+from .flashinfer import BatchDecodeWithPagedKVCacheWrapper
 
 __all__ = ["reshape_and_cache_flash", "PagedDecode", "paged_attention_v1",
            "block_tables_to_csr"]
@@ -57,10 +57,8 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping,
     ka = _tensor.wrap(key, "key")
     expect = (ka.shape[0], cache.kv_heads, cache.head_dim)
     for name, x in (("key", key), ("value", value)):
-        a = _tensor.wrap(x, name)
-        if a.shape != expect or a.dtype != cache.dtype:
-            raise ValueError(f"{name} has shape {a.shape} {a.dtype}, expected "
-                             f"{expect} {cache.dtype}")
+        _tensor.check_array(_tensor.wrap(x, name), name, expect, cache.dtype,
+                            cache.where)
     slots = _tensor.host_i32(slot_mapping, "slot_mapping") if not (
         _tensor.is_torch(slot_mapping) and slot_mapping.is_cuda) else None
     if slots is not None:
@@ -163,8 +161,11 @@ def paged_attention_v1(out, query, key_cache, value_cache, num_kv_heads,
     if len(qa.shape) != 3:
         raise ValueError(f"query must be [num_seqs, num_heads, head_size], "
                          f"got {qa.shape}")
-    dtype = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[qa.dtype]
-    _dtype(dtype, "query dtype")
+    dtype = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}.get(
+        qa.dtype)
+    if dtype is None:
+        raise NotImplementedError(f"query dtype {qa.dtype}: float16, "
+                                  f"bfloat16 or float32")
     step = PagedDecode(block_tables, seq_lens, qa.shape[1], num_kv_heads,
                        qa.shape[2], block_size, scale, dtype)
     return step.run(query, key_cache, value_cache, out=out)

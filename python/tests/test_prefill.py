@@ -139,3 +139,58 @@ def test_cascade(rng, causal):
         dw.plan(full_ip.astype(np.int32), full_ix, lp1, hq, hkv, d, p)
         if shared % p == 0:
             assert rel_err(o, dw.run(q, cache)) < TOL
+
+
+def test_cascade_short_prefix(rng):
+    """A shared prefix shorter than the batch (more queries than keys in
+    level 0) is allowed where positions do not matter."""
+    hq, hkv, d, p = 4, 2, 32, 4
+    b = 9
+    ip0, ix0, lp0, n0 = make_table(rng, [5], p, extra_pages=0)
+    ip1, ix1, lp1, n1 = make_table(rng, [2] * b, p, extra_pages=0)
+    ix1 = ix1 + n0
+    cache = make_cache(rng, n0 + n1, p, hkv, d, "NHD", joint=True)
+    q = rng.uniform(-1, 1, (b, hq, d)).astype(np.float16)
+    qo0 = np.array([0, b], np.int32)
+    qo1 = np.arange(b + 1, dtype=np.int32)
+    w = pagedattn.MultiLevelCascadeAttentionWrapper(2, None)
+    w.plan([qo0, qo1], [ip0, ip1], [ix0, ix1], [lp0, lp1], hq, hkv, d, p)
+    o = w.run(q, cache)
+    want_o, _ = ref.cascade(q, [qo0, qo1], cache, None, "NHD", [ip0, ip1],
+                            [ix0, ix1], [lp0, lp1])
+    assert rel_err(o, want_o) < TOL
+    with pytest.raises(ValueError, match="qo_len <= kv_len"):
+        w.plan([qo0, qo1], [ip0, ip1], [ix0, ix1], [lp0, lp1], hq, hkv, d,
+               p, window_left=3)
+
+
+def test_plan_copies_the_table(rng):
+    """plan() keeps its own copy: changing the caller's arrays afterwards
+    changes nothing (FlashInfer's plan copies them too)."""
+    indptr, indices, last, npg = make_table(rng, [20, 7], 4)
+    cache = make_cache(rng, npg, 4, 2, 32, "NHD", True)
+    q = rng.uniform(-1, 1, (2, 4, 32)).astype(np.float16)
+    w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    w.plan(indptr, indices, last, 4, 2, 32, 4)
+    before = w.run(q, cache)
+    indices[:] = 10**6  # would be out of range if it were read
+    indptr[1] = 0
+    assert np.array_equal(w.run(q, cache), before)
+
+
+def test_outputs_checked(rng):
+    indptr, indices, last, npg = make_table(rng, [20], 4)
+    cache = make_cache(rng, npg, 4, 2, 32, "NHD", True)
+    q = rng.uniform(-1, 1, (1, 4, 32)).astype(np.float16)
+    w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    w.plan(indptr, indices, last, 4, 2, 32, 4)
+    with pytest.raises(ValueError, match="out has shape"):
+        w.run(q, cache, out=np.empty((1, 4, 32), np.float32))
+    lse = np.empty((1, 4), np.float32)
+    o = w.run(q, cache, lse=lse)  # a caller's lse holds base 2
+    _, want = w.run(q, cache, return_lse=True)
+    assert np.array_equal(lse, want)
+    with pytest.raises(NotImplementedError):
+        pagedattn.BatchPrefillWithPagedKVCacheWrapper(None).plan(
+            np.array([0, 1], np.int32), indptr, indices, last, 4, 2, 32, 4,
+            use_fp16_qk_reduction=True)
