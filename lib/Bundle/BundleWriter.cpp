@@ -104,6 +104,8 @@ mlir::pa::manifestFromKernels(ModuleOp module, const BundleOptions &options,
     k.launch.sharedBytes = abi->smem;
     if (k.kind == ::pa::rt::KernelKind::SelectTopK)
       k.topkRatio = options.topkRatio;
+    if (k.kind == ::pa::rt::KernelKind::PlanSplitKV)
+      k.planChunk = options.planChunk;
     if (::pa::rt::isPrefillKind(k.kind)) {
       // The prefill line: the flags the op was built with, and the queries
       // of one request per tile (tile_q packs group rows per query).

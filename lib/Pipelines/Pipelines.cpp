@@ -55,9 +55,10 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (!err.empty())
     return err;
   if (o.splitKVChunk > 0)
-    return "split-kv-chunk plans the work list in the IR (pa.plan_split_kv), "
-           "which runs on the host only; use split-kv-work-list=true and the "
-           "runtime planner on the GPU";
+    return "split-kv-chunk plans the work list in the IR (pa.plan_split_kv) "
+           "into buffers the program allocates on the host; on the GPU use "
+           "split-kv-work-list=true (the runtime's planner, or "
+           "pa_plan_split_kv on the device, fills the work list)";
   if (o.ctaThreads <= 0 || o.ctaThreads % 32 != 0 || o.ctaThreads > 1024)
     return "cta-threads must be a multiple of 32 in [32, 1024]";
   if (o.tokensInFlight < 0)
@@ -129,8 +130,8 @@ void mlir::pa::registerPAPipelines() {
       +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
   registerChecked<LowerToNVVMOptions>(
       "pa-lower-to-nvvm",
-      "Lower a pa program to GPU kernels (every op but pa.mla_decode and "
-      "pa.plan_split_kv, which are rejected; pa.cascade as a prefill per "
+      "Lower a pa program to GPU kernels (every op but pa.mla_decode, "
+      "which is rejected; pa.cascade as a prefill per "
       "level and a pa.merge): pa-cascade-decompose, optional split-KV work "
       "list, One-Shot "
       "Bufferize, convert-pa-to-gpu (tiling, kernel ABI), "

@@ -91,7 +91,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"scatter_kv", KernelKind::ScatterKV},
     {"kv_deviation", KernelKind::KVDeviation},
     {"select_topk", KernelKind::SelectTopK},
-    {"pack_mask", KernelKind::PackMask}};
+    {"pack_mask", KernelKind::PackMask},
+    {"plan_split_kv", KernelKind::PlanSplitKV}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -267,6 +268,9 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   if (k == KernelKind::SelectTopK)
     return {ArgRole::Deviation, ArgRole::DevIndptr, ArgRole::Positions,
             ArgRole::OutIndptr};
+  if (k == KernelKind::PlanSplitKV)
+    return {ArgRole::KVIndptr,    ArgRole::KVLastPageLen, ArgRole::WorkIndptr,
+            ArgRole::WorkRequest, ArgRole::WorkStart,     ArgRole::WorkEnd};
   // The cache writes: their rows, how the rows find their tokens, then an
   // fp8 cache's scales and the cache.
   if (k == KernelKind::AppendKV || k == KernelKind::ScatterKV ||
@@ -431,6 +435,7 @@ private:
   Status parseLaunch(const std::vector<std::string_view> &t);
   Status parsePrefill(const std::vector<std::string_view> &t);
   Status parseTopK(const std::vector<std::string_view> &t);
+  Status parsePlan(const std::vector<std::string_view> &t);
   Status closeKernel();
   Status finish();
   /// The prefill_short kernel `s` agrees with the prefill kernel.
@@ -487,6 +492,8 @@ Status Parser::run(Manifest &out) {
       s = parsePrefill(t);
     else if (t[0] == "topk")
       s = parseTopK(t);
+    else if (t[0] == "plan")
+      s = parsePlan(t);
     else if (t[0] == "end") {
       if (t.size() != 1)
         return lineError("'end' takes no operands");
@@ -834,6 +841,25 @@ Status Parser::parseTopK(const std::vector<std::string_view> &t) {
   return Status::success();
 }
 
+Status Parser::parsePlan(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'plan' outside a kernel");
+  KernelSpec &k = m.kernels.back();
+  if (k.kind != KernelKind::PlanSplitKV)
+    return lineError("a 'plan' line belongs to kernel 'plan_split_kv', not "
+                     "to kernel '",
+                     toString(k.kind), "'");
+  if (k.planChunk)
+    return lineError("duplicate 'plan' line");
+  if (t.size() != 3 || t[1] != "chunk")
+    return lineError("expected 'plan chunk C'");
+  int64_t c = 0;
+  if (!parseInt(t[2], c) || c < 1)
+    return lineError("plan chunk '", t[2], "' must be an integer >= 1");
+  k.planChunk = c;
+  return Status::success();
+}
+
 Status Parser::closeKernel() {
   if (!inKernel)
     return Status::success();
@@ -857,6 +883,8 @@ Status Parser::closeKernel() {
   }
   if (k.kind == KernelKind::SelectTopK && !k.topkRatio)
     return kernelError("missing the 'topk ratio R' line");
+  if (k.kind == KernelKind::PlanSplitKV && !k.planChunk)
+    return kernelError("missing the 'plan chunk C' line");
   if (!isPrefillKind(k.kind))
     return Status::success();
   if (!k.prefill)
@@ -1112,6 +1140,8 @@ std::string pa::rt::printManifest(const Manifest &m) {
          << (p->causal ? 1 : 0) << " window " << p->window << " soft_cap "
          << printFloat(p->softCap) << " sm_scale " << printFloat(p->smScale)
          << " lse_base2 " << (p->lseBase2 ? 1 : 0) << "\n";
+    if (k.planChunk)
+      os << "plan chunk " << *k.planChunk << "\n";
     if (k.topkRatio) {
       // The shortest decimal that reads back as the same double.
       char buf[64];

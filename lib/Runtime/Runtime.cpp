@@ -1034,6 +1034,70 @@ using namespace pa::rt::impl;
 // C API
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// pa_plan_split_kv: the work list of a page table on the device.
+Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
+                      CUstream stream) {
+  PA_TRY(requireContext());
+  PA_TRY(requireKernel(b, KernelKind::PlanSplitKV,
+                       "pa-compile adds plan_split_kv to bundles of "
+                       "--kernels all (--plan-chunk)"));
+  const BundleConfig &c = b.manifest.config;
+  const KernelSpec *k = b.manifest.find(KernelKind::PlanSplitKV);
+  int64_t chunk = k && k->planChunk ? *k->planChunk : 0;
+  if (a.batch < 0 || a.work_capacity < 0 || a.nnz < 0)
+    return fail("batch (", a.batch, "), work_capacity (", a.work_capacity,
+                ") and nnz (", a.nnz, ") must not be negative");
+  PA_TRY(checkRequired({{"work_indptr", a.work_indptr, true},
+                        {"kv_indptr", a.kv_indptr, true},
+                        {"kv_last_page_len", a.kv_last_page_len, a.batch > 0},
+                        {"work_request", a.work_request, a.nnz > 0},
+                        {"work_start", a.work_start, a.nnz > 0},
+                        {"work_end", a.work_end, a.nnz > 0}}));
+  int64_t bound = workListBound(a.batch, a.nnz, c.pageSize, chunk);
+  if (a.work_capacity < bound)
+    return fail("work_capacity = ", a.work_capacity, " is below ", bound,
+                " = batch + ceil(nnz * page_size / chunk), the items a table "
+                "of nnz = ",
+                a.nnz, " pages can need (chunk ", chunk, ")");
+  if (a.batch == 0) {
+    PA_CU(cuMemsetD32Async(a.work_indptr, 0, 1, stream));
+    return Status::success();
+  }
+  if (a.checked) {
+    std::vector<int32_t> indptr, last;
+    PA_TRY(download(indptr, a.kv_indptr, a.batch + 1, stream, "kv_indptr"));
+    PA_TRY(download(last, a.kv_last_page_len, a.batch, stream,
+                    "kv_last_page_len"));
+    std::vector<int64_t> lens;
+    PA_TRY(kvLengths(I32Span(indptr.data(), a.batch + 1),
+                     I32Span(last.data(), a.batch), a.batch, c.pageSize,
+                     lens));
+    if (indptr[a.batch] != a.nnz)
+      return fail("kv_indptr[", a.batch, "] = ", indptr[a.batch],
+                  " but nnz = ", a.nnz);
+  }
+  ProblemDims dims;
+  dims.batch = a.batch;
+  dims.nnz = a.nnz;
+  dims.workCapacity = a.work_capacity;
+  ArgBindings args;
+  auto bind = [&](ArgRole r, pa_deviceptr p) {
+    args.bind(r, p, roleShape(c, r, dims));
+  };
+  bind(ArgRole::KVIndptr, a.kv_indptr);
+  bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
+  bind(ArgRole::WorkIndptr, a.work_indptr);
+  bind(ArgRole::WorkRequest, a.work_request);
+  bind(ArgRole::WorkStart, a.work_start);
+  bind(ArgRole::WorkEnd, a.work_end);
+  return launch(b, KernelKind::PlanSplitKV, args, dims, stream,
+                a.checked != 0);
+}
+
+} // namespace
+
 extern "C" {
 
 int pa_init(int device) { return report(initDevice(device)); }
@@ -1071,6 +1135,17 @@ void pa_bundle_free(pa_bundle *bundle) {
   delete bundle;
 }
 
+int pa_plan_split_kv(pa_bundle *bundle, const pa_plan_split_kv_args *args,
+                     pa_stream stream) {
+  if (!bundle || !args)
+    return report(fail("pa_plan_split_kv: null argument"));
+  if (Status s =
+          runPlanSplitKV(*bundle, *args, static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_plan_split_kv: ", s.message));
+  return PA_SUCCESS;
+}
+
 int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   if (!bundle || !out)
     return report(fail("pa_bundle_get_config: null argument"));
@@ -1102,6 +1177,8 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   const KernelSpec *topk = bundle->manifest.find(KernelKind::SelectTopK);
   out->topk_ratio = topk && topk->topkRatio ? *topk->topkRatio : 0;
   out->has_pack_mask = bundle->function(KernelKind::PackMask) ? 1 : 0;
+  const KernelSpec *plan = bundle->manifest.find(KernelKind::PlanSplitKV);
+  out->plan_chunk = plan && plan->planChunk ? *plan->planChunk : 0;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;

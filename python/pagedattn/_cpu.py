@@ -58,7 +58,7 @@ def parse_manifest(text, path="cpu.manifest"):
                 cur.args.append((words[1], int(words[3]), words[4]))
             elif key == "result":
                 cur.results.append((int(words[2]), words[3]))
-            elif key in ("options", "topk"):
+            elif key in ("options", "topk", "plan"):
                 it = iter(words[1:])
                 cur.options.update({k: float(v) for k, v in zip(it, it)})
             elif key == "end":

@@ -7,10 +7,11 @@
 // RUN: not pa-opt %s --pa-lower-to-nvvm="cta-threads=100" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not pa-opt %s --pa-lower-to-nvvm="tokens-in-flight=-2" 2>&1 | FileCheck %s --check-prefix=TOKENS
 // RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
-// The in-IR planner of split-kv-chunk runs on the host only: the GPU
-// pipeline refuses the option, and convert-pa-to-gpu the plan op.
+// split-kv-chunk allocates the work list inside the program (host
+// buffers): the GPU pipeline refuses the option. The plan op itself has a
+// kernel (pa_plan_split_kv), for work lists the caller allocates.
 // RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-chunk=64" 2>&1 | FileCheck %s --check-prefix=PLAN
-// RUN: not pa-opt %s --pa-split-kv="chunk-size=64" --one-shot-bufferize="bufferize-function-boundaries" --convert-pa-to-gpu 2>&1 | FileCheck %s --check-prefix=PLANOP
+// RUN: pa-opt %s --pa-split-kv="chunk-size=64" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-pa-to-gpu | FileCheck %s --check-prefix=PLANOP
 // Both split-KV forms lower on the CPU; the work list on the GPU.
 // RUN: pa-opt %s --pa-lower-to-cpu="split-kv-work-list=true" | FileCheck %s --check-prefix=CPUWL
 // RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true heads-per-cta=2 tokens-in-flight=2 lane-bytes=16" | FileCheck %s --check-prefix=GPU
@@ -25,8 +26,8 @@
 // THREADS: pa-lower-to-nvvm: cta-threads must be a multiple of 32 in [32, 1024]
 // TOKENS: pa-lower-to-nvvm: tokens-in-flight must be >= 0
 // FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
-// PLAN: pa-lower-to-nvvm: split-kv-chunk plans the work list in the IR (pa.plan_split_kv), which runs on the host only; use split-kv-work-list=true
-// PLANOP: 'pa.plan_split_kv' op is not supported on the GPU yet
+// PLAN: pa-lower-to-nvvm: split-kv-chunk plans the work list in the IR (pa.plan_split_kv) into buffers the program allocates on the host; on the GPU use split-kv-work-list=true
+// PLANOP: gpu.launch_func @pa_kernels::@pa_plan_split_kv
 // CPUWL: llvm.func @decode(
 // GPU: gpu.binary @pa_kernels
 // GPU-SAME: .entry pa_decode_split(

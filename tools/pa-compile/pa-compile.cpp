@@ -195,6 +195,11 @@ static cl::opt<double> topkRatio(
     cl::desc("select_topk (--kernels all): the fraction of each request's "
              "tokens to select, in (0, 1] (CacheBlend's recompute ratio)"),
     cl::cat(category));
+static cl::opt<int64_t> planChunk(
+    "plan-chunk", cl::init(256),
+    cl::desc("plan_split_kv (--kernels all): tokens per split-KV work item "
+             "of the device planner (pa.plan_split_kv's chunk_size), >= 1"),
+    cl::cat(category));
 static cl::opt<bool> alibi("alibi", cl::init(false),
                            cl::desc("prefill: ALiBi slopes argument"),
                            cl::cat(category));
@@ -243,6 +248,8 @@ bool checkFlags() {
   };
   if (target != "gpu" && target != "cpu")
     fail("--target must be gpu or cpu, got '" + target + "'");
+  if (planChunk < 1)
+    fail("--plan-chunk " + Twine(planChunk.getValue()) + " must be >= 1");
   if (!(topkRatio > 0) || topkRatio > 1)
     fail("--topk-ratio " + Twine(std::to_string(topkRatio.getValue())) +
          " is out of (0, 1]");
@@ -674,6 +681,25 @@ void buildCacheBlend(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
 }
 
+/// @plan_split_kv(kv_indptr, kv_last_page_len, work_indptr, work_request,
+/// work_start, work_end): pa.plan_split_kv with --plan-chunk, the split-KV
+/// work list on the device.
+void buildPlanSplitKV(OpBuilder &b, Location loc, const ProgramTypes &t) {
+  Signature in;
+  for (StringRef n : {"kv_indptr", "kv_last_page_len", "work_indptr",
+                      "work_request", "work_start", "work_end"})
+    in.add(t.index, n);
+  SmallVector<Type> outs(4, t.index);
+  buildFunc(b, loc, "plan_split_kv", in, outs,
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              auto op = mlir::pa::PlanSplitKVOp::create(
+                  b, loc, TypeRange(outs), a[0], a[1], a.slice(2, 4),
+                  b.getI64IntegerAttr(pageSize),
+                  b.getI64IntegerAttr(planChunk));
+              return SmallVector<Value>(op.getResults());
+            });
+}
+
 /// The program: with `decode` @decode (one pass), @decode_split
 /// (work-list split-KV) and @append_kv_slots (the cache write); with
 /// `prefill` @prefill, and with `split` @prefill_split; with both @merge
@@ -693,6 +719,7 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
   if (prefill && decode) {
     buildMerges(b, loc, t);
     buildCacheBlend(b, loc, t);
+    buildPlanSplitKV(b, loc, t);
   }
   if (!decode)
     return module;
@@ -817,6 +844,7 @@ mlir::pa::BundleOptions bundleOptions() {
   o.prefill.smScale = static_cast<float>(smScale.getValue());
   o.prefill.lseBase2 = lseBase2;
   o.topkRatio = topkRatio.getValue();
+  o.planChunk = planChunk;
   return o;
 }
 
@@ -936,7 +964,9 @@ int compileForCPU(MLIRContext *ctx) {
   std::map<std::string, std::string> extra = {
       {"prefill", prefillLine},
       {"prefill_split", prefillLine},
-      {"select_topk", "topk ratio " + exact(topkRatio) + "\n"}};
+      {"select_topk", "topk ratio " + exact(topkRatio) + "\n"},
+      {"plan_split_kv",
+       "plan chunk " + std::to_string(planChunk.getValue()) + "\n"}};
   auto t0 = std::chrono::steady_clock::now();
   if (failed(::pa::compile::emitCPUBundle(*program, configLine, extra, outDir)))
     return 1;
@@ -975,7 +1005,8 @@ int main(int argc, char **argv) {
           "prefill: prefill and, with the default shape up to "
           "head dim 128, prefill_short; all: both, merge and merge_states "
           "(pa_merge, pa_merge_states, cascades), append_kv, scatter_kv, "
-          "kv_deviation, select_topk (CacheBlend) and pack_mask) and their "
+          "kv_deviation, select_topk (CacheBlend), pack_mask and "
+          "plan_split_kv) and their "
           "manifest "
           "to a bundle directory\n",
           &llvm::errs()))

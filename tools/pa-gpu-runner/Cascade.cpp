@@ -12,6 +12,7 @@
 
 #include "PagedAttn/Reference/Reference.h"
 #include "PagedAttn/Runtime/Bundle.h"
+#include "PagedAttn/Runtime/Planner.h"
 #include "PagedAttn/Runtime/pa_runtime.h"
 #include "PagedAttn/TestSupport/Cache.h"
 #include "PagedAttn/TestSupport/Numbers.h"
@@ -199,6 +200,91 @@ void checkMerges(pa_bundle *bundle, const rt::BundleConfig &c, test::Rng &rng,
     t.record(cmp.pass);
     printResult(fmt("merge_states R=%" PRId64 " S=%" PRId64, rows, states),
                 cmp, "20% weight-0 states");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// check-cascade: plan_split_kv (the split-KV work list on the device)
+//===----------------------------------------------------------------------===//
+
+/// pa_plan_split_kv against the host planner (planFixedChunks), exactly:
+/// random batches with empty requests, 1-token requests, chunk boundaries.
+void checkPlanSplitKV(pa_bundle *bundle, const rt::BundleConfig &c,
+                      test::Rng &rng, Tally &t) {
+  pa_bundle_config cfg;
+  PA_RT(pa_bundle_get_config(bundle, &cfg));
+  const int64_t P = c.pageSize, C = cfg.plan_chunk;
+  for (int64_t batch : {1, 7, 300}) {
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t pick = rng.uniformInt(0, 5);
+      lens.push_back(pick == 0   ? 0
+                     : pick == 1 ? 1
+                     : pick == 2 ? C * rng.uniformInt(1, 3)
+                                 : rng.uniformInt(1, 5 * C));
+    }
+    std::vector<int32_t> indptr{0}, last;
+    for (int64_t len : lens) {
+      int64_t pages = (len + P - 1) / P;
+      indptr.push_back(static_cast<int32_t>(indptr.back() + pages));
+      last.push_back(static_cast<int32_t>(pages ? len - (pages - 1) * P : 0));
+    }
+    int64_t nnz = indptr.back();
+    int64_t cap = rt::workListBound(batch, nnz, P, C);
+    rt::WorkList want = rt::planFixedChunks(lens, C);
+    DeviceBuffer ip = uploadVector(indptr), lp = uploadVector(last);
+    DeviceBuffer wi(static_cast<size_t>((batch + 1) * 4)),
+        wr(static_cast<size_t>(std::max<int64_t>(cap, 1) * 4)),
+        ws(static_cast<size_t>(std::max<int64_t>(cap, 1) * 4)),
+        we(static_cast<size_t>(std::max<int64_t>(cap, 1) * 4));
+    PA_CU(cuMemsetD8(wi.get(), 0xff, (batch + 1) * 4));
+    pa_plan_split_kv_args a{};
+    a.kv_indptr = ip.get();
+    a.kv_last_page_len = lp.get();
+    a.work_indptr = wi.get();
+    a.work_request = wr.get();
+    a.work_start = ws.get();
+    a.work_end = we.get();
+    a.batch = batch;
+    a.work_capacity = cap;
+    a.nnz = nnz;
+    a.checked = 1;
+    std::string name = fmt("plan_split_kv B=%" PRId64 " chunk %" PRId64,
+                           batch, C);
+    Comparison cmp;
+    try {
+      PA_RT(pa_plan_split_kv(bundle, &a, nullptr));
+      std::vector<int32_t> gi(static_cast<size_t>(batch + 1));
+      wi.download(gi.data(), gi.size() * 4);
+      int64_t w = want.size();
+      std::vector<int32_t> gr(static_cast<size_t>(w)), gs(gr.size()),
+          ge(gr.size());
+      wr.download(gr.data(), gr.size() * 4);
+      ws.download(gs.data(), gs.size() * 4);
+      we.download(ge.data(), ge.size() * 4);
+      if (gi != want.indptr || gr != want.request || gs != want.start ||
+          ge != want.end)
+        cmp.problem(fmt("the work list differs from planFixedChunks (%" PRId64
+                        " items expected, work_indptr[B] = %d)",
+                        w, gi.back()));
+    } catch (const Failure &f) {
+      cmp.problem(f.what());
+    }
+    t.record(cmp.pass);
+    printResult(name, cmp, fmt("%" PRId64 " items", want.size()));
+    if (batch == 7) {
+      pa_plan_split_kv_args bad = a;
+      bad.work_capacity = cap - 1;
+      expectRejected("work_capacity below the bound",
+                     pa_plan_split_kv(bundle, &bad, nullptr),
+                     "work_capacity = " + std::to_string(cap - 1), t);
+      bad = a;
+      bad.nnz = nnz + 1;
+      bad.work_capacity = rt::workListBound(batch, nnz + 1, P, C);
+      expectRejected("nnz against kv_indptr (checked)",
+                     pa_plan_split_kv(bundle, &bad, nullptr),
+                     "but nnz = " + std::to_string(nnz + 1), t);
+    }
   }
 }
 
@@ -489,6 +575,8 @@ int pa::runner::runCheckCascade(const CheckCascadeOptions &o) {
                       "merge_states (pa-compile --kernels all)");
       test::Rng rng(test::mixSeed(o.seed, std::hash<std::string>()(dir)));
       checkMerges(bundle, m.config, rng, t);
+      if (m.find(rt::KernelKind::PlanSplitKV))
+        checkPlanSplitKV(bundle, m.config, rng, t);
       checkCascades(bundle, m.config, rng, t);
     } catch (const Failure &f) {
       fatal = f.what();

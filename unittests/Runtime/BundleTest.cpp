@@ -283,6 +283,60 @@ TEST(BundleManifest, MergeKernels) {
   EXPECT_NE(s.message.find("lse_states"), std::string::npos) << s.message;
 }
 
+TEST(BundleManifest, PlanSplitKVKernel) {
+  std::string fused = fusedSplitManifest();
+  std::string plan = "kernel plan_split_kv k.cubin pa_plan_split_kv\n"
+                     "plan chunk 256\n"
+                     "arg kv_indptr memref 1 i32\n"
+                     "arg kv_last_page_len memref 1 i32\n"
+                     "arg work_indptr memref 1 i32\n"
+                     "arg work_request memref 1 i32\n"
+                     "arg work_start memref 1 i32\n"
+                     "arg work_end memref 1 i32\n"
+                     "launch grid batch 1 1 block 128 1 1 smem 0\n";
+  std::string text = fused.substr(0, fused.size() - 4) + plan + "end\n";
+  Manifest m;
+  Status s = parseManifest(text, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::PlanSplitKV);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->planChunk.has_value());
+  EXPECT_EQ(*k->planChunk, 256);
+  EXPECT_FALSE(m.find(KernelKind::Decode)->planChunk.has_value());
+  // Round trip through the printer.
+  std::string printed = printManifest(m);
+  EXPECT_NE(printed.find("plan chunk 256\n"), std::string::npos) << printed;
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printed, again).ok);
+  EXPECT_EQ(again, m);
+  // Without its chunk, a chunk below 1, a plan line on another kernel and
+  // a missing work-list role are errors that say so.
+  Manifest bad;
+  std::string noChunk = text;
+  noChunk.erase(noChunk.find("plan chunk 256\n"), 15);
+  s = parseManifest(noChunk, bad);
+  EXPECT_NE(s.message.find("missing the 'plan chunk C' line"),
+            std::string::npos)
+      << s.message;
+  std::string zero = text;
+  zero.replace(zero.find("plan chunk 256"), 14, "plan chunk 0");
+  s = parseManifest(zero, bad);
+  EXPECT_NE(s.message.find("must be an integer >= 1"), std::string::npos)
+      << s.message;
+  std::string elsewhere = text;
+  elsewhere.insert(elsewhere.find("kernel plan_split_kv"), "plan chunk 8\n");
+  s = parseManifest(elsewhere, bad);
+  EXPECT_NE(s.message.find("belongs to kernel 'plan_split_kv'"),
+            std::string::npos)
+      << s.message;
+  std::string noRole = text;
+  noRole.erase(noRole.find("arg work_end memref 1 i32\n"), 26);
+  s = parseManifest(noRole, bad);
+  EXPECT_NE(s.message.find("missing argument role 'work_end'"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST(BundleManifest, CacheBlendKernels) {
   std::string fused = fusedSplitManifest();
   std::string blend = "kernel scatter_kv k.cubin pa_scatter_kv\n"

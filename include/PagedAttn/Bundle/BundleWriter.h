@@ -28,11 +28,14 @@ namespace mlir::pa {
 
 /// What the ABI attributes do not say: the configuration, the options the
 /// prefill ops were built with (queriesPerTile is filled in per kernel),
-/// select_topk's ratio and the binary file the kernels live in.
+/// select_topk's ratio, plan_split_kv's chunk and the binary file the
+/// kernels live in.
 struct BundleOptions {
   ::pa::rt::BundleConfig config;
   ::pa::rt::PrefillSpec prefill;
   double topkRatio = 0.15;
+  /// plan_split_kv's chunk (its `plan chunk C` line).
+  int64_t planChunk = 256;
   std::string file = "kernels.cubin";
 };
 

@@ -167,8 +167,12 @@ enum class KernelKind {
   /// (pack_mask) optional: boolean masks ragged by segments packed into
   /// bytes (pa.pack_mask: the custom_mask / mask_indptr of prefill).
   PackMask,
+  /// (plan_split_kv) optional: the fixed-chunk split-KV work list of a page
+  /// table, computed on the device (pa.plan_split_kv); the `plan chunk C`
+  /// line gives the chunk.
+  PlanSplitKV,
 };
-constexpr int kNumKernelKinds = 15;
+constexpr int kNumKernelKinds = 16;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -360,6 +364,9 @@ struct KernelSpec {
   std::optional<PrefillSpec> prefill;
   /// The `topk ratio R` line (R in (0, 1]); set exactly for select_topk.
   std::optional<double> topkRatio;
+  /// The `plan chunk C` line (C >= 1 tokens per work item); set exactly
+  /// for plan_split_kv.
+  std::optional<int64_t> planChunk;
   int line = 0;
 
   /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
@@ -372,7 +379,7 @@ struct KernelSpec {
   bool operator==(const KernelSpec &o) const {
     return kind == o.kind && file == o.file && symbol == o.symbol &&
            args == o.args && launch == o.launch && prefill == o.prefill &&
-           topkRatio == o.topkRatio;
+           topkRatio == o.topkRatio && planChunk == o.planChunk;
   }
   bool operator!=(const KernelSpec &o) const { return !(*this == o); }
 };

@@ -95,6 +95,9 @@ typedef struct pa_bundle_config {
   double topk_ratio;
   /** A pack_mask kernel is present (pa_pack_mask). */
   int has_pack_mask;
+  /** plan_split_kv's compiled chunk (tokens per work item, pa-compile
+   *  --plan-chunk); 0 without the kernel (pa_plan_split_kv). */
+  int64_t plan_chunk;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -627,6 +630,36 @@ typedef struct pa_pack_mask_args {
  *  per segment. */
 int pa_pack_mask(pa_bundle *bundle, const pa_pack_mask_args *args,
                  pa_stream stream);
+
+/** Arguments of pa_plan_split_kv: the fixed-chunk split-KV work list of a
+ *  page table (pa.plan_split_kv, docs/Semantics.md section 14), computed
+ *  on the device, so that a step can be planned without a host round trip
+ *  (e.g. inside a CUDA graph). With C = pa_bundle_config.plan_chunk,
+ *  request b gets n_b = ceil(kv_len_b / C) items (none without tokens);
+ *  work_indptr[b + 1] = work_indptr[b] + n_b; item c of request b is
+ *  (b, c * C, min((c + 1) * C, kv_len_b)). This is the host planner's
+ *  pa::rt::planFixedChunks. */
+typedef struct pa_plan_split_kv_args {
+  pa_deviceptr kv_indptr;        /**< [batch + 1] int32 */
+  pa_deviceptr kv_last_page_len; /**< [batch] int32 */
+  pa_deviceptr work_indptr;      /**< [batch + 1] int32 (written) */
+  /** [work_capacity] int32 each (written; entries past work_indptr[batch]
+   *  untouched). */
+  pa_deviceptr work_request, work_start, work_end;
+  int64_t batch;
+  /** At least batch + ceil(nnz * page_size / C), which bounds the items of
+   *  any table of `nnz` pages (checked). */
+  int64_t work_capacity;
+  int64_t nnz; /**< kv_indptr[batch] */
+  /** Nonzero: copy the page table's indptr and last_page_len to the host
+   *  first and fail on an invalid one (or an indptr[batch] other than
+   *  nnz); synchronize after the launch. */
+  int checked;
+} pa_plan_split_kv_args;
+
+/** Enqueues plan_split_kv (a CTA per request). */
+int pa_plan_split_kv(pa_bundle *bundle, const pa_plan_split_kv_args *args,
+                     pa_stream stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -68,6 +68,26 @@ struct KernelEmitter : Emitter {
     }
     return acc;
   }
+  /// sum_{i < upto} term(i) (index) in every thread of a CTA of `threads`
+  /// threads (thread id `tid`): thread 0 zeroes the workgroup i32
+  /// `counter`, each thread adds its strided share atomically, barriers on
+  /// both sides. The O(B) prefix of the CTA-per-segment kernels
+  /// (pa.pack_mask, pa.plan_split_kv).
+  Value ctaSumBefore(Value counter, Value tid, Value upto, int64_t threads,
+                     function_ref<Value(Value)> term) {
+    ifThen(cmpi(arith::CmpIPredicate::eq, tid, idx(0)),
+           [&]() { store(i32(0), counter, {idx(0)}); });
+    gpu::BarrierOp::create(b, loc);
+    Value mine = forLoop(tid, upto, idx(threads), {idx(0)},
+                         [&](Value i, ValueRange r) -> SmallVector<Value> {
+                           return {add(r[0], term(i))};
+                         })
+                     .getResult(0);
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
+                                toI32(mine), counter, ValueRange{idx(0)});
+    gpu::BarrierOp::create(b, loc);
+    return toIndex(load(counter, {idx(0)}));
+  }
 };
 
 /// True for a memref with the identity layout (what the kernels index).
@@ -147,6 +167,12 @@ LogicalResult buildSelectTopK(SelectTopKOp op, gpu::GPUModuleOp kmod,
 /// CTA per segment), launched in its place.
 LogicalResult buildPackMask(PackMaskOp op, gpu::GPUModuleOp kmod,
                             StringRef name, int64_t threads);
+
+/// PlanToGPU.cpp: a memref-form pa.plan_split_kv becomes the kernel `name`
+/// (a CTA per request writing its fixed-chunk work items), launched in its
+/// place.
+LogicalResult buildPlanSplitKV(PlanSplitKVOp op, gpu::GPUModuleOp kmod,
+                               StringRef name, int64_t threads);
 
 /// MergeToGPU.cpp: a memref-form pa.merge becomes the kernel `name` (ABI
 /// kind `merge`, a CTA per row of lse[R, H], other ranks reshaped to it

@@ -69,17 +69,7 @@ LogicalResult gpukernel::buildPackMask(PackMaskOp op, gpu::GPUModuleOp kmod,
       Value n = e.sub(hi, lo);
       return e.divui(e.add(n, e.idx(7)), e.idx(8));
     };
-    e.ifThen(first, [&]() { e.store(e.i32(0), counter, {e.idx(0)}); });
-    gpu::BarrierOp::create(b, loc);
-    Value mine = e.forLoop(tid, seg, e.idx(threads), {e.idx(0)},
-                           [&](Value i, ValueRange r) -> SmallVector<Value> {
-                             return {e.add(r[0], bytesOf(i))};
-                           })
-                     .getResult(0);
-    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
-                                e.toI32(mine), counter, ValueRange{e.idx(0)});
-    gpu::BarrierOp::create(b, loc);
-    Value start = e.toIndex(e.load(counter, {e.idx(0)}));
+    Value start = e.ctaSumBefore(counter, tid, seg, threads, bytesOf);
     Value bytes = bytesOf(seg);
     e.ifThen(first, [&]() {
       Value end = e.add(start, bytes);

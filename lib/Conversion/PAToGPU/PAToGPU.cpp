@@ -643,14 +643,14 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
                PrefillPartialOp, AppendKVSlotsOp, AppendKVOp, ScatterKVOp,
                MergeOp, MergeStatesOp, KVDeviationOp, SelectTopKOp,
-               PackMaskOp>(op)) {
+               PackMaskOp, PlanSplitKVOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
                "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
                "pa.prefill_partial, pa.append_kv_slots, pa.append_kv, "
                "pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, "
-               "pa.select_topk and pa.pack_mask (use pa-lower-to-cpu for the "
-               "other ops)";
+               "pa.select_topk, pa.pack_mask and pa.plan_split_kv (use "
+               "pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -737,6 +737,10 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               })
               .Case([&](PackMaskOp p) {
                 return buildPackMask(p, kmod, "pa_pack_mask", ctaThreads);
+              })
+              .Case([&](PlanSplitKVOp p) {
+                return buildPlanSplitKV(p, kmod, "pa_plan_split_kv",
+                                        ctaThreads);
               })
               .Case([&](MergeOp m) {
                 return buildMerge(m, kmod, "pa_merge", ctaThreads);
@@ -890,6 +894,9 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
       add({"k", "v"});
   } else if (isa<PackMaskOp>(op)) {
     add({"mask", "mask_segments", "custom_mask", "mask_indptr"});
+  } else if (isa<PlanSplitKVOp>(op)) {
+    add({"kv_indptr", "kv_last_page_len", "work_indptr", "work_request",
+         "work_start", "work_end"});
   } else if (isa<KVDeviationOp>(op)) {
     add({"new_rows", "cached_rows", "deviation"});
   } else if (isa<SelectTopKOp>(op)) {
