@@ -121,9 +121,7 @@ Status runPageWrite(pa_bundle &b, const pa_page_write_args &a, bool scatter,
   dims.numPages = a.num_pages;
   dims.nnz = a.nnz;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::KNew, a.k_new);
   bind(ArgRole::VNew, a.v_new);
   bind(scatter ? ArgRole::RowsIndptr : ArgRole::AppendIndptr, a.rows_indptr);
@@ -157,9 +155,7 @@ Status runKVDeviation(pa_bundle &b, const pa_kv_deviation_args &a,
   // A warp per token, 4 a CTA: the grid's `batch` is ceil(N / 4).
   dims.batch = (a.num_rows + 3) / 4;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::NewRows, a.new_rows);
   bind(ArgRole::CachedRows, a.cached_rows);
   bind(ArgRole::Deviation, a.deviation);
@@ -203,9 +199,7 @@ Status runSelectTopK(pa_bundle &b, const pa_select_topk_args &a,
   dims.batch = a.batch;
   dims.numQueryRows = a.num_rows;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::Deviation, a.deviation);
   bind(ArgRole::DevIndptr, a.indptr);
   bind(ArgRole::Positions, a.positions);
@@ -247,9 +241,7 @@ Status runPackMask(pa_bundle &b, const pa_pack_mask_args &a,
   dims.numQueryRows = a.num_elements;
   dims.maskBytes = a.packed_bytes;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::Mask, a.mask);
   bind(ArgRole::MaskSegments, a.indptr);
   bind(ArgRole::CustomMask, a.packed);

@@ -140,9 +140,7 @@ Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
     PA_TRY(checkLse(a.lse_b, n, stream, "lse_b"));
   }
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::StateO0, a.o_a);
   bind(ArgRole::StateLSE0, a.lse_a);
   bind(ArgRole::StateO1, a.o_b);
@@ -175,9 +173,7 @@ Status runMergeStates(pa_bundle &b, const pa_merge_states_args &a,
     PA_TRY(checkLse(a.lse_states, a.num_rows * a.num_states * c.numQHeads(),
                     stream, "lse_states"));
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   // A null pointer of an empty array is still a valid descriptor.
   bind(ArgRole::OStates, a.o_states ? a.o_states : a.o);
   bind(ArgRole::LSEStates, a.lse_states ? a.lse_states : a.lse);

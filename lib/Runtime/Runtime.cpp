@@ -488,9 +488,7 @@ Status checkCacheArgs(const BundleConfig &c, const BundleConfig &planConfig,
 void bindCache(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
                pa_deviceptr v, pa_deviceptr kScale, pa_deviceptr vScale,
                const ProblemDims &dims, ArgBindings &args) {
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   if (c.kv == KVStorage::Joint) {
     bind(ArgRole::KV, kv);
   } else {
@@ -505,9 +503,7 @@ void bindCache(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
 
 void bindCacheArgs(const BundleConfig &c, const CacheArgs &a,
                    const ProblemDims &dims, ArgBindings &args) {
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::Q, a.q);
   bindCache(c, a.kv, a.k, a.v, a.kScale, a.vScale, dims, args);
   bind(ArgRole::KVIndptr, a.kvIndptr);
@@ -619,9 +615,7 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   if (!p.plan.split)
     return launch(b, KernelKind::Decode, args, dims, stream, checked);
 
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::WorkIndptr, p.workIndptr);
   bind(ArgRole::WorkRequest, p.workRequest);
   bind(ArgRole::WorkStart, p.workStart);
@@ -685,9 +679,7 @@ Status runAppend(pa_bundle &b, const pa_append_args &a, CUstream stream) {
   dims.batch = a.num_rows;
   dims.numPages = a.num_pages;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::KNew, a.k_new);
   bind(ArgRole::VNew, a.v_new);
   bind(ArgRole::SlotMapping, a.slot_mapping);
@@ -960,9 +952,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
   dims.qTiles = p.qTiles;
   ArgBindings args;
   bindCacheArgs(c, ca, dims, args);
-  auto bind = [&](ArgRole r, pa_deviceptr ptr) {
-    args.bind(r, ptr, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::QOIndptr, a.qo_indptr);
   if (positions)
     bind(ArgRole::QPositions, a.q_positions);
@@ -994,9 +984,7 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
   merge.numQueryRows = p.numQueryRows;
   merge.workCapacity = p.split.numPartialRows;
   ArgBindings mergeArgs;
-  auto bindMerge = [&](ArgRole r, pa_deviceptr ptr) {
-    mergeArgs.bind(r, ptr, roleShape(c, r, merge));
-  };
+  RoleBinder bindMerge{c, merge, mergeArgs};
   bindMerge(ArgRole::OPart, p.oPart);
   bindMerge(ArgRole::LSEPart, p.lsePart);
   bindMerge(ArgRole::WorkIndptr, p.mergeIndptr);
@@ -1083,9 +1071,7 @@ Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
   dims.nnz = a.nnz;
   dims.workCapacity = a.work_capacity;
   ArgBindings args;
-  auto bind = [&](ArgRole r, pa_deviceptr p) {
-    args.bind(r, p, roleShape(c, r, dims));
-  };
+  RoleBinder bind{c, dims, args};
   bind(ArgRole::KVIndptr, a.kv_indptr);
   bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
   bind(ArgRole::WorkIndptr, a.work_indptr);

@@ -196,6 +196,19 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
               const ProblemDims &dims, CUstream stream, bool checked);
 
+/// Binds roles into `args` with the shapes roleShape gives them for the
+/// configuration and the problem: `RoleBinder bind{c, dims, args};
+/// bind(ArgRole::Q, ptr);`. It holds references; each call reads `dims` as
+/// it is then.
+struct RoleBinder {
+  const BundleConfig &config;
+  const ProblemDims &dims;
+  ArgBindings &args;
+  void operator()(ArgRole r, pa_deviceptr ptr) const {
+    args.bind(r, ptr, roleShape(config, r, dims));
+  }
+};
+
 /// Fails unless bundle `b` has kernel `kind`: "bundle 'DIR' has no 'KIND'
 /// kernel (HINT)", the hint saying what compiles it.
 Status requireKernel(const pa_bundle &b, KernelKind kind, const char *hint);

@@ -7,6 +7,7 @@
 #include "Append.h"
 
 #include "Bench.h"
+#include "Check.h"
 #include "GpuUtil.h"
 
 #include "PagedAttn/Reference/Reference.h"
@@ -403,19 +404,8 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
 } // namespace
 
 int pa::runner::runCheckAppend(const CheckAppendOptions &opts) {
-  std::printf("pa-gpu-runner check-append: seed %" PRIu64
-              " (replay with --seed %" PRIu64 ")\n",
-              opts.seed, opts.seed);
-  if (pa_init(opts.device) != PA_SUCCESS) {
-    std::printf("FATAL: pa_init: %s\n", pa_last_error());
-    return 2;
-  }
-  bool ok = true;
-  for (size_t i = 0; i < opts.bundles.size(); ++i)
-    ok &= checkBundle(opts.bundles[i], test::mixSeed(opts.seed, i));
-  std::printf("seed %" PRIu64 ": %s\n", opts.seed,
-              ok ? "all bundles PASS" : "FAIL");
-  return ok ? 0 : 1;
+  return runBundleChecks("check-append", opts.seed, opts.device, opts.bundles,
+                         checkBundle);
 }
 
 int pa::runner::runBenchAppend(const BenchAppendOptions &o) {

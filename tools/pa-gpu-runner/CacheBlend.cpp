@@ -271,19 +271,8 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
 } // namespace
 
 int pa::runner::runCheckCacheBlend(const CheckCacheBlendOptions &o) {
-  std::printf("pa-gpu-runner check-cacheblend: seed %" PRIu64
-              " (replay with --seed %" PRIu64 ")\n",
-              o.seed, o.seed);
-  if (pa_init(o.device) != PA_SUCCESS) {
-    std::printf("FATAL: pa_init: %s\n", pa_last_error());
-    return 2;
-  }
-  bool ok = true;
-  for (size_t i = 0; i < o.bundles.size(); ++i)
-    ok &= checkBundle(o.bundles[i], test::mixSeed(o.seed, i));
-  std::printf("seed %" PRIu64 ": %s\n", o.seed,
-              ok ? "all bundles PASS" : "FAIL");
-  return ok ? 0 : 1;
+  return runBundleChecks("check-cacheblend", o.seed, o.device, o.bundles,
+                         checkBundle);
 }
 
 int pa::runner::runBenchCacheBlend(const BenchCacheBlendOptions &o) {

@@ -843,3 +843,22 @@ int pa::runner::runCheck(const CheckOptions &opts) {
   pa_shutdown();
   return ok ? 0 : 1;
 }
+
+int pa::runner::runBundleChecks(
+    const char *command, uint64_t seed, int device,
+    const std::vector<std::string> &bundles,
+    const std::function<bool(const std::string &, uint64_t)> &check) {
+  std::printf("pa-gpu-runner %s: seed %" PRIu64 " (replay with --seed %" PRIu64
+              ")\n",
+              command, seed, seed);
+  if (pa_init(device) != PA_SUCCESS) {
+    std::printf("FATAL: pa_init: %s\n", pa_last_error());
+    return 2;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < bundles.size(); ++i)
+    ok &= check(bundles[i], test::mixSeed(seed, i));
+  std::printf("seed %" PRIu64 ": %s\n", seed,
+              ok ? "all bundles PASS" : "FAIL");
+  return ok ? 0 : 1;
+}

@@ -124,6 +124,16 @@ struct CheckOptions {
 /// bundle passes, 1 on a failure, 2 if the device cannot be used.
 int runCheck(const CheckOptions &opts);
 
+/// The driver of the per-bundle checks (check-append, check-cacheblend):
+/// prints `command`'s seed, initializes `device`, runs `check(dir, seed)`
+/// on every bundle with a seed of its own (mixSeed(seed, i)) and prints
+/// the verdict. Returns 0 if every bundle passes, 1 on a failure, 2 if the
+/// device cannot be used.
+int runBundleChecks(
+    const char *command, uint64_t seed, int device,
+    const std::vector<std::string> &bundles,
+    const std::function<bool(const std::string &, uint64_t)> &check);
+
 } // namespace pa::runner
 
 #endif // PAGEDATTN_TOOLS_PA_GPU_RUNNER_CHECK_H

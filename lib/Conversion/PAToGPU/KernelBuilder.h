@@ -122,6 +122,18 @@ void setSharedMemory(gpu::GPUFuncOp func, int64_t bytes);
 /// arguments; docs/Runtime.md spells them).
 SmallVector<std::string> argRoles(Operation *op);
 
+/// The kernel of a CTA-per-segment op (pa.pack_mask, pa.plan_split_kv):
+/// checks that the operands are identity-layout memrefs and `threads` a
+/// positive multiple of 32 (errors at the op), and creates kernel `name`
+/// of ABI kind `kind` over grid (batch, 1, 1) x (threads, 1, 1) with one
+/// workgroup i32, the counter of KernelEmitter::ctaSumBefore (the kernel's
+/// first workgroup attribution).
+FailureOr<gpu::GPUFuncOp> createSegmentKernel(Operation *op,
+                                              gpu::GPUModuleOp kmod,
+                                              StringRef name, StringRef kind,
+                                              int64_t threads,
+                                              IRMapping &mapping);
+
 /// The tile kernel shape asked for by the pass options (0: default): for a
 /// prefill the prefill-* options, for the tensor-core decode its KV tile
 /// and K/V stages (decode-tile-kv, decode-kv-stages).

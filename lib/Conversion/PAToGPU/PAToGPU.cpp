@@ -766,6 +766,30 @@ gpu::GPUModuleOp gpukernel::getKernelModule(ModuleOp module) {
   return gpu::GPUModuleOp::create(b, module.getLoc(), "pa_kernels");
 }
 
+FailureOr<gpu::GPUFuncOp>
+gpukernel::createSegmentKernel(Operation *op, gpu::GPUModuleOp kmod,
+                               StringRef name, StringRef kind,
+                               int64_t threads, IRMapping &mapping) {
+  for (Value v : op->getOperands())
+    if (!isIdentityMemRef(v.getType()))
+      return op->emitOpError()
+             << "convert-pa-to-gpu expects identity-layout memrefs";
+  if (threads % 32 != 0 || threads <= 0)
+    return op->emitOpError()
+           << "cta-threads must be a positive multiple of 32";
+  MLIRContext *ctx = op->getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto counter = MemRefType::get({1}, IntegerType::get(ctx, 32),
+                                 MemRefLayoutAttrInterface(), wg);
+  KernelABI abi;
+  abi.kind = kind.str();
+  abi.args = argRoles(op);
+  abi.grid = {GridExtentABI{"batch"}, GridExtentABI{"", 1},
+              GridExtentABI{"", 1}};
+  abi.block = {threads, 1, 1};
+  return createKernel(kmod, op, name, TypeRange{counter}, abi, mapping);
+}
+
 gpu::GPUFuncOp gpukernel::createKernel(gpu::GPUModuleOp kmod, Operation *op,
                                        StringRef name, TypeRange smem,
                                        const KernelABI &abi,

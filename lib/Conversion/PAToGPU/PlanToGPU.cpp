@@ -34,24 +34,12 @@ using Pred = arith::CmpIPredicate;
 LogicalResult gpukernel::buildPlanSplitKV(PlanSplitKVOp op,
                                           gpu::GPUModuleOp kmod,
                                           StringRef name, int64_t threads) {
-  for (Value v : op->getOperands())
-    if (!isIdentityMemRef(v.getType()))
-      return op.emitOpError()
-             << "convert-pa-to-gpu expects identity-layout memrefs";
-  if (threads % 32 != 0 || threads <= 0)
-    return op.emitOpError() << "cta-threads must be a positive multiple of 32";
-  MLIRContext *ctx = op.getContext();
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto smem = MemRefType::get({1}, IntegerType::get(ctx, 32),
-                              MemRefLayoutAttrInterface(), wg);
-  KernelABI abi;
-  abi.kind = "plan_split_kv";
-  abi.args = argRoles(op);
-  abi.grid = {GridExtentABI{"batch"}, GridExtentABI{"", 1},
-              GridExtentABI{"", 1}};
-  abi.block = {threads, 1, 1};
   IRMapping m;
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{smem}, abi, m);
+  FailureOr<gpu::GPUFuncOp> kernel =
+      createSegmentKernel(op, kmod, name, "plan_split_kv", threads, m);
+  if (failed(kernel))
+    return failure();
+  gpu::GPUFuncOp func = *kernel;
   Location loc = op.getLoc();
   int64_t chunk = static_cast<int64_t>(op.getChunkSize());
   int64_t pageSize = static_cast<int64_t>(op.getPageSize());
