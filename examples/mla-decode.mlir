@@ -4,8 +4,9 @@
 // dimension, 128 query heads whose queries come as q_nope [B, 128, 512] and
 // q_pe [B, 128, 64]. o is [B, 128, 512] (the weighted sum of the ckv rows),
 // lse [B, 128]. sm_scale is the scale of the model before absorption,
-// 1/sqrt(128 + 64). Runs on the CPU lowering (pa-lower-to-cpu); the GPU
-// lowering rejects pa.mla_decode for now.
+// 1/sqrt(128 + 64). Runs on the CPU lowering (pa-lower-to-cpu) and on the
+// GPU (pa-lower-to-nvvm: the tensor-core kernel of docs/GPU.md, "MLA
+// decode").
 #mla = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>
 
 func.func @mla_decode_step(%q_nope: tensor<?x128x512xbf16>,

@@ -106,6 +106,12 @@ mlir::pa::manifestFromKernels(ModuleOp module, const BundleOptions &options,
       k.topkRatio = options.topkRatio;
     if (k.kind == ::pa::rt::KernelKind::PlanSplitKV)
       k.planChunk = options.planChunk;
+    if (k.kind == ::pa::rt::KernelKind::MLADecode) {
+      // The options of the MLA op (no masks; one query per request).
+      ::pa::rt::PrefillSpec p = options.prefill;
+      p.queriesPerTile = 1;
+      k.prefill = p;
+    }
     if (::pa::rt::isPrefillKind(k.kind)) {
       // The prefill line: the flags the op was built with, and the queries
       // of one request per tile (tile_q packs group rows per query).

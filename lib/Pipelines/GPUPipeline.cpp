@@ -38,6 +38,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.decodeKernel = opts.decodeKernel;
   tile.decodeTileKV = opts.decodeTileKV;
   tile.decodeKVStages = opts.decodeKVStages;
+  tile.mlaRowBlocks = opts.mlaRowBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).

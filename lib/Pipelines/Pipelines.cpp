@@ -83,6 +83,8 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "decode-kernel must be auto, cuda-core or tensor-core";
   if (o.decodeTileKV != 0 && o.decodeTileKV != 64 && o.decodeTileKV != 128)
     return "decode-tile-kv must be 64 or 128 (0: 64)";
+  if (o.mlaRowBlocks != 0 && o.mlaRowBlocks != 1 && o.mlaRowBlocks != 2)
+    return "mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)";
   if (o.decodeKVStages != 0 &&
       (o.decodeKVStages < 2 || o.decodeKVStages > 4))
     return "decode-kv-stages must be 2, 3 or 4 (0: 2)";
@@ -130,8 +132,8 @@ void mlir::pa::registerPAPipelines() {
       +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
   registerChecked<LowerToNVVMOptions>(
       "pa-lower-to-nvvm",
-      "Lower a pa program to GPU kernels (every op but pa.mla_decode, "
-      "which is rejected; pa.cascade as a prefill per "
+      "Lower a pa program to GPU kernels (every op; pa.cascade as a "
+      "prefill per "
       "level and a pa.merge): pa-cascade-decompose, optional split-KV work "
       "list, One-Shot "
       "Bufferize, convert-pa-to-gpu (tiling, kernel ABI), "

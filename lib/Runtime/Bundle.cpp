@@ -92,7 +92,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"kv_deviation", KernelKind::KVDeviation},
     {"select_topk", KernelKind::SelectTopK},
     {"pack_mask", KernelKind::PackMask},
-    {"plan_split_kv", KernelKind::PlanSplitKV}};
+    {"plan_split_kv", KernelKind::PlanSplitKV},
+    {"mla_decode", KernelKind::MLADecode}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -141,14 +142,18 @@ const std::pair<const char *, ArgRole> kRoles[] = {
     {"dev_indptr", ArgRole::DevIndptr},
     {"out_indptr", ArgRole::OutIndptr},
     {"mask", ArgRole::Mask},
-    {"mask_segments", ArgRole::MaskSegments}};
+    {"mask_segments", ArgRole::MaskSegments},
+    {"q_nope", ArgRole::QNope},
+    {"q_pe", ArgRole::QPe},
+    {"ckv_kpe", ArgRole::CkvKpe}};
 /// Grid symbols as a manifest spells them (a literal is its number).
 const std::pair<const char *, GridSymbol> kGridSymbols[] = {
     {"batch", GridSymbol::Batch},
     {"kv_heads", GridSymbol::KVHeads},
     {"num_q_heads", GridSymbol::NumQHeads},
     {"work_capacity", GridSymbol::WorkCapacity},
-    {"q_tiles", GridSymbol::QTiles}};
+    {"q_tiles", GridSymbol::QTiles},
+    {"kv_splits", GridSymbol::KVSplits}};
 
 /// The rank and element type the ABI fixes for role `r`.
 void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
@@ -162,6 +167,9 @@ void expectedArg(const BundleConfig &c, ArgRole r, int64_t &rank,
   case ArgRole::StateO1:
   case ArgRole::NewRows:
   case ArgRole::CachedRows:
+  case ArgRole::QNope:
+  case ArgRole::QPe:
+  case ArgRole::CkvKpe:
     rank = 3;
     type = toElemType(c.dtype);
     return;
@@ -271,6 +279,11 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   if (k == KernelKind::PlanSplitKV)
     return {ArgRole::KVIndptr,    ArgRole::KVLastPageLen, ArgRole::WorkIndptr,
             ArgRole::WorkRequest, ArgRole::WorkStart,     ArgRole::WorkEnd};
+  if (k == KernelKind::MLADecode)
+    return {ArgRole::QNope,     ArgRole::QPe,           ArgRole::CkvKpe,
+            ArgRole::KVIndptr,  ArgRole::KVIndices,     ArgRole::KVLastPageLen,
+            ArgRole::O,         ArgRole::LSE,           ArgRole::OPart,
+            ArgRole::LSEPart,   ArgRole::MergeCounters};
   // The cache writes: their rows, how the rows find their tokens, then an
   // fp8 cache's scales and the cache.
   if (k == KernelKind::AppendKV || k == KernelKind::ScatterKV ||
@@ -548,12 +561,14 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
     Kv,
     KvDtype,
     KvScale,
+    Kpe,
     NumKeys
   };
   const std::pair<const char *, Key> keys[] = {
       {"head_dim", HeadDim}, {"page_size", PageSize}, {"kv_heads", KVHeads},
       {"group", Group},      {"layout", Layout},      {"dtype", Dtype},
-      {"kv", Kv},            {"kv_dtype", KvDtype},   {"kv_scale", KvScale}};
+      {"kv", Kv},            {"kv_dtype", KvDtype},   {"kv_scale", KvScale},
+      {"kpe", Kpe}};
   bool seen[NumKeys] = {};
   for (size_t i = 1; i + 1 < t.size(); i += 2) {
     Key key;
@@ -577,6 +592,9 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
       break;
     case Group:
       intField = &c.group;
+      break;
+    case Kpe:
+      intField = &c.kpeDim;
       break;
     case Layout:
       if (!fromString(val, c.layout))
@@ -616,13 +634,18 @@ Status Parser::parseConfig(const std::vector<std::string_view> &t) {
   }
   // kv_dtype (an fp8 cache) and kv_scale come together, or neither.
   for (const auto &[spelling, key] : keys)
-    if (!seen[key] && key != KvDtype && key != KvScale)
+    if (!seen[key] && key != KvDtype && key != KvScale && key != Kpe)
       return lineError("config is missing key '", spelling, "'");
   if (seen[KvDtype] != seen[KvScale])
     return lineError(seen[KvDtype] ? "config kv_dtype needs kv_scale"
                                    : "config kv_scale needs kv_dtype");
   if (c.fp8() && c.dtype == DType::F32)
     return lineError("an fp8 cache (kv_dtype) needs dtype f16 or bf16");
+  if (c.mla() && (c.kvHeads != 1 || c.layout != CacheLayout::NHD ||
+                  c.kv != KVStorage::Joint || c.fp8()))
+    return lineError("an MLA bundle (kpe) has kv_heads 1, layout nhd, kv "
+                     "joint and no kv_dtype (the latent cache [N, P, head_dim "
+                     "+ kpe])");
   m.config = c;
   haveConfig = true;
   return Status::success();
@@ -752,9 +775,9 @@ Status Parser::parsePrefill(const std::vector<std::string_view> &t) {
   if (!inKernel)
     return lineError("'prefill' outside a kernel");
   KernelSpec &k = m.kernels.back();
-  if (!isPrefillKind(k.kind))
-    return lineError("a 'prefill' line belongs to a prefill kernel, not to "
-                     "kernel '",
+  if (!isPrefillKind(k.kind) && k.kind != KernelKind::MLADecode)
+    return lineError("a 'prefill' line belongs to a prefill or mla_decode "
+                     "kernel, not to kernel '",
                      toString(k.kind), "'");
   if (k.prefill)
     return lineError("duplicate 'prefill' line (first on line ",
@@ -885,6 +908,20 @@ Status Parser::closeKernel() {
     return kernelError("missing the 'topk ratio R' line");
   if (k.kind == KernelKind::PlanSplitKV && !k.planChunk)
     return kernelError("missing the 'plan chunk C' line");
+  if (k.kind == KernelKind::MLADecode) {
+    // The options the kernel was compiled with (sm_scale, soft_cap,
+    // lse_base2), which a caller needs to know.
+    if (!k.prefill)
+      return kernelError("missing the 'prefill queries_per_tile 1 causal 0 "
+                         "window 0 soft_cap C sm_scale S lse_base2 0|1' line "
+                         "(the options it was compiled with)");
+    if (k.prefill->queriesPerTile != 1 || k.prefill->causal ||
+        k.prefill->window != 0 || !(k.prefill->smScale > 0))
+      return kernelError("an mla_decode kernel's prefill line has "
+                         "queries_per_tile 1, causal 0, window 0 and a "
+                         "sm_scale > 0");
+    return Status::success();
+  }
   if (!isPrefillKind(k.kind))
     return Status::success();
   if (!k.prefill)
@@ -914,6 +951,23 @@ Status Parser::finish() {
     return Status::error(os.str() +
                          "missing 'end' (truncated manifest?)");
   bool decode = m.find(KernelKind::Decode) != nullptr;
+  if (m.config.mla()) {
+    // An MLA bundle: mla_decode, and only the kernels that take no cache
+    // of the GQA form.
+    if (!m.find(KernelKind::MLADecode))
+      return Status::error(os.str() + "an MLA bundle (config kpe) needs an "
+                                      "'mla_decode' kernel");
+    for (const KernelSpec &k : m.kernels)
+      if (k.kind != KernelKind::MLADecode &&
+          k.kind != KernelKind::MergeStates && k.kind != KernelKind::Merge)
+        return Status::error(os.str() + "kernel '" + toString(k.kind) +
+                             "' does not belong in an MLA bundle (config "
+                             "kpe): it takes no latent cache");
+    return Status::success();
+  }
+  if (m.find(KernelKind::MLADecode))
+    return Status::error(os.str() + "kernel 'mla_decode' needs an MLA "
+                                    "bundle (config key kpe)");
   if (!decode && !m.find(KernelKind::Prefill))
     return Status::error(os.str() + "the bundle has no 'decode' kernel and "
                                     "no 'prefill' kernel (it needs one)");
@@ -1082,6 +1136,11 @@ ElemType BundleConfig::cacheElemType() const {
 
 std::string BundleConfig::str() const {
   std::ostringstream os;
+  if (mla()) {
+    os << "MLA ckv" << headDim << " kpe" << kpeDim << " H" << numQHeads()
+       << " P" << pageSize << " " << toString(dtype);
+    return os.str();
+  }
   os << "D" << headDim << " P" << pageSize << " Hkv" << kvHeads << " g"
      << group << " " << toString(layout) << " " << toString(dtype) << " "
      << toString(kv);
@@ -1131,6 +1190,8 @@ std::string pa::rt::printManifest(const Manifest &m) {
   if (c.fp8())
     os << " kv_dtype " << toString(c.kvDtype) << " kv_scale "
        << toString(c.kvScale);
+  if (c.mla())
+    os << " kpe " << c.kpeDim;
   os << "\n";
   for (const KernelSpec &k : m.kernels) {
     os << "kernel " << toString(k.kind) << " " << k.file << " " << k.symbol
@@ -1276,6 +1337,12 @@ std::vector<int64_t> pa::rt::roleShape(const BundleConfig &c, ArgRole r,
     return {d.queryRows()};
   case ArgRole::SlotMapping:
     return {d.batch};
+  case ArgRole::QNope:
+    return {d.batch, hq, hd};
+  case ArgRole::QPe:
+    return {d.batch, hq, c.kpeDim};
+  case ArgRole::CkvKpe:
+    return {d.numPages, p, hd + c.kpeDim};
   }
   return {};
 }
@@ -1314,6 +1381,9 @@ Status pa::rt::resolveGrid(const LaunchSpec &l, const BundleConfig &c,
       break;
     case GridSymbol::QTiles:
       v = d.qTiles;
+      break;
+    case GridSymbol::KVSplits:
+      v = d.kvSplits;
       break;
     }
     if (v <= 0)

@@ -544,3 +544,29 @@ int64_t pa::rt::workListBound(int64_t batch, int64_t numPagesUsed,
   assert(chunkSize >= 1 && "workListBound needs chunkSize >= 1");
   return batch + ceilDiv(numPagesUsed * pageSize, chunkSize);
 }
+
+int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
+                          int64_t maxKVLen) {
+  if (batch <= 0 || headBlocks <= 0 || slots <= 0)
+    return 1;
+  int64_t s = std::max<int64_t>(1, slots / (batch * headBlocks));
+  s = std::min(s, kMaxMLASplits);
+  if (maxKVLen > 0)
+    s = std::min(s, std::max<int64_t>(1, ceilDiv(maxKVLen,
+                                                 kMinMLASplitTokens)));
+  return s;
+}
+
+pa::rt::MLAWorkspace pa::rt::mlaWorkspace(int64_t batch, int64_t heads,
+                                          int64_t ckv, int64_t splits) {
+  MLAWorkspace w;
+  if (splits <= 1 || batch <= 0)
+    return w;
+  auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
+  int64_t rows = batch * splits;
+  w.oPart = 0;
+  w.lsePart = align(rows * heads * ckv * 4);
+  w.counters = w.lsePart + align(rows * heads * 4);
+  w.bytes = w.counters + align(batch * heads * 4);
+  return w;
+}

@@ -1082,9 +1082,156 @@ Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
                 a.checked != 0);
 }
 
+/// The most splits pa_mla_decode takes when the caller names them.
+constexpr int64_t kMaxExplicitMLASplits = 1024;
+
+/// The automatic splits of an MLA decode of `batch` requests (mlaSplits over
+/// the device's CTA slots for the mla_decode kernel).
+Status mlaSplitsOnDevice(const pa_bundle &b, int64_t batch, int64_t maxKVLen,
+                         int64_t &splits) {
+  const KernelSpec *k = b.manifest.find(KernelKind::MLADecode);
+  CUdevice dev;
+  PA_CU(cuCtxGetDevice(&dev));
+  int sms = 0, blocks = 0;
+  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             dev));
+  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, b.function(KernelKind::MLADecode),
+      static_cast<int>(k->launch.block[0]),
+      static_cast<size_t>(k->launch.sharedBytes)));
+  int64_t headBlocks = k->launch.grid[1].symbol == GridSymbol::Literal
+                           ? k->launch.grid[1].value
+                           : 1;
+  splits = mlaSplits(batch, headBlocks,
+                     static_cast<int64_t>(sms) * std::max(blocks, 1),
+                     maxKVLen);
+  return Status::success();
+}
+
+/// pa_mla_decode: MLA decode over the latent cache of an MLA bundle.
+Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
+                    CUstream stream) {
+  PA_TRY(requireContext());
+  PA_TRY(requireKernel(b, KernelKind::MLADecode,
+                       "pa-compile --kernels mla compiles it"));
+  const BundleConfig &c = b.manifest.config;
+  if (a.batch < 0 || a.num_pages < 0 || a.nnz < 0)
+    return fail("batch (", a.batch, "), num_pages (", a.num_pages,
+                ") and nnz (", a.nnz, ") must not be negative");
+  if (a.batch == 0)
+    return Status::success();
+  PA_TRY(checkRequired({{"q_nope", a.q_nope, true},
+                        {"q_pe", a.q_pe, true},
+                        {"ckv_kpe", a.ckv_kpe, a.nnz > 0},
+                        {"kv_indptr", a.kv_indptr, true},
+                        {"kv_indices", a.kv_indices, a.nnz > 0},
+                        {"kv_last_page_len", a.kv_last_page_len, true},
+                        {"o", a.o, true},
+                        {"lse", a.lse, true}}));
+  if (a.checked) {
+    std::vector<int32_t> indptr, lastLen, indices;
+    PA_TRY(download(indptr, a.kv_indptr, a.batch + 1, stream, "kv_indptr"));
+    PA_TRY(download(lastLen, a.kv_last_page_len, a.batch, stream,
+                    "kv_last_page_len"));
+    if (indptr[a.batch] != a.nnz)
+      return fail("size mismatch: kv_indptr[", a.batch, "] = ",
+                  indptr[a.batch],
+                  " on the device, but nnz (entries of kv_indices) = ",
+                  a.nnz);
+    PA_TRY(download(indices, a.kv_indices, a.nnz, stream, "kv_indices"));
+    PA_TRY(validatePageTable(indptr, indices, lastLen, a.batch, c.pageSize,
+                             a.num_pages));
+  }
+  if (a.num_splits < 0 || a.num_splits > kMaxExplicitMLASplits)
+    return fail("num_splits = ", a.num_splits, " must be in [0, ",
+                kMaxExplicitMLASplits, "] (0: automatic)");
+  if (a.max_kv_len < 0 || a.workspace_bytes < 0)
+    return fail("max_kv_len (", a.max_kv_len, ") and workspace_bytes (",
+                a.workspace_bytes, ") must not be negative");
+  int64_t splits = a.num_splits;
+  if (splits == 0) {
+    PA_TRY(mlaSplitsOnDevice(b, a.batch, a.max_kv_len, splits));
+    // Within the workspace the caller gave.
+    while (splits > 1 &&
+           mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits).bytes >
+               (a.workspace ? a.workspace_bytes : 0))
+      --splits;
+  }
+  MLAWorkspace ws = mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits);
+  if (splits > 1 && (!a.workspace || a.workspace_bytes < ws.bytes))
+    return fail("num_splits = ", splits, " needs a workspace of ", ws.bytes,
+                " bytes (pa_mla_workspace_bytes), got ",
+                a.workspace ? a.workspace_bytes : 0);
+  ProblemDims dims;
+  dims.batch = a.batch;
+  dims.numPages = a.num_pages;
+  dims.nnz = a.nnz;
+  dims.kvSplits = splits;
+  dims.partialRows = a.batch * splits;
+  ArgBindings args;
+  RoleBinder bind{c, dims, args};
+  if (splits > 1) {
+    // The last CTA of a request puts its counter back to 0; zeroing them
+    // here makes any workspace contents safe.
+    PA_CU(cuMemsetD32Async(a.workspace + ws.counters, 0,
+                           static_cast<size_t>(a.batch * c.numQHeads()),
+                           stream));
+    bind(ArgRole::OPart, a.workspace + ws.oPart);
+    bind(ArgRole::LSEPart, a.workspace + ws.lsePart);
+    bind(ArgRole::MergeCounters, a.workspace + ws.counters);
+  } else {
+    // One split: the kernel writes o and lse directly and never touches
+    // these.
+    bind(ArgRole::OPart, a.o);
+    bind(ArgRole::LSEPart, a.lse);
+    bind(ArgRole::MergeCounters, a.lse);
+  }
+  bind(ArgRole::QNope, a.q_nope);
+  bind(ArgRole::QPe, a.q_pe);
+  bind(ArgRole::CkvKpe, a.ckv_kpe);
+  bind(ArgRole::KVIndptr, a.kv_indptr);
+  bind(ArgRole::KVIndices, a.kv_indices);
+  bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
+  bind(ArgRole::O, a.o);
+  bind(ArgRole::LSE, a.lse);
+  return launch(b, KernelKind::MLADecode, args, dims, stream,
+                a.checked != 0);
+}
+
 } // namespace
 
 extern "C" {
+
+int pa_mla_workspace_bytes(const pa_bundle *bundle, int64_t batch,
+                           int64_t num_splits, int64_t *out) {
+  if (!bundle || !out)
+    return report(fail("pa_mla_workspace_bytes: null argument"));
+  *out = 0;
+  const BundleConfig &c = bundle->manifest.config;
+  if (!bundle->function(KernelKind::MLADecode))
+    return report(fail("pa_mla_workspace_bytes: bundle '", bundle->dir,
+                       "' has no 'mla_decode' kernel"));
+  if (batch < 0 || num_splits < 0 || num_splits > kMaxExplicitMLASplits)
+    return report(fail("pa_mla_workspace_bytes: batch (", batch,
+                       ") must not be negative and num_splits (", num_splits,
+                       ") in [0, ", kMaxExplicitMLASplits, "]"));
+  int64_t splits = num_splits;
+  if (splits == 0)
+    if (Status s = mlaSplitsOnDevice(*bundle, batch, 0, splits); !s)
+      return report(fail("pa_mla_workspace_bytes: ", s.message));
+  *out = mlaWorkspace(batch, c.numQHeads(), c.headDim, splits).bytes;
+  return PA_SUCCESS;
+}
+
+int pa_mla_decode(pa_bundle *bundle, const pa_mla_decode_args *args,
+                  pa_stream stream) {
+  if (!bundle || !args)
+    return report(fail("pa_mla_decode: null argument"));
+  if (Status s = runMLADecode(*bundle, *args, static_cast<CUstream>(stream));
+      !s)
+    return report(fail("pa_mla_decode: ", s.message));
+  return PA_SUCCESS;
+}
 
 int pa_init(int device) { return report(initDevice(device)); }
 
@@ -1165,6 +1312,7 @@ int pa_bundle_get_config(const pa_bundle *bundle, pa_bundle_config *out) {
   out->has_pack_mask = bundle->function(KernelKind::PackMask) ? 1 : 0;
   const KernelSpec *plan = bundle->manifest.find(KernelKind::PlanSplitKV);
   out->plan_chunk = plan && plan->planChunk ? *plan->planChunk : 0;
+  out->mla_kpe = c.kpeDim;
   out->kv_dtype = c.kvDtype == KVDType::E4M3   ? PA_KV_DTYPE_E4M3
                   : c.kvDtype == KVDType::E5M2 ? PA_KV_DTYPE_E5M2
                                                : PA_KV_DTYPE_DATA;

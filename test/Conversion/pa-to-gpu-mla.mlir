@@ -1,20 +1,89 @@
-// RUN: pa-opt %s --convert-pa-to-gpu -split-input-file -verify-diagnostics
-// RUN: pa-opt %s --pa-lower-to-nvvm -split-input-file -verify-diagnostics
+// RUN: pa-opt %s --convert-pa-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: pa-opt %s --convert-pa-to-gpu="mla-row-blocks=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=ONE
 
-// pa.mla_decode has no GPU kernel yet: convert-pa-to-gpu (and so
-// pa-lower-to-nvvm, after bufferization) rejects it at the op, before the IR
-// changes.
+// pa.mla_decode becomes the tensor-core kernel pa_mla_decode: a CTA per
+// (request, 16 x mla-row-blocks query heads), 4 warps per 16-head row
+// block, the latent cache in 64-token tiles of dynamic shared memory
+// through cp.async (two stages), S and O on mma.sync (docs/GPU.md, "MLA
+// decode"). The ABI names the roles, the grid and the shared memory. Grid
+// z splits each request's keys (kv_splits, the runtime's choice; the
+// program's own launch uses one split): the partial states and arrival
+// counters are kernel arguments, allocated here on the host.
 
-func.func @mla_decode(%qn: memref<4x128x512xbf16>, %qp: memref<4x128x64xbf16>, %kv: memref<?x64x576xbf16>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %o: memref<4x128x512xbf16>, %l: memref<4x128xf32>) {
-  // expected-error @+1 {{'pa.mla_decode' op is not supported on the GPU yet: MLA decode has no GPU kernel (use pa-lower-to-cpu)}}
-  pa.mla_decode q(%qn, %qp : memref<4x128x512xbf16>, memref<4x128x64xbf16>) kv(%kv : memref<?x64x576xbf16>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) outs(%o, %l : memref<4x128x512xbf16>, memref<4x128xf32>) {cache = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
+// CHECK-LABEL: func.func @mla_decode
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[OP:.*]] = gpu.alloc (%[[B]]) : memref<?x128x512xf32>
+// CHECK: %[[LP:.*]] = gpu.alloc (%[[B]]) : memref<?x128xf32>
+// CHECK: %[[CNT:.*]] = gpu.alloc (%[[B]]) : memref<?x128xi32>
+// CHECK: gpu.memset %[[CNT]]
+// CHECK: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%[[B]], %c4, %c1) threads in (%c256, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %c192512_i32 args({{.*}}, %[[OP]] : memref<?x128x512xf32>, %[[LP]] : memref<?x128xf32>, %[[CNT]] : memref<?x128xi32>)
+// CHECK: gpu.dealloc %[[OP]]
+// CHECK: gpu.func @pa_mla_decode
+// CHECK-SAME: args = ["q_nope", "q_pe", "ckv_kpe", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse", "o_part", "lse_part", "merge_counters"]
+// CHECK-SAME: block = array<i64: 256, 1, 1>, grid = ["batch", 4, "kv_splits"], kind = "mla_decode", kv_stages = 2 : i64, smem = 192512 : i64, tile_kv = 64 : i64, tile_q = 32 : i64
+// CHECK: gpu.grid_dim z
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: nvgpu.device_async_copy
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_wait
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.mma.sync
+// CHECK: gpu.subgroup_reduce maximumf {{.*}} cluster(size = 4)
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvgpu.mma.sync
+// CHECK: memref.atomic_rmw addi
+// CHECK: nvvm.barrier {{.*}}reduction
+// ONE-LABEL: func.func @mla_decode
+// ONE: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c8, %c1) threads in (%c128,
+// ONE: grid = ["batch", 8, "kv_splits"]
+func.func @mla_decode(%qn: memref<?x128x512xbf16>, %qp: memref<?x128x64xbf16>, %kv: memref<?x64x576xbf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x128x512xbf16>, %l: memref<?x128xf32>) {
+  pa.mla_decode q(%qn, %qp : memref<?x128x512xbf16>, memref<?x128x64xbf16>) kv(%kv : memref<?x64x576xbf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x128x512xbf16>, memref<?x128xf32>) {cache = #pa.paged_mla<page_size = 64, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
   return
 }
 
 // -----
 
-func.func @mla_decode_tensors(%qn: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %kv: tensor<?x1x576xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x16x512xf16>, %l: tensor<?x16xf32>) -> (tensor<?x16x512xf16>, tensor<?x16xf32>) {
-  // expected-error @+1 {{'pa.mla_decode' op is not supported on the GPU yet}}
-  %r:2 = pa.mla_decode q(%qn, %qp : tensor<?x16x512xf16>, tensor<?x16x64xf16>) kv(%kv : tensor<?x1x576xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x16x512xf16>, tensor<?x16xf32>) {cache = #pa.paged_mla<page_size = 1, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
-  return %r#0, %r#1 : tensor<?x16x512xf16>, tensor<?x16xf32>
+// 16 heads: one row block (4 warps, 128 threads), a CTA per request.
+// CHECK-LABEL: func.func @mla_decode_16
+// CHECK: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c1{{.*}}, %c1{{.*}}) threads in (%c128,
+// CHECK: grid = ["batch", 1, "kv_splits"]
+func.func @mla_decode_16(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %kv: memref<?x1x576xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x512xf16>, %l: memref<?x16xf32>) {
+  pa.mla_decode q(%qn, %qp : memref<?x16x512xf16>, memref<?x16x64xf16>) kv(%kv : memref<?x1x576xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x512xf16>, memref<?x16xf32>) {cache = #pa.paged_mla<page_size = 1, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32, logits_soft_cap = 30.0 : f32, lse_base2}
+  return
+}
+
+// -----
+
+// What the kernel cannot do is an error at the op, before the IR changes.
+func.func @mla_f32(%qn: memref<?x16x512xf32>, %qp: memref<?x16x64xf32>, %kv: memref<?x16x576xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x512xf32>, %l: memref<?x16xf32>) {
+  // expected-error @+1 {{'pa.mla_decode' op MLA decode on the GPU needs f16 or bf16 data (tensor cores), got 'f32' (f32 runs on pa-lower-to-cpu)}}
+  pa.mla_decode q(%qn, %qp : memref<?x16x512xf32>, memref<?x16x64xf32>) kv(%kv : memref<?x16x576xf32>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x512xf32>, memref<?x16xf32>) {cache = #pa.paged_mla<page_size = 16, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
+  return
+}
+
+// -----
+
+func.func @mla_narrow(%qn: memref<?x16x96xf16>, %qp: memref<?x16x8xf16>, %kv: memref<?x16x104xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x96xf16>, %l: memref<?x16xf32>) {
+  // expected-error @+1 {{'pa.mla_decode' op MLA decode on the GPU needs D_ckv to be a multiple of 64 (4 warps x 16 columns), got 96}}
+  pa.mla_decode q(%qn, %qp : memref<?x16x96xf16>, memref<?x16x8xf16>) kv(%kv : memref<?x16x104xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x96xf16>, memref<?x16xf32>) {cache = #pa.paged_mla<page_size = 16, ckv = 96, kpe = 8>, sm_scale = 0.1 : f32}
+  return
+}
+
+// -----
+
+func.func @mla_dynamic_heads(%qn: memref<?x?x512xf16>, %qp: memref<?x?x64xf16>, %kv: memref<?x16x576xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x?x512xf16>, %l: memref<?x?xf32>) {
+  // expected-error @+1 {{'pa.mla_decode' op MLA decode on the GPU needs a static number of query heads (dim 1 of q_nope)}}
+  pa.mla_decode q(%qn, %qp : memref<?x?x512xf16>, memref<?x?x64xf16>) kv(%kv : memref<?x16x576xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x?x512xf16>, memref<?x?xf32>) {cache = #pa.paged_mla<page_size = 16, ckv = 512, kpe = 64>, sm_scale = 0.0721687824 : f32}
+  return
+}
+
+// -----
+
+func.func @mla_wide(%qn: memref<?x16x1024xf16>, %qp: memref<?x16x64xf16>, %kv: memref<?x16x1088xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x1024xf16>, %l: memref<?x16xf32>) {
+  // expected-error @+1 {{'pa.mla_decode' op MLA decode on the GPU: D_ckv + D_kpe = 1088 needs 318464 bytes of shared memory, more than the 232448 a CTA may have (two stages of 64-token tiles)}}
+  pa.mla_decode q(%qn, %qp : memref<?x16x1024xf16>, memref<?x16x64xf16>) kv(%kv : memref<?x16x1088xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x1024xf16>, memref<?x16xf32>) {cache = #pa.paged_mla<page_size = 16, ckv = 1024, kpe = 64>, sm_scale = 0.05 : f32}
+  return
 }

@@ -11,6 +11,9 @@
 // RUN: not pa-compile --kernels all --sm-scale -1 --logits-soft-cap 1e39 --window -2 -o %t/bad 2>&1 | FileCheck %s --check-prefix=REALS
 // RUN: not pa-compile --kernels prefill --prefill-variants two -o %t/bad 2>&1 | FileCheck %s --check-prefix=VARIANTS
 // RUN: not pa-compile --prefill-variants one -o %t/bad 2>&1 | FileCheck %s --check-prefix=VARIANTSDECODE
+// RUN: not pa-compile --kernels mla --head-dim 512 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLASCALE
+// RUN: not pa-compile --kernels mla --sm-scale 0.07 --group 4 --kv-dtype e4m3 --mla-row-blocks 3 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAFLAGS
+// RUN: not pa-compile --kpe 64 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAONLY
 // RUN: not ls %t/bad
 // --help shows pa-compile's options, not LLVM's.
 // RUN: pa-compile --help | FileCheck %s --check-prefix=HELP
@@ -20,7 +23,7 @@
 // TOKENS: pa-compile: --tokens-in-flight -1 is out of [0, 64]
 // MULTI: --lane-bytes must be 16 or 32
 // MULTI: --dtype must be f16, bf16 or f32, got 'f64'
-// KERNELS: pa-compile: --kernels must be decode, prefill or all, got 'both'
+// KERNELS: pa-compile: --kernels must be decode, prefill, all or mla, got 'both'
 // DECODEONLY: pa-compile: --causal is a prefill option: it needs --kernels prefill or all
 // DECODEONLY: pa-compile: --alibi is a prefill option
 // MASK: pa-compile: --custom-mask excludes --causal
@@ -30,6 +33,11 @@
 // REALS: pa-compile: --sm-scale -1 must be a finite f32 value >= 0 (0: 1/sqrt(head-dim))
 // VARIANTS: pa-compile: --prefill-variants must be auto or one, got 'two'
 // VARIANTSDECODE: pa-compile: --prefill-variants is a prefill option: it needs --kernels prefill or all
+// MLASCALE: pa-compile: --kernels mla needs --sm-scale
+// MLAFLAGS: pa-compile: --mla-row-blocks must be 1 or 2
+// MLAFLAGS: pa-compile: --kernels mla has no fp8 latent cache (--kv-dtype)
+// MLAFLAGS: pa-compile: --group does not apply to --kernels mla
+// MLAONLY: pa-compile: --kpe is an MLA option: it needs --kernels mla
 // HELP: pa-compile options:
 // HELP: --group
 // HELP: --prefill-variants

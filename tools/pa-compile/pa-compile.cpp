@@ -171,7 +171,22 @@ static cl::opt<bool> prefillSplit(
     cl::cat(category));
 static cl::opt<std::string> kernelSet(
     "kernels", cl::init("decode"),
-    cl::desc("decode (decode + split-KV kernels) | prefill | all"),
+    cl::desc("decode (decode + split-KV kernels) | prefill | all | mla "
+             "(pa.mla_decode over a latent cache: --head-dim is D_ckv, "
+             "--mla-heads the query heads, --kpe D_kpe; needs --sm-scale)"),
+    cl::cat(category));
+static cl::opt<int64_t> mlaHeads(
+    "mla-heads", cl::init(16),
+    cl::desc("--kernels mla: query heads H (q_nope [B, H, D_ckv])"),
+    cl::cat(category));
+static cl::opt<int64_t> kpe("kpe", cl::init(64),
+                            cl::desc("--kernels mla: D_kpe, the rotary part "
+                                     "of the latent cache's rows"),
+                            cl::cat(category));
+static cl::opt<int64_t> mlaRowBlocks(
+    "mla-row-blocks", cl::init(0),
+    cl::desc("--kernels mla: 16-head row blocks per CTA, 1 or 2 (0: 2 above "
+             "16 heads, else 1)"),
     cl::cat(category));
 static cl::opt<bool> causal("causal", cl::init(false),
                             cl::desc("prefill: causal mask"),
@@ -220,6 +235,7 @@ namespace {
 using rt::kMaxConfigValue;
 
 /// What `--kernels` asks for.
+bool wantMLA() { return kernelSet == "mla"; }
 bool wantDecode() { return kernelSet == "decode" || kernelSet == "all"; }
 bool wantPrefill() { return kernelSet == "prefill" || kernelSet == "all"; }
 
@@ -316,8 +332,33 @@ bool checkFlags() {
          "kernels run on tensor cores)");
   if (!StringRef(chip.getValue()).starts_with("sm_"))
     fail("--chip must name an SM, e.g. sm_90, got '" + chip + "'");
-  if (!wantDecode() && !wantPrefill())
-    fail("--kernels must be decode, prefill or all, got '" + kernelSet + "'");
+  if (!wantDecode() && !wantPrefill() && !wantMLA())
+    fail("--kernels must be decode, prefill, all or mla, got '" + kernelSet +
+         "'");
+  if (wantMLA()) {
+    inRange(mlaHeads, 1, kMaxConfigValue);
+    inRange(kpe, 1, kMaxConfigValue);
+    if (mlaRowBlocks != 0 && mlaRowBlocks != 1 && mlaRowBlocks != 2)
+      fail("--mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)");
+    if (!smScale.getNumOccurrences() || smScale == 0)
+      fail("--kernels mla needs --sm-scale (with absorbed weights the scale "
+           "is the model's 1/sqrt(qk_nope_head_dim + qk_rope_head_dim), "
+           "which the shapes do not tell; DeepSeek V2/V3: 0.0721687836)");
+    if (!kvDtype.empty())
+      fail("--kernels mla has no fp8 latent cache (--kv-dtype)");
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &kvHeads, &group, &layout, &kvForm, &causal, &window, &alibi,
+             &positions, &customMask})
+      if (o->getNumOccurrences())
+        fail("--" + o->ArgStr + " does not apply to --kernels mla (one "
+             "latent cache [pages, P, D_ckv + D_kpe], --mla-heads query "
+             "heads, no masks)");
+  } else {
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &mlaHeads, &kpe, &mlaRowBlocks})
+      if (o->getNumOccurrences())
+        fail("--" + o->ArgStr + " is an MLA option: it needs --kernels mla");
+  }
   inRange(window, 0, std::numeric_limits<int32_t>::max());
   // The op stores both as f32: they must be finite there.
   auto realFlag = [&](const cl::opt<double> &o) {
@@ -336,7 +377,7 @@ bool checkFlags() {
     fail("--custom-mask excludes --causal (the mask says what is visible)");
   if (customMask && window > 0)
     fail("--custom-mask excludes --window");
-  if (!wantPrefill()) {
+  if (!wantPrefill() && !wantMLA()) {
     // Prefill options would be silently ignored: reject them.
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
              &causal, &window, &softCap, &smScale, &lseBase2, &alibi,
@@ -700,6 +741,46 @@ void buildPlanSplitKV(OpBuilder &b, Location loc, const ProgramTypes &t) {
             });
 }
 
+/// --kernels mla: @mla_decode(q_nope, q_pe, ckv_kpe, kv_indptr, kv_indices,
+/// kv_last_page_len, o, lse), pa.mla_decode with --sm-scale,
+/// --logits-soft-cap and --lse-base2.
+OwningOpRef<ModuleOp> buildMLAProgram(MLIRContext *ctx) {
+  Location loc = UnknownLoc::get(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module->getBody());
+  Type elem = dtype == "f16"    ? Type(b.getF16Type())
+              : dtype == "bf16" ? Type(b.getBF16Type())
+                                : Type(b.getF32Type());
+  int64_t dyn = ShapedType::kDynamic, h = mlaHeads;
+  auto qNope = RankedTensorType::get({dyn, h, headDim}, elem);
+  auto qPe = RankedTensorType::get({dyn, h, kpe}, elem);
+  auto cache = RankedTensorType::get({dyn, pageSize, headDim + kpe}, elem);
+  auto lse = RankedTensorType::get({dyn, h}, b.getF32Type());
+  auto index = RankedTensorType::get({dyn}, b.getI32Type());
+  Signature in;
+  in.add(qNope, "q_nope").add(qPe, "q_pe").add(cache, "ckv_kpe");
+  in.add(index, "kv_indptr")
+      .add(index, "kv_indices")
+      .add(index, "kv_last_page_len");
+  in.add(qNope, "o").add(lse, "lse");
+  auto attr = mlir::pa::PagedMLAAttr::get(ctx, pageSize, headDim, kpe);
+  mlir::pa::AttentionOptions o;
+  o.smScale = smScale.getValue();
+  if (softCap > 0)
+    o.softCap = softCap.getValue();
+  o.lseBase2 = lseBase2;
+  buildFunc(b, loc, "mla_decode", in, {qNope, lse},
+            [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+              mlir::pa::PageTableOperands pages{a[3], a[4], a[5]};
+              auto op = mlir::pa::MLADecodeOp::create(
+                  b, loc, a[0], a[1], a[2], pages, ValueRange{a[6], a[7]},
+                  attr, o);
+              return {op.getResult(0), op.getResult(1)};
+            });
+  return module;
+}
+
 /// The program: with `decode` @decode (one pass), @decode_split
 /// (work-list split-KV) and @append_kv_slots (the cache write); with
 /// `prefill` @prefill, and with `split` @prefill_split; with both @merge
@@ -815,6 +896,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.decodeTileKV = decodeTileKV;
   opts.decodeKVStages = decodeKVStages;
   opts.splitKVMerge = splitKVMerge;
+  opts.mlaRowBlocks = mlaRowBlocks;
 }
 
 /// The bundle configuration of the flags.
@@ -822,8 +904,10 @@ rt::BundleConfig configFromFlags() {
   rt::BundleConfig c;
   c.headDim = headDim;
   c.pageSize = pageSize;
-  c.kvHeads = kvHeads;
-  c.group = group;
+  c.kvHeads = wantMLA() ? 1 : kvHeads.getValue();
+  c.group = wantMLA() ? mlaHeads.getValue() : group.getValue();
+  if (wantMLA())
+    c.kpeDim = kpe;
   (void)rt::fromString(layout.getValue(), c.layout);
   (void)rt::fromString(dtype.getValue(), c.dtype);
   (void)rt::fromString(kvForm.getValue(), c.kv);
@@ -936,7 +1020,9 @@ LogicalResult compilePrefillShort(MLIRContext *ctx, rt::Manifest &manifest,
 /// included) into a CPU bundle in --o.
 int compileForCPU(MLIRContext *ctx) {
   OwningOpRef<ModuleOp> program =
-      buildProgram(ctx, wantDecode(), wantPrefill(), wantPrefill());
+      wantMLA() ? buildMLAProgram(ctx)
+                : buildProgram(ctx, wantDecode(), wantPrefill(),
+                               wantPrefill());
   if (failed(verify(*program)))
     return 1;
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
@@ -964,6 +1050,7 @@ int compileForCPU(MLIRContext *ctx) {
   std::map<std::string, std::string> extra = {
       {"prefill", prefillLine},
       {"prefill_split", prefillLine},
+      {"mla_decode", prefillLine},
       {"select_topk", "topk ratio " + exact(topkRatio) + "\n"},
       {"plan_split_kv",
        "plan chunk " + std::to_string(planChunk.getValue()) + "\n"}};
@@ -1028,7 +1115,9 @@ int main(int argc, char **argv) {
   bool haveShort = wantPrefillShort();
   bool split = wantPrefill() && prefillSplit;
   OwningOpRef<ModuleOp> program =
-      buildProgram(&ctx, wantDecode(), wantPrefill(), split && !haveShort);
+      wantMLA() ? buildMLAProgram(&ctx)
+                : buildProgram(&ctx, wantDecode(), wantPrefill(),
+                               split && !haveShort);
   if (failed(verify(*program)))
     return 1;
   std::string source;
@@ -1089,6 +1178,15 @@ int main(int argc, char **argv) {
         s.tileQ, s.tileKV, s.smem, shortPrefill.cubin.size(),
         shortPrefill.ms);
   };
+  if (wantMLA()) {
+    const rt::KernelSpec *k = manifest->find(rt::KernelKind::MLADecode);
+    llvm::outs() << llvm::formatv(
+        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; mla_decode "
+        "{3} threads, smem {4})\n",
+        outDir.getValue(), primary.cubin.size(), primary.ms,
+        k ? k->launch.block[0] : 0, k ? k->launch.sharedBytes : 0);
+    return 0;
+  }
   if (!wantDecode()) {
     llvm::outs() << llvm::formatv(
         "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; prefill tile_q "

@@ -20,6 +20,7 @@
 
 #include "Append.h"
 #include "CacheBlend.h"
+#include "MLA.h"
 #include "Cascade.h"
 #include "Bench.h"
 #include "Check.h"
@@ -223,6 +224,38 @@ void addBenchCacheBlendOptions(OptionParser &p, BenchCacheBlendOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-mla`, bound to `o`.
+void addCheckMLAOptions(OptionParser &p, CheckMLAOptions &o) {
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "seed of the random cases (default: from the clock; printed)");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-mla`, bound to `o`; the bundle goes to `operands`.
+void addBenchMLAOptions(OptionParser &p, BenchMLAOptions &o,
+                        std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.positiveList("--batches", o.batches, "requests per call");
+  p.positiveList("--lengths", o.lengths, "tokens per request");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed calls per shape");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed calls first");
+  p.integer("--sets", o.maxSets, 1, 64, "input sets rotated");
+  p.integer("--splits", o.splits, 0, 1024,
+            "key splits per request (0: the runtime's choice)");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the page order and values");
+  p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
+            "CUDA device ordinal");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 /// A seed from the clock for a check run without --seed (not
 /// std::random_device: it needs glibc 2.36).
 uint64_t clockSeed() {
@@ -262,7 +295,13 @@ void printUsage(std::FILE *f) {
       benchBlendParser("bench-cacheblend");
   addCheckCacheBlendOptions(checkBlendParser, checkBlend);
   addBenchCacheBlendOptions(benchBlendParser, benchBlend, operands);
-  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s%s%s", checkParser.usage().c_str(),
+  CheckMLAOptions checkMLA;
+  BenchMLAOptions benchMLA;
+  OptionParser checkMLAParser("check-mla"), benchMLAParser("bench-mla");
+  addCheckMLAOptions(checkMLAParser, checkMLA);
+  addBenchMLAOptions(benchMLAParser, benchMLA, operands);
+  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s%s%s%s%s",
+               checkParser.usage().c_str(),
                benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
                benchPrefillParser.usage().c_str(),
                checkAppendParser.usage().c_str(),
@@ -270,7 +309,8 @@ void printUsage(std::FILE *f) {
                checkCascadeParser.usage().c_str(),
                benchCascadeParser.usage().c_str(),
                checkBlendParser.usage().c_str(),
-               benchBlendParser.usage().c_str());
+               benchBlendParser.usage().c_str(),
+               checkMLAParser.usage().c_str(), benchMLAParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -428,11 +468,31 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBenchCacheBlend(opts);
   }
+  if (cmd == "check-mla") {
+    CheckMLAOptions opts;
+    OptionParser p("check-mla");
+    addCheckMLAOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = clockSeed();
+    return runCheckMLA(opts);
+  }
+  if (cmd == "bench-mla") {
+    BenchMLAOptions opts;
+    std::vector<std::string> operands;
+    OptionParser p("bench-mla");
+    addBenchMLAOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
+    return runBenchMLA(opts);
+  }
   std::fprintf(stderr,
                "pa-gpu-runner: unknown command '%s' (expected check, bench, "
                "check-prefill, bench-prefill, check-append, bench-append, "
-               "check-cascade, bench-cascade, check-cacheblend or "
-               "bench-cacheblend)\n",
+               "check-cascade, bench-cascade, check-cacheblend, "
+               "bench-cacheblend, check-mla or bench-mla)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;

@@ -1356,8 +1356,8 @@ TEST(BundlePrefill, PrefillLineErrors) {
               4, "prefill soft_cap '0x1'");
   // The line belongs to a prefill kernel.
   expectError(inserted(4, "prefill " + full), 4,
-              "a 'prefill' line belongs to a prefill kernel, not to kernel "
-              "'decode'");
+              "a 'prefill' line belongs to a prefill or mla_decode kernel, "
+              "not to kernel 'decode'");
   {
     std::vector<std::string> lines = kPrefill;
     lines.insert(lines.begin() + 2, "prefill " + full);
@@ -1870,4 +1870,121 @@ TEST(BundleFP8, Errors) {
               "role 'v_scale' must be a memref of rank 1");
   expectError(inserted(5, "arg k_scale memref 1 f32"), 5,
               "role 'k_scale' is not an argument of kernel 'decode'");
+}
+
+//===----------------------------------------------------------------------===//
+// MLA bundles (pa-compile --kernels mla)
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::string> kMLA = {
+    "pa-bundle 1",                                                        // 1
+    "config head_dim 512 page_size 64 kv_heads 1 group 128 layout nhd "
+    "dtype bf16 kv joint kpe 64",                                         // 2
+    "kernel mla_decode kernels.cubin pa_mla_decode",                      // 3
+    "prefill queries_per_tile 1 causal 0 window 0 soft_cap 0 sm_scale "
+    "0.0721687824 lse_base2 0",                                           // 4
+    "arg q_nope memref 3 bf16",                                           // 5
+    "arg q_pe memref 3 bf16",                                             // 6
+    "arg ckv_kpe memref 3 bf16",                                          // 7
+    "arg kv_indptr memref 1 i32",                                         // 8
+    "arg kv_indices memref 1 i32",                                        // 9
+    "arg kv_last_page_len memref 1 i32",                                  // 10
+    "arg o memref 3 bf16",                                                // 11
+    "arg lse memref 2 f32",                                               // 12
+    "arg o_part memref 3 f32",                                            // 13
+    "arg lse_part memref 2 f32",                                          // 14
+    "arg merge_counters memref 2 i32",                                    // 15
+    "launch grid batch 4 kv_splits block 256 1 1 smem 192512",            // 16
+    "end",                                                                // 17
+};
+
+std::string mlaWith(int line, const std::string &text) {
+  std::vector<std::string> lines = kMLA;
+  lines[line - 1] = text;
+  return join(lines);
+}
+
+TEST(BundleMLA, ParsesPrintsShapesAndGrid) {
+  Manifest m;
+  Status s = parseManifest(join(kMLA), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  EXPECT_TRUE(m.config.mla());
+  EXPECT_EQ(m.config.kpeDim, 64);
+  EXPECT_EQ(m.config.numQHeads(), 128);
+  EXPECT_EQ(m.config.str(), "MLA ckv512 kpe64 H128 P64 bf16");
+  const KernelSpec *k = m.find(KernelKind::MLADecode);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->prefill.has_value());
+  EXPECT_FLOAT_EQ(k->prefill->smScale, 0.0721687824f);
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok) << printManifest(m);
+  EXPECT_EQ(again, m);
+  // Shapes of the MLA roles, and the split-KV grid.
+  ProblemDims d;
+  d.batch = 3;
+  d.numPages = 10;
+  d.kvSplits = 5;
+  d.partialRows = 15;
+  EXPECT_EQ(roleShape(m.config, ArgRole::QNope, d),
+            (std::vector<int64_t>{3, 128, 512}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::QPe, d),
+            (std::vector<int64_t>{3, 128, 64}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::CkvKpe, d),
+            (std::vector<int64_t>{10, 64, 576}));
+  EXPECT_EQ(roleShape(m.config, ArgRole::OPart, d),
+            (std::vector<int64_t>{15, 128, 512}));
+  std::array<uint32_t, 3> grid;
+  ASSERT_TRUE(resolveGrid(k->launch, m.config, d, grid).ok);
+  EXPECT_EQ(grid, (std::array<uint32_t, 3>{3, 4, 5}));
+  d.kvSplits = 0;
+  Status g = resolveGrid(k->launch, m.config, d, grid);
+  EXPECT_NE(g.message.find("grid z = kv_splits = 0 is not positive"),
+            std::string::npos)
+      << g.message;
+}
+
+TEST(BundleMLA, Errors) {
+  // The latent cache has one head, NHD, joint, no fp8.
+  expectError(mlaWith(2, "config head_dim 512 page_size 64 kv_heads 2 group "
+                         "128 layout nhd dtype bf16 kv joint kpe 64"),
+              2, "an MLA bundle (kpe) has kv_heads 1, layout nhd, kv joint");
+  expectError(mlaWith(2, "config head_dim 512 page_size 64 kv_heads 1 group "
+                         "128 layout nhd dtype bf16 kv joint kpe 0"),
+              2, "config kpe = 0 must be in [1, 2^20]");
+  // mla_decode needs an MLA bundle, and its options line.
+  expectError(mlaWith(2, "config head_dim 512 page_size 64 kv_heads 1 group "
+                         "128 layout nhd dtype bf16 kv joint"),
+              17, "kernel 'mla_decode' needs an MLA bundle (config key kpe)");
+  {
+    std::vector<std::string> lines = kMLA;
+    lines.erase(lines.begin() + 3);
+    expectError(join(lines), 3,
+                "missing the 'prefill queries_per_tile 1 causal 0");
+  }
+  expectError(mlaWith(4, "prefill queries_per_tile 1 causal 1 window 0 "
+                         "soft_cap 0 sm_scale 0.07 lse_base2 0"),
+              3, "an mla_decode kernel's prefill line has queries_per_tile "
+                  "1, causal 0, window 0");
+  // Its roles: the latent cache, not kv; the split-KV buffers.
+  expectError(mlaWith(7, "arg kv memref 5 bf16"), 7,
+              "role 'kv' is not an argument of kernel 'mla_decode'");
+  {
+    std::vector<std::string> lines = kMLA;
+    lines.erase(lines.begin() + 14);
+    expectError(join(lines), 3, "missing argument role 'merge_counters'");
+  }
+  // An MLA bundle holds no GQA attention kernel.
+  {
+    std::vector<std::string> lines = kMLA;
+    lines.insert(lines.end() - 1,
+                 {"kernel decode k.cubin pa_decode", "arg q memref 3 bf16",
+                  "arg kv memref 5 bf16", "arg kv_indptr memref 1 i32",
+                  "arg kv_indices memref 1 i32",
+                  "arg kv_last_page_len memref 1 i32", "arg o memref 3 bf16",
+                  "arg lse memref 2 f32",
+                  "launch grid batch kv_heads 1 block 128 1 1 smem 0"});
+    Manifest m;
+    Status s = parseManifest(join(lines), m);
+    EXPECT_FALSE(s.ok);
+  }
 }

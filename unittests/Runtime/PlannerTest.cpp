@@ -1098,3 +1098,27 @@ TEST(PrefillKernelChoice, RejectsBadInput) {
   // Untouched on failure.
   EXPECT_TRUE(useShort);
 }
+
+TEST(MLASplits, FillOneWaveWithinTheBounds) {
+  // 132 slots: B x head blocks x S <= one wave.
+  EXPECT_EQ(mlaSplits(64, 1, 132, 0), 2);
+  EXPECT_EQ(mlaSplits(16, 1, 132, 0), 8);
+  EXPECT_EQ(mlaSplits(1, 4, 132, 0), kMaxMLASplits);
+  EXPECT_EQ(mlaSplits(256, 1, 132, 0), 1);
+  // At least kMinMLASplitTokens keys per split when the longest is known.
+  EXPECT_EQ(mlaSplits(1, 1, 132, 1024), 1024 / kMinMLASplitTokens);
+  EXPECT_EQ(mlaSplits(1, 1, 132, 1), 1);
+  EXPECT_EQ(mlaSplits(0, 1, 132, 0), 1);
+  EXPECT_EQ(mlaSplits(4, 0, 132, 0), 1);
+}
+
+TEST(MLASplits, WorkspaceLayout) {
+  EXPECT_EQ(mlaWorkspace(4, 16, 512, 1).bytes, 0);
+  MLAWorkspace w = mlaWorkspace(3, 16, 512, 5);
+  EXPECT_EQ(w.oPart, 0);
+  EXPECT_EQ(w.lsePart, 15 * 16 * 512 * 4);
+  EXPECT_EQ(w.counters, w.lsePart + 1024); // 15 x 16 x 4 = 960 -> 1024
+  EXPECT_EQ(w.bytes, w.counters + 256);    // 3 x 16 x 4 = 192 -> 256
+  EXPECT_EQ(w.lsePart % 256, 0);
+  EXPECT_EQ(w.counters % 256, 0);
+}

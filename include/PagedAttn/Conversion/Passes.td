@@ -41,12 +41,13 @@ def ConvertPAToLoops : Pass<"convert-pa-to-loops"> {
 }
 
 def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Lower memref-form pa ops (all but mla_decode and plan_split_kv) to GPU kernels";
+  let summary = "Lower memref-form pa ops to GPU kernels";
   let description = [{
     Each `pa.decode`, `pa.decode_partial`, `pa.merge_segments`,
     `pa.prefill`, `pa.prefill_partial`, `pa.append_kv_slots`,
     `pa.append_kv`, `pa.scatter_kv`, `pa.merge`, `pa.merge_states`,
-    `pa.kv_deviation`, `pa.select_topk` and `pa.pack_mask` (memref form)
+    `pa.kv_deviation`, `pa.select_topk`, `pa.pack_mask`,
+    `pa.plan_split_kv` and `pa.mla_decode` (memref form)
     becomes a `gpu.func` kernel in the `gpu.module @pa_kernels` (named
     `pa_` and the op's name; a suffix is added
     when a name repeats) whose arguments are the op's operands in order, and
@@ -129,6 +130,13 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     (`q_tiles`, `kv_heads`, `batch`). `pa.prefill_partial` tiles the same
     way per work item (grid `work_capacity`, `kv_heads`, `q_tiles`).
 
+    `pa.mla_decode` (f16 / bf16) becomes a tensor-core kernel of its own
+    (lib/Conversion/PAToGPU/MLAToGPU.cpp): a CTA per (request, 16 x
+    `mla-row-blocks` query heads), 64-token tiles of the latent cache in
+    shared memory (cp.async, two stages), S over D_ckv + D_kpe and O over
+    D_ckv split between the 4 warps of each 16-head row block, the softmax
+    exchanged through shared memory (docs/GPU.md, "MLA decode").
+
     Requirements (checked, with an error): identity-layout memrefs, static
     head dim and query heads; for the CUDA-core decode `D / V` a power of
     two <= 32 and the cross-group merge within 48 KiB of shared memory; for
@@ -170,6 +178,9 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "cannot split; else cuda-core)">,
     Option<"decodeTileKV", "decode-tile-kv", "int64_t", /*default=*/"0",
            "Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)">,
+    Option<"mlaRowBlocks", "mla-row-blocks", "int64_t", /*default=*/"0",
+           "m16 row blocks (16 query heads each, 4 warps) per CTA of the "
+           "pa.mla_decode kernel: 1 or 2 (0: 2 above 16 heads, else 1)">,
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
            "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,

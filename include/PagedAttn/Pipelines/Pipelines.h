@@ -128,6 +128,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 "
                      "(0: 64)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> mlaRowBlocks{
+      *this, "mla-row-blocks",
+      llvm::cl::desc("16-head row blocks per CTA of the pa.mla_decode "
+                     "kernel: 1 or 2 (0: 2 above 16 heads, else 1)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> decodeKVStages{
       *this, "decode-kv-stages",
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "

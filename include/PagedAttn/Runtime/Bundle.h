@@ -95,7 +95,13 @@ struct BundleConfig {
   /// the k_scale and v_scale roles, of kvScale's shape.
   KVDType kvDtype = KVDType::Data;
   KVScale kvScale = KVScale::Tensor;
+  /// An MLA bundle (config key `kpe`, > 0): the latent cache
+  /// [N, P, head_dim + kpe] of pa.mla_decode, head_dim = D_ckv, group = the
+  /// query heads, kv_heads 1, NHD joint; 0 for every other bundle.
+  int64_t kpeDim = 0;
 
+  /// True for an MLA bundle.
+  bool mla() const { return kpeDim > 0; }
   /// Hq = kv_heads * group.
   int64_t numQHeads() const { return kvHeads * group; }
   /// True for an fp8 cache.
@@ -110,7 +116,7 @@ struct BundleConfig {
     return headDim == o.headDim && pageSize == o.pageSize &&
            kvHeads == o.kvHeads && group == o.group && layout == o.layout &&
            dtype == o.dtype && kv == o.kv && kvDtype == o.kvDtype &&
-           (!fp8() || kvScale == o.kvScale);
+           (!fp8() || kvScale == o.kvScale) && kpeDim == o.kpeDim;
   }
   bool operator!=(const BundleConfig &o) const { return !(*this == o); }
 };
@@ -171,8 +177,12 @@ enum class KernelKind {
   /// table, computed on the device (pa.plan_split_kv); the `plan chunk C`
   /// line gives the chunk.
   PlanSplitKV,
+  /// (mla_decode) MLA decode over a latent cache (pa.mla_decode; an MLA
+  /// bundle's one attention kernel): q_nope, q_pe, ckv_kpe, the page table,
+  /// o, lse; grid (batch, head blocks).
+  MLADecode,
 };
-constexpr int kNumKernelKinds = 16;
+constexpr int kNumKernelKinds = 17;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):
@@ -256,8 +266,14 @@ enum class ArgRole {
   /// segments; it writes custom_mask and mask_indptr.
   Mask,
   MaskSegments,
+  /// mla_decode: q_nope [B, H, D_ckv] and q_pe [B, H, kpe] (dtype), and the
+  /// latent cache ckv_kpe [N, P, D_ckv + kpe] (dtype); o [B, H, D_ckv],
+  /// lse [B, H] as for decode.
+  QNope,
+  QPe,
+  CkvKpe,
 };
-constexpr int kNumArgRoles = 48;
+constexpr int kNumArgRoles = 51;
 const char *toString(ArgRole r);
 bool fromString(std::string_view s, ArgRole &out);
 
@@ -285,10 +301,12 @@ enum class GridSymbol {
   KVHeads,
   NumQHeads,
   WorkCapacity,
-  QTiles
+  QTiles,
+  KVSplits
 };
-constexpr int kNumGridSymbols = 6;
-/// "batch", "kv_heads", "num_q_heads", "work_capacity", "q_tiles";
+constexpr int kNumGridSymbols = 7;
+/// "batch", "kv_heads", "num_q_heads", "work_capacity", "q_tiles",
+/// "kv_splits" (mla_decode: the CTAs that split each request's keys);
 /// "literal" for Literal, which a manifest spells as the number itself.
 const char *toString(GridSymbol s);
 /// The inverse of toString, "literal" included (the parser takes a grid
@@ -478,6 +496,8 @@ struct ProblemDims {
   std::optional<int64_t> partialRows;
   /// merge_states: the states per row (S of o_states[R, S, Hq, D]).
   int64_t numStates = 0;
+  /// mla_decode: the splits of each request's keys (grid symbol kv_splits).
+  int64_t kvSplits = 1;
 
   /// Rows of q, o and lse: numQueryRows if set, else batch.
   int64_t queryRows() const { return numQueryRows ? *numQueryRows : batch; }

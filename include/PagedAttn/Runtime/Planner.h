@@ -308,6 +308,35 @@ inline constexpr int64_t kPrefillMinChunk = 512;
 int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
                       int64_t chunkSize);
 
+//===----------------------------------------------------------------------===//
+// MLA decode split-KV (pa_mla_decode)
+//===----------------------------------------------------------------------===//
+
+/// The most splits of a request's keys pa_mla_decode picks by itself (the
+/// last CTA of a request merges its splits alone: more rows cost it time).
+constexpr int64_t kMaxMLASplits = 32;
+/// The fewest keys per split pa_mla_decode picks when it knows the longest
+/// request.
+constexpr int64_t kMinMLASplitTokens = 256;
+
+/// The splits of each request's keys for an MLA decode of `batch` requests
+/// whose kernel has `headBlocks` CTAs per request (grid y) on `slots` CTA
+/// slots: as many as fill one wave, S = max(1, floor(slots / (batch x
+/// headBlocks))), at most kMaxMLASplits and, with maxKVLen > 0, at most
+/// ceil(maxKVLen / kMinMLASplitTokens). 1 for batch <= 0.
+int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
+                  int64_t maxKVLen);
+
+/// pa_mla_decode's workspace for `splits` splits: byte offsets of o_part
+/// [batch x splits, heads, ckv] f32, lse_part [batch x splits, heads] f32
+/// and the arrival counters [batch, heads] i32, each 256-byte aligned, and
+/// the total. Zero bytes for splits <= 1 (nothing is used).
+struct MLAWorkspace {
+  int64_t oPart = 0, lsePart = 0, counters = 0, bytes = 0;
+};
+MLAWorkspace mlaWorkspace(int64_t batch, int64_t heads, int64_t ckv,
+                          int64_t splits);
+
 } // namespace pa::rt
 
 #endif // PAGEDATTN_RUNTIME_PLANNER_H

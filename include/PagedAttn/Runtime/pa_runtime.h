@@ -98,6 +98,11 @@ typedef struct pa_bundle_config {
   /** plan_split_kv's compiled chunk (tokens per work item, pa-compile
    *  --plan-chunk); 0 without the kernel (pa_plan_split_kv). */
   int64_t plan_chunk;
+  /** An MLA bundle (pa-compile --kernels mla): D_kpe of its latent cache
+   *  [num_pages, page_size, head_dim + mla_kpe], head_dim = D_ckv, group =
+   *  num_q_heads = the query heads, kv_heads 1; 0 for other bundles. Its
+   *  attention kernel is pa_mla_decode's. */
+  int64_t mla_kpe;
 } pa_bundle_config;
 
 /** The prefill kernels of a bundle: `prefill` (the large query tile) and
@@ -660,6 +665,54 @@ typedef struct pa_plan_split_kv_args {
 /** Enqueues plan_split_kv (a CTA per request). */
 int pa_plan_split_kv(pa_bundle *bundle, const pa_plan_split_kv_args *args,
                      pa_stream stream);
+
+/** Arguments of pa_mla_decode (an MLA bundle): DeepSeek's multi-head latent
+ *  attention with absorbed weights over the latent cache, as
+ *  pa.mla_decode (docs/Semantics.md). H = num_q_heads, Dc = head_dim,
+ *  Dr = mla_kpe of the bundle's config; the element type is its dtype. */
+typedef struct pa_mla_decode_args {
+  pa_deviceptr q_nope;  /**< [batch, H, Dc] */
+  pa_deviceptr q_pe;    /**< [batch, H, Dr] */
+  pa_deviceptr ckv_kpe; /**< [num_pages, page_size, Dc + Dr] */
+  pa_deviceptr kv_indptr;        /**< [batch + 1] int32 */
+  pa_deviceptr kv_indices;       /**< [nnz] int32 */
+  pa_deviceptr kv_last_page_len; /**< [batch] int32 */
+  pa_deviceptr o;   /**< [batch, H, Dc] (written) */
+  pa_deviceptr lse; /**< [batch, H] f32 (written; base as compiled) */
+  int64_t batch;
+  int64_t num_pages; /**< pages of ckv_kpe */
+  int64_t nnz;       /**< kv_indptr[batch] */
+  /** Nonzero: copy the page table to the host first and fail on an
+   *  invalid one (kv_indptr, kv_last_page_len, kv_indices against
+   *  num_pages); synchronize after the launch and name a fault. */
+  int checked;
+  /** Split-KV: the CTAs that split each request's keys (their partial
+   *  states merged by the last one of the request, in the same launch).
+   *  0: chosen by the runtime to fill the GPU (at most 32, and with
+   *  max_kv_len at least 256 keys per split), within workspace_bytes;
+   *  1: no split; S > 1: exactly S (the workspace must hold them). */
+  int64_t num_splits;
+  /** Optional: the longest request's kv_len (0: unknown), which bounds the
+   *  automatic splits. */
+  int64_t max_kv_len;
+  /** Device scratch for the partial states of split-KV (may be 0 with
+   *  workspace_bytes 0: no split); pa_mla_workspace_bytes tells the size.
+   *  Its contents need not be kept between calls. */
+  pa_deviceptr workspace;
+  int64_t workspace_bytes;
+} pa_mla_decode_args;
+
+/** Enqueues the bundle's mla_decode kernel (a CTA per request, 16 or 32
+ *  query heads and key split); the softmax scale and soft-cap are those
+ *  compiled in. */
+int pa_mla_decode(pa_bundle *bundle, const pa_mla_decode_args *args,
+                  pa_stream stream);
+
+/** Bytes of pa_mla_decode's workspace for `batch` requests split
+ *  `num_splits` ways (0: the most the automatic choice can take on this
+ *  device, for any max_kv_len); 0 when no split needs none. */
+int pa_mla_workspace_bytes(const pa_bundle *bundle, int64_t batch,
+                           int64_t num_splits, int64_t *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -196,6 +196,15 @@ LogicalResult buildMerge(MergeOp op, gpu::GPUModuleOp kmod, StringRef name,
 LogicalResult buildMergeStates(MergeStatesOp op, gpu::GPUModuleOp kmod,
                                StringRef name, int64_t threads);
 
+/// MLAToGPU.cpp: checks that convert-pa-to-gpu can build the kernel of a
+/// memref-form pa.mla_decode with `rowBlocks` m16 row blocks per CTA (0:
+/// the default), an error at the op otherwise, before any IR changes.
+LogicalResult checkMLAKernel(MLADecodeOp op, int64_t rowBlocks);
+/// MLAToGPU.cpp: a memref-form pa.mla_decode becomes the tensor-core kernel
+/// `name` (ABI kind `mla_decode`, a CTA per request and 16 x rowBlocks
+/// query heads), launched in its place.
+LogicalResult buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
+                             StringRef name, int64_t rowBlocks);
 //===----------------------------------------------------------------------===//
 // Split-KV decode in one launch (SplitKVMerge.cpp)
 //===----------------------------------------------------------------------===//
@@ -245,6 +254,13 @@ void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
                         const CTAHeads &heads, int64_t headDim,
                         int64_t threads);
 
+/// emitArriveAndMerge for a CTA whose request's partial rows are [begin,
+/// end) of m.oPart / m.lsePart (m.workIndptr unused); with `fenced` the
+/// caller has already fenced and barriered after its partial stores.
+void emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
+                            Value request, Value begin, Value end,
+                            const CTAHeads &heads, int64_t headDim,
+                            int64_t threads, bool fenced = false);
 /// Writes o = 0, lse = -inf for `heads` of the requests without work items
 /// that CTA `x` answers for (those just before its item's request; for the
 /// last item those after it; every request for CTA 0 of an empty list).

@@ -634,23 +634,17 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     WalkResult walk = module.walk([&](Operation *op) {
       if (!isa_and_present<PADialect>(op->getDialect()))
         return WalkResult::advance();
-      if (isa<MLADecodeOp>(op)) {
-        op->emitOpError()
-            << "is not supported on the GPU yet: MLA decode has no GPU "
-               "kernel (use pa-lower-to-cpu)";
-        return WalkResult::interrupt();
-      }
       if (!isa<DecodeOp, DecodePartialOp, MergeSegmentsOp, PrefillOp,
                PrefillPartialOp, AppendKVSlotsOp, AppendKVOp, ScatterKVOp,
                MergeOp, MergeStatesOp, KVDeviationOp, SelectTopKOp,
-               PackMaskOp, PlanSplitKVOp>(op)) {
+               PackMaskOp, PlanSplitKVOp, MLADecodeOp>(op)) {
         op->emitOpError()
             << "is not supported on the GPU yet: convert-pa-to-gpu lowers "
                "pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, "
                "pa.prefill_partial, pa.append_kv_slots, pa.append_kv, "
                "pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, "
-               "pa.select_topk, pa.pack_mask and pa.plan_split_kv (use "
-               "pa-lower-to-cpu for the other ops)";
+               "pa.select_topk, pa.pack_mask, pa.plan_split_kv and "
+               "pa.mla_decode (use pa-lower-to-cpu for the other ops)";
         return WalkResult::interrupt();
       }
       if (!hasMemRefSemantics(op)) {
@@ -671,6 +665,9 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
         return WalkResult::interrupt();
       }
       if (s && failed(checkTileKernel(op, *s)))
+        return WalkResult::interrupt();
+      if (auto m = dyn_cast<MLADecodeOp>(op);
+          m && failed(checkMLAKernel(m, mlaRowBlocks)))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -748,6 +745,9 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
               .Case([&](MergeStatesOp m) {
                 return buildMergeStates(m, kmod, "pa_merge_states",
                                         ctaThreads);
+              })
+              .Case([&](MLADecodeOp m) {
+                return buildMLADecode(m, kmod, "pa_mla_decode", mlaRowBlocks);
               });
       if (failed(r))
         return signalPassFailure();
@@ -933,6 +933,9 @@ SmallVector<std::string> gpukernel::argRoles(Operation *op) {
     add({"o", "lse"});
   } else if (isa<MergeStatesOp>(op)) {
     add({"o_states", "lse_states", "o", "lse"});
+  } else if (isa<MLADecodeOp>(op)) {
+    add({"q_nope", "q_pe", "ckv_kpe", "kv_indptr", "kv_indices",
+         "kv_last_page_len", "o", "lse"});
   }
   assert(roles.size() == op->getNumOperands() && "a role per operand");
   return roles;

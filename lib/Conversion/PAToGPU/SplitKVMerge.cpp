@@ -161,16 +161,28 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
 void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                                    Value request, const CTAHeads &heads,
                                    int64_t headDim, int64_t threads) {
+  // Every thread's partial stores are performed device-wide before the CTA
+  // counts its arrival.
+  NVVM::MembarOp::create(e.b, e.loc, NVVM::MemScopeKind::GPU);
+  gpu::BarrierOp::create(e.b, e.loc);
+  Value begin = e.loadIdx(m.workIndptr, request);
+  Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
+  emitArriveAndMergeRows(e, m, request, begin, end, heads, headDim, threads,
+                         /*fenced=*/true);
+}
+
+void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
+                                       Value request, Value begin, Value end,
+                                       const CTAHeads &heads, int64_t headDim,
+                                       int64_t threads, bool fenced) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   MLIRContext *ctx = b.getContext();
   Type i1 = b.getI1Type(), i32 = b.getI32Type();
-  // Every thread's partial stores are performed device-wide before the CTA
-  // counts its arrival.
-  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  gpu::BarrierOp::create(b, loc);
-  Value begin = e.loadIdx(m.workIndptr, request);
-  Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
+  if (!fenced) {
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    gpu::BarrierOp::create(b, loc);
+  }
   Value items = e.sub(end, begin);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value last = e.ifThenElse(

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# MLA decode beside FlashInfer's BatchMLAPagedAttentionWrapper (FA2 and FA3
+# backends) in one device call, same shapes and method.
+#
+#   bench/run_mla_vs_flashinfer.sh STAGED OUT FI_STAGED
+#
+# STAGED: bench/run_mla.sh make + stage_gpu.sh (build/gpu); FI_STAGED: the
+# kit's staged FlashInfer (.gpu-fi, ../shared/tools/flashinfer/stage.sh).
+set -uo pipefail
+gpu="${1:?STAGED}"; out="${2:?OUT}"; fi="${3:?FI_STAGED}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+export PATH="$PATH:/usr/local/cuda/bin"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
+eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")"
+for h in 128 16; do
+  n=mla_h${h}_p64_bf16
+  "$R" bench-mla --batches 1,16,64,128 --lengths 1024,4096,8192 \
+    --out "$out/ours_h$h.md" "$B/$n" > /dev/null 2>&1
+  timeout 400 python3 "$root/bench/fi_mla_bench.py" --heads "$h" \
+    --batches 1,16,64,128 --lens 1024,4096,8192 --backends fa2,fa3 \
+    --out "$out/fi_h$h.md" > "$out/fi_h$h.log" 2>&1
+  cat "$out/ours_h$h.md" "$out/fi_h$h.md"
+  tail -5 "$out/fi_h$h.log"
+done

@@ -1,0 +1,628 @@
+//===- MLAToGPU.cpp - pa.mla_decode to a tensor-core GPU kernel -----------===//
+//
+// convert-pa-to-gpu's MLA family (docs/GPU.md, "MLA decode"): a memref-form
+// pa.mla_decode becomes the kernel `pa_mla_decode` (ABI kind `mla_decode`).
+//
+// MLA decode is a GQA decode whose group is every query head (there is one
+// latent "KV head") with a wide head: scores over D_ckv + D_kpe (576), the
+// output over D_ckv (512), and V the first D_ckv columns of K (each token's
+// row of the cache is read once for both). A CTA takes 16 x R query heads
+// (R = `mla-row-blocks`, 1 or 2) of one request: grid (batch, ceil(H / 16R)),
+// 4 R warps; warp w works on row block w / 4 (16 heads, one m16 block) and
+// "slot" w % 4:
+//
+//   * K/V: tiles of 64 tokens in dynamic shared memory, two stages, copied
+//     with cp.async (16 bytes, .cg) through the page table: warp w copies
+//     rows w, w + 4R, ... (one page lookup per row; a row's 72 chunks by
+//     consecutive lanes, so every copy instruction reads contiguous bytes),
+//     tokens past kv_len zero-filled. Q (q_nope | q_pe, rows past H zero)
+//     is copied once. Rows are padded by 16 bytes (ldmatrix without bank
+//     conflicts).
+//   * S = Q K^T: the warp's 16 rows x the slot's 16 keys of the tile,
+//     ldmatrix + mma.sync m16n8k16 over the 576 columns, the k steps spread
+//     over 4 independent accumulator sets so that the mma chain pipelines.
+//   * softmax across the 4 slots of a row block through shared memory: row
+//     maxima (barrier), then P = 2^(s - m) written to a shared P tile in the
+//     data type and the row sums (barrier); every warp then holds the same
+//     running (m, l) of its 16 rows.
+//   * O += P V: the warp's 16 rows x its slot's D_ckv / 4 output columns
+//     (128: 16 n8 accumulators), P and V (.trans) by ldmatrix.
+//   * the store: o = acc / l (two elements per store), lse by slot 0;
+//     a request without tokens gives o = 0, lse = -inf.
+//
+// Three CTA barriers per tile: after the tile's copies land (which also
+// frees the other stage for the next tile's copies, issued right after),
+// after the row maxima, after P.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+using Pred = arith::CmpIPredicate;
+using FPred = arith::CmpFPredicate;
+
+namespace {
+
+constexpr int64_t kTileKeys = 64; ///< keys per K/V tile
+constexpr int64_t kSlots = 4;     ///< warps of a row block
+constexpr int64_t kSlotKeys = kTileKeys / kSlots;
+constexpr int64_t kStages = 2;
+constexpr int64_t kPad = 8;       ///< row padding in elements (16 bytes)
+constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
+constexpr int64_t kMaxSmem = 227 * 1024;
+
+struct MLAShape {
+  Type elem;
+  int64_t heads = 0, ckv = 0, kpe = 0, pageSize = 0, rowBlocks = 1;
+  double smScale = 1;
+  std::optional<double> softCap;
+  bool lseBase2 = false;
+
+  int64_t rows() const { return 16 * rowBlocks; }
+  int64_t warps() const { return kSlots * rowBlocks; }
+  int64_t threads() const { return 32 * warps(); }
+  int64_t width() const { return ckv + kpe; }
+  int64_t stride() const { return width() + kPad; }
+  int64_t pStride() const { return kTileKeys + kPad; }
+  int64_t slotCols() const { return ckv / kSlots; }
+  int64_t headBlocks() const { return (heads + rows() - 1) / rows(); }
+  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+  /// Shared memory: Q rows and the K/V stages ([rows + 2 x 64][stride]),
+  /// the P tile ([rows][pStride]), then f32 row maxima and sums
+  /// ([2][rowBlocks][kSlots][16]).
+  int64_t pOffset() const {
+    return (rows() + kStages * kTileKeys) * stride() * elemBytes();
+  }
+  int64_t redOffset() const {
+    return pOffset() + rows() * pStride() * elemBytes();
+  }
+  int64_t redFloats() const { return 2 * rowBlocks * kSlots * 16; }
+  int64_t smemBytes() const { return redOffset() + redFloats() * 4; }
+};
+
+FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks) {
+  for (Value v : op->getOperands())
+    if (!isIdentityMemRef(v.getType()))
+      return op.emitOpError()
+             << "convert-pa-to-gpu expects identity-layout memrefs";
+  MLAShape s;
+  auto qt = cast<MemRefType>(op.getQNope().getType());
+  s.elem = qt.getElementType();
+  if (!s.elem.isF16() && !s.elem.isBF16())
+    return op.emitOpError()
+           << "MLA decode on the GPU needs f16 or bf16 data (tensor cores), "
+              "got "
+           << s.elem << " (f32 runs on pa-lower-to-cpu)";
+  s.heads = qt.getDimSize(1);
+  if (ShapedType::isDynamic(s.heads))
+    return op.emitOpError()
+           << "MLA decode on the GPU needs a static number of query heads "
+              "(dim 1 of q_nope)";
+  PagedMLAAttr cache = op.getCache();
+  s.ckv = cache.getCkvDim();
+  s.kpe = cache.getKpeDim();
+  s.pageSize = cache.getPageSize();
+  if (s.ckv % (16 * kSlots) != 0)
+    return op.emitOpError() << "MLA decode on the GPU needs D_ckv to be a "
+                               "multiple of 64 (4 warps x 16 columns), got "
+                            << s.ckv;
+  if (s.kpe % 16 != 0)
+    return op.emitOpError() << "MLA decode on the GPU needs D_kpe to be a "
+                               "multiple of 16 (mma k steps), got "
+                            << s.kpe;
+  if (rowBlocks == 0)
+    rowBlocks = s.heads > 16 ? 2 : 1;
+  if (rowBlocks != 1 && rowBlocks != 2)
+    return op.emitOpError() << "mla-row-blocks must be 1 or 2 (0: 2 above "
+                               "16 heads, else 1), got "
+                            << rowBlocks;
+  s.rowBlocks = rowBlocks;
+  if (s.smemBytes() > kMaxSmem)
+    return op.emitOpError()
+           << "MLA decode on the GPU: D_ckv + D_kpe = " << s.width()
+           << " needs " << s.smemBytes()
+           << " bytes of shared memory, more than the " << kMaxSmem
+           << " a CTA may have"
+           << (rowBlocks > 1 ? " (use mla-row-blocks=1)"
+                             : " (two stages of 64-token tiles)");
+  s.smScale = op.getSmScale().convertToDouble();
+  if (auto c = op.getLogitsSoftCap())
+    s.softCap = c->convertToDouble();
+  s.lseBase2 = op.getLseBase2();
+  return s;
+}
+
+/// The kernel body.
+class MLAKernel {
+public:
+  MLAKernel(KernelEmitter &e, const MLAShape &s) : e(e), b(e.b), loc(e.loc),
+                                                    s(s) {}
+
+  /// The kernel body; `split` holds the partial states and counters of
+  /// the split-KV path (grid z > 1).
+  void build(Value qNope, Value qPe, Value cache, const PageTable &pt,
+             Value o, Value lse, const FusedMerge &split);
+
+private:
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  const MLAShape &s;
+  Value tid, lane, warp, rowBlock, slot, smem, pTile, red;
+  Value request, head0, kvLen, pageBase;
+  /// This CTA's keys [kvStart, kvEnd) of the request (grid z splits them).
+  Value kvStart, kvEnd;
+
+  Type f32() { return b.getF32Type(); }
+  VectorType fragC() { return VectorType::get({2, 2}, f32()); }
+  VectorType fragA() { return VectorType::get({4, 2}, s.elem); }
+  VectorType fragB() { return VectorType::get({2, 2}, s.elem); }
+  Value zeroC() {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
+  }
+  Value ldmatrix(Value base, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, fragA(), base,
+                                     ValueRange{row, col}, transpose, 4);
+  }
+  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
+  Value half(Value frag, int64_t r) {
+    Value v = ub::PoisonOp::create(b, loc, fragB());
+    for (int64_t i = 0; i < 2; ++i)
+      v = vector::InsertOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, frag, r + i), v, i);
+    return v;
+  }
+  Value mma(Value a, Value bf, Value acc) {
+    return nvgpu::MmaSyncOp::create(b, loc, a, bf, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  Value elem(Value v, int64_t h, int64_t i) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{h, i});
+  }
+  /// A 2x2 f32 fragment from its elements in row-major order.
+  Value fragment(ArrayRef<Value> xs) {
+    VectorType rowT = VectorType::get({2}, f32());
+    Value v = ub::PoisonOp::create(b, loc, fragC());
+    for (int64_t r = 0; r < 2; ++r)
+      v = vector::InsertOp::create(
+          b, loc,
+          vector::FromElementsOp::create(b, loc, rowT, xs.slice(2 * r, 2)), v,
+          r);
+    return v;
+  }
+  Value quadReduce(Value x, bool isMax) {
+    return gpu::SubgroupReduceOp::create(
+        b, loc, x,
+        isMax ? gpu::AllReduceOperation::MAXIMUMF
+              : gpu::AllReduceOperation::ADD,
+        /*uniform=*/false, /*cluster_size=*/4u);
+  }
+  Value copy16(Value src, ValueRange srcIdx, Value dst, ValueRange dstIdx,
+               Value valid) {
+    Value n = e.select(valid, e.idx(8), e.idx(0));
+    return nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst, dstIdx,
+        src, srcIdx, b.getIndexAttr(8), n, b.getUnitAttr());
+  }
+  void commitAndWait(bool wait) {
+    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+        ValueRange{});
+    if (wait)
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+  }
+  /// Index of the f32 row statistic `which` (0 max, 1 sum) of row `r` of
+  /// the warp's row block written by slot `sl`.
+  Value redIndex(int64_t which, Value sl, Value r) {
+    Value blk = e.add(e.mul(e.add(e.mul(e.idx(which), e.idx(s.rowBlocks)),
+                                  rowBlock),
+                            e.idx(kSlots)),
+                      sl);
+    return e.add(e.mul(blk, e.idx(16)), r);
+  }
+  /// First shared-memory row of K/V stage `stage` (an index).
+  Value stageRow(Value stage) {
+    return e.add(e.idx(s.rows()), e.mul(stage, e.idx(kTileKeys)));
+  }
+
+  void copyQ(Value qNope, Value qPe);
+  void copyTile(Value cache, const PageTable &pt, Value t0, Value row0);
+};
+
+void MLAKernel::copyQ(Value qNope, Value qPe) {
+  // Chunk c of the part (q_nope: D_ckv / 8 chunks a row; q_pe: D_kpe / 8)
+  // for c = tid, tid + threads, ...; heads past H are zero-filled.
+  auto part = [&](Value src, int64_t cols, int64_t col0) {
+    int64_t perRow = cols / 8, total = s.rows() * perRow;
+    for (int64_t i = 0; i * s.threads() < total; ++i) {
+      Value c = e.add(tid, e.idx(i * s.threads()));
+      auto body = [&]() {
+        Value r = e.divui(c, e.idx(perRow));
+        Value col = e.mul(e.remui(c, e.idx(perRow)), e.idx(8));
+        Value h = e.add(head0, r);
+        Value valid = e.cmpi(Pred::ult, h, e.idx(s.heads));
+        Value hs = e.select(valid, h, e.idx(0));
+        copy16(src, {request, hs, col}, smem,
+               {r, e.add(col, e.idx(col0))}, valid);
+      };
+      if ((i + 1) * s.threads() <= total)
+        body();
+      else
+        e.ifThen(e.cmpi(Pred::ult, c, e.idx(total)), body);
+    }
+  };
+  part(qNope, s.ckv, 0);
+  part(qPe, s.kpe, s.ckv);
+}
+
+void MLAKernel::copyTile(Value cache, const PageTable &pt, Value t0,
+                         Value row0) {
+  // Warp w copies rows w, w + warps, ... of the tile; lane l chunks l,
+  // l + 32, ... of each (contiguous bytes per copy instruction).
+  int64_t perRow = s.width() / 8;
+  for (int64_t i = 0; i < kTileKeys / s.warps(); ++i) {
+    Value r = e.add(warp, e.idx(i * s.warps()));
+    Value t = e.add(t0, r);
+    Value valid = e.cmpi(Pred::ult, t, kvEnd);
+    // A token past kv_len has no page (a request without tokens may have
+    // no kv_indices entry at all): its lookup is skipped.
+    Value page = e.ifThenElse(
+        valid, {b.getIndexType()},
+        [&]() -> SmallVector<Value> {
+          return {e.toIndex(pt.pageEntry(e, pageBase, t))};
+        },
+        [&]() -> SmallVector<Value> { return {e.idx(0)}; })[0];
+    Value slotInPage = e.remui(t, e.idx(s.pageSize));
+    for (int64_t j = 0; j * 32 < perRow; ++j) {
+      Value cc = e.add(lane, e.idx(32 * j));
+      auto body = [&]() {
+        Value col = e.mul(cc, e.idx(8));
+        copy16(cache, {page, slotInPage, col}, smem, {e.add(row0, r), col},
+               valid);
+      };
+      if ((j + 1) * 32 <= perRow)
+        body();
+      else
+        e.ifThen(e.cmpi(Pred::ult, cc, e.idx(perRow)), body);
+    }
+  }
+}
+
+void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
+                      Value o, Value lse, const FusedMerge &split) {
+  MLIRContext *ctx = b.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = e.remui(tid, e.idx(32));
+  warp = e.divui(tid, e.idx(32));
+  rowBlock = e.divui(warp, e.idx(kSlots));
+  slot = e.remui(warp, e.idx(kSlots));
+  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  head0 = e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                e.idx(s.rows()));
+  kvLen = pt.kvLen(e, request);
+  pageBase = pt.pageBase(e, request);
+  // Split-KV: CTA z of S takes a chunk of ceil(kv_len / S) keys rounded up
+  // to whole tiles (CTAs past the end have no keys).
+  Value splits = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
+  Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value perSplit = e.divui(e.add(kvLen, e.sub(splits, e.idx(1))), splits);
+  Value chunk = e.mul(e.divui(e.add(perSplit, e.idx(kTileKeys - 1)),
+                              e.idx(kTileKeys)),
+                      e.idx(kTileKeys));
+  kvStart = arith::MinUIOp::create(b, loc, e.mul(z, chunk), kvLen);
+  kvEnd = arith::MinUIOp::create(b, loc, e.add(kvStart, chunk), kvLen);
+
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  smem = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({s.rows() + kStages * kTileKeys, s.stride()}, s.elem,
+                      MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(0), ValueRange{});
+  pTile = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({s.rows(), s.pStride()}, s.elem,
+                      MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(s.pOffset()), ValueRange{});
+  red = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({s.redFloats()}, f32(), MemRefLayoutAttrInterface(),
+                      wg),
+      raw, e.idx(s.redOffset()), ValueRange{});
+
+  // Q and the first K/V tile in flight.
+  copyQ(qNope, qPe);
+  copyTile(cache, pt, kvStart, stageRow(e.idx(0)));
+  commitAndWait(/*wait=*/false);
+
+  Value numTiles = e.divui(e.add(e.sub(kvEnd, kvStart), e.idx(kTileKeys - 1)),
+                           e.idx(kTileKeys));
+  int64_t nAcc = s.slotCols() / 8, kSteps = s.width() / 16;
+  Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
+  Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
+  Value quadRow = e.divui(lane, e.idx(4));
+  Value laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
+  Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
+  Value warpRow0 = e.mul(rowBlock, e.idx(16));
+  Value aRow = e.add(warpRow0, e.remui(lane, e.idx(16)));
+  Value aColOff = e.mul(l16, e.idx(8));
+  Value colBase = e.mul(slot, e.idx(s.slotCols()));
+  double qkScale = s.softCap ? s.smScale / *s.softCap
+                             : s.smScale * kLog2e;
+
+  // State: m[2], l[2] (row halves lane / 4 and lane / 4 + 8), acc[nAcc].
+  SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
+  for (int64_t i = 0; i < nAcc; ++i)
+    init.push_back(zeroC());
+  auto loop = e.forLoop(
+      e.idx(0), numTiles, init,
+      [&](Value t, ValueRange st) -> SmallVector<Value> {
+        // Tile t has landed (this thread's copies, then everyone's); every
+        // warp is done with tile t - 1, whose stage takes tile t + 1.
+        commitAndWait(/*wait=*/true);
+        gpu::BarrierOp::create(b, loc);
+        Value t0 = e.add(kvStart, e.mul(t, e.idx(kTileKeys)));
+        Value stage = e.remui(t, e.idx(kStages));
+        Value nextT = e.add(t, e.idx(1));
+        e.ifThen(e.cmpi(Pred::ult, nextT, numTiles), [&]() {
+          copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kTileKeys))),
+                   stageRow(e.remui(nextT, e.idx(kStages))));
+        });
+        commitAndWait(/*wait=*/false);
+        Value kv0 = stageRow(stage);
+
+        // S = Q K^T over the slot's 16 keys.
+        SmallVector<Value> sAcc(2 * kKSplit, zeroC());
+        Value krow = e.add(kv0, e.add(e.mul(slot, e.idx(kSlotKeys)),
+                                      e.add(e.mul(l16, e.idx(8)), l8)));
+        for (int64_t kk = 0; kk < kSteps; ++kk) {
+          Value a = ldmatrix(smem, aRow, e.add(e.idx(kk * 16), aColOff),
+                             /*transpose=*/false);
+          Value kf = ldmatrix(smem, krow,
+                              e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8))),
+                              /*transpose=*/false);
+          int64_t set = kk % kKSplit;
+          sAcc[2 * set] = mma(a, half(kf, 0), sAcc[2 * set]);
+          sAcc[2 * set + 1] = mma(a, half(kf, 2), sAcc[2 * set + 1]);
+        }
+        // Base-2 logits, keys past kv_len at -inf.
+        Value key0 = e.add(t0, e.add(e.mul(slot, e.idx(kSlotKeys)), laneCol));
+        SmallVector<SmallVector<Value>> x(2); // x[h][n * 2 + i]
+        for (int64_t n = 0; n < 2; ++n) {
+          Value sum = sAcc[n];
+          for (int64_t set = 1; set < kKSplit; ++set)
+            sum = arith::AddFOp::create(b, loc, sum, sAcc[2 * set + n]);
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t i = 0; i < 2; ++i) {
+              Value v = e.mul(elem(sum, h, i), e.f32(qkScale));
+              if (s.softCap)
+                v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
+              Value key = e.add(key0, e.idx(n * 8 + i));
+              x[h].push_back(
+                  e.select(e.cmpi(Pred::ult, key, kvEnd), v, e.negInf()));
+            }
+        }
+        // Row maxima across the 4 slots.
+        for (int64_t h = 0; h < 2; ++h) {
+          Value mx = x[h][0];
+          for (Value v : ArrayRef<Value>(x[h]).drop_front())
+            mx = e.maxf(mx, v);
+          mx = quadReduce(mx, /*isMax=*/true);
+          Value r = e.add(quadRow, e.idx(8 * h));
+          e.ifThen(quad0, [&]() { e.store(mx, red, {redIndex(0, slot, r)}); });
+        }
+        gpu::BarrierOp::create(b, loc);
+        SmallVector<Value> next(st.begin(), st.end());
+        SmallVector<Value> alpha(2);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value r = e.add(quadRow, e.idx(8 * h));
+          Value mx = st[h];
+          for (int64_t sl = 0; sl < kSlots; ++sl)
+            mx = e.maxf(mx, e.load(red, {redIndex(0, e.idx(sl), r)}));
+          Value mUse =
+              e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
+          alpha[h] = e.ex2(e.sub(st[h], mUse));
+          next[h] = mx;
+          Value sum = e.f32(0);
+          for (Value &v : x[h]) {
+            v = e.ex2(e.sub(v, mUse));
+            sum = e.add(sum, v);
+          }
+          sum = quadReduce(sum, /*isMax=*/false);
+          e.ifThen(quad0,
+                   [&]() { e.store(sum, red, {redIndex(1, slot, r)}); });
+          // P of the slot's keys into the shared P tile.
+          VectorType two = VectorType::get({2}, s.elem);
+          for (int64_t n = 0; n < 2; ++n) {
+            Value pv = vector::FromElementsOp::create(
+                b, loc, two,
+                ValueRange{e.fromF32(x[h][n * 2], s.elem),
+                           e.fromF32(x[h][n * 2 + 1], s.elem)});
+            Value col = e.add(e.mul(slot, e.idx(kSlotKeys)),
+                              e.add(e.idx(n * 8), laneCol));
+            vector::StoreOp::create(b, loc, pv, pTile,
+                                    ValueRange{e.add(warpRow0, r), col},
+                                    /*nontemporal=*/false,
+                                    llvm::MaybeAlign(2 * s.elemBytes()));
+          }
+        }
+        gpu::BarrierOp::create(b, loc);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value r = e.add(quadRow, e.idx(8 * h));
+          Value sum = e.f32(0);
+          for (int64_t sl = 0; sl < kSlots; ++sl)
+            sum = e.add(sum, e.load(red, {redIndex(1, e.idx(sl), r)}));
+          next[2 + h] = LLVM::FMAOp::create(b, loc, st[2 + h], alpha[h], sum);
+        }
+        for (int64_t d = 0; d < nAcc; ++d) {
+          SmallVector<Value> v;
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t i = 0; i < 2; ++i)
+              v.push_back(e.mul(elem(st[4 + d], h, i), alpha[h]));
+          next[4 + d] = fragment(v);
+        }
+        // O += P V over the slot's columns.
+        for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
+          Value pa = ldmatrix(pTile, aRow, e.add(e.idx(kk * 16), aColOff),
+                              /*transpose=*/false);
+          Value vrow =
+              e.add(kv0, e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)),
+                                                     l8)));
+          for (int64_t dp = 0; dp < nAcc / 2; ++dp) {
+            Value vcol =
+                e.add(colBase, e.add(e.idx(dp * 16), e.mul(l16, e.idx(8))));
+            Value vf = ldmatrix(smem, vrow, vcol, /*transpose=*/true);
+            next[4 + 2 * dp] = mma(pa, half(vf, 0), next[4 + 2 * dp]);
+            next[4 + 2 * dp + 1] = mma(pa, half(vf, 2), next[4 + 2 * dp + 1]);
+          }
+        }
+        return next;
+      });
+  // No copy is left in flight at the exit.
+  commitAndWait(/*wait=*/true);
+
+  ValueRange st = loop.getResults();
+  // o = acc / l and lse of the thread's rows into row `row` of `outO` /
+  // `outLse` (o's element type theirs): the request's final state, or a
+  // split's f32 partial state.
+  auto storeState = [&](Value outO, Value outLse, Value row) {
+    Type oElem = cast<MemRefType>(outO.getType()).getElementType();
+    int64_t oBytes = oElem.getIntOrFloatBitWidth() / 8;
+    Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value r = e.add(warpRow0, e.add(quadRow, e.idx(8 * h)));
+      Value head = e.add(head0, r);
+      Value m = st[h], l = st[2 + h];
+      Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+      Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+      Value lseV =
+          e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
+      e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
+        VectorType out = VectorType::get({2}, oElem);
+        for (int64_t d = 0; d < nAcc; ++d) {
+          Value a = st[4 + d];
+          Value v = vector::FromElementsOp::create(
+              b, loc, out,
+              ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
+                         e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+          vector::StoreOp::create(
+              b, loc, v, outO,
+              ValueRange{row, head,
+                         e.add(colBase, e.add(e.idx(d * 8), laneCol))},
+              /*nontemporal=*/false, llvm::MaybeAlign(2 * oBytes));
+        }
+        e.ifThen(e.andi(quad0, e.cmpi(Pred::eq, slot, e.idx(0))),
+                 [&]() { e.store(lseV, outLse, {row, head}); });
+      });
+    }
+  };
+  Value one = e.cmpi(Pred::eq, splits, e.idx(1));
+  e.ifThen(one, [&]() { storeState(o, lse, request); });
+  e.ifThen(e.cmpi(Pred::ne, splits, e.idx(1)), [&]() {
+    // Split-KV: the partial state of chunk z, then the last CTA of the
+    // request's splits merges them (the fused split-KV decode's protocol).
+    Value begin = e.mul(request, splits);
+    storeState(split.oPart, split.lsePart, e.add(begin, z));
+    CTAHeads heads{head0, s.rows(),
+                   s.heads % s.rows() == 0
+                       ? Value()
+                       : arith::MinUIOp::create(
+                             b, loc, e.idx(s.rows()),
+                             e.sub(e.idx(s.heads), head0))
+                             .getResult()};
+    emitArriveAndMergeRows(e, split, request, begin, e.add(begin, splits),
+                           heads, s.ckv, s.threads());
+  });
+}
+
+} // namespace
+
+LogicalResult gpukernel::checkMLAKernel(MLADecodeOp op, int64_t rowBlocks) {
+  return success(succeeded(mlaShape(op, rowBlocks)));
+}
+
+LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
+                                        StringRef name, int64_t rowBlocks) {
+  FailureOr<MLAShape> shape = mlaShape(op, rowBlocks);
+  if (failed(shape))
+    return failure();
+  const MLAShape &s = *shape;
+  Location loc = op.getLoc();
+  // The split-KV path's buffers, on the host: partial states [B, H, D_ckv]
+  // f32 and [B, H], arrival counters [B, H] i32 at 0. The launch below runs
+  // one split (grid z = 1), which leaves them untouched; the runtime picks
+  // the splits (grid symbol kv_splits) and passes [B x S] partial rows.
+  OpBuilder hb(op);
+  Emitter he{hb, loc};
+  Value batch = he.dim(op.getQNope(), 0);
+  auto alloc = [&](ArrayRef<int64_t> shape, Type elem) {
+    return gpu::AllocOp::create(hb, loc, MemRefType::get(shape, elem),
+                                /*asyncToken=*/Type(), ValueRange{},
+                                ValueRange{batch}, ValueRange{},
+                                /*hostShared=*/false)
+        .getMemref();
+  };
+  int64_t dyn = ShapedType::kDynamic;
+  Value oPart = alloc({dyn, s.heads, s.ckv}, hb.getF32Type());
+  Value lsePart = alloc({dyn, s.heads}, hb.getF32Type());
+  Value counters = alloc({dyn, s.heads}, hb.getI32Type());
+  gpu::MemsetOp::create(hb, loc, /*asyncToken=*/Type(), ValueRange{},
+                        counters, he.i32(0));
+  SmallVector<Value> extra{oPart, lsePart, counters};
+
+  KernelABI abi;
+  abi.kind = "mla_decode";
+  abi.args = argRoles(op);
+  abi.args.append({"o_part", "lse_part", "merge_counters"});
+  abi.grid = {GridExtentABI{"batch"}, GridExtentABI{"", s.headBlocks()},
+              GridExtentABI{"kv_splits"}};
+  abi.block = {s.threads(), 1, 1};
+  abi.smem = s.smemBytes();
+  abi.tileQ = s.rows();
+  abi.tileKV = kTileKeys;
+  abi.kvStages = kStages;
+  IRMapping map;
+  gpu::GPUFuncOp func =
+      createKernel(kmod, op, name, TypeRange{}, abi, map, extra);
+  {
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEmitter e{{b, loc}};
+    PageTable pt{map.lookup(op.getKvIndptr()), map.lookup(op.getKvIndices()),
+                 map.lookup(op.getKvLastPageLen()), s.pageSize,
+                 /*checked=*/false};
+    FusedMerge split;
+    split.oPart = map.lookup(oPart);
+    split.lsePart = map.lookup(lsePart);
+    split.counters = map.lookup(counters);
+    split.o = map.lookup(op.getOuts()[0]);
+    split.lse = map.lookup(op.getOuts()[1]);
+    split.lseBase2 = s.lseBase2;
+    MLAKernel k(e, s);
+    k.build(map.lookup(op.getQNope()), map.lookup(op.getQPe()),
+            map.lookup(op.getKvCache()), pt, map.lookup(op.getOuts()[0]),
+            map.lookup(op.getOuts()[1]), split);
+    gpu::ReturnOp::create(b, loc);
+  }
+  OpBuilder after(op->getContext());
+  after.setInsertionPointAfter(op);
+  launch(hb, op, func, {batch, he.idx(s.headBlocks()), he.idx(1)},
+         s.threads(), s.smemBytes(), extra);
+  for (Value v : extra)
+    gpu::DeallocOp::create(after, loc, /*asyncToken=*/Type(), ValueRange{},
+                           v);
+  return success();
+}
