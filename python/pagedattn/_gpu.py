@@ -24,7 +24,7 @@ BundleConfig = _struct("pa_bundle_config", [
     ("kv_scale", c_int), ("has_append", c_int), ("has_merge", c_int),
     ("has_merge_states", c_int), ("has_page_writes", c_int),
     ("has_cacheblend", c_int), ("topk_ratio", ctypes.c_double),
-    ("has_pack_mask", c_int)])
+    ("has_pack_mask", c_int), ("plan_chunk", i64), ("mla_kpe", i64)])
 DecodeArgs = _struct("pa_decode_args", [
     ("q", u64), ("kv", u64), ("k", u64), ("v", u64), ("kv_indptr", u64),
     ("kv_indices", u64), ("kv_last_page_len", u64), ("o", u64), ("lse", u64),
