@@ -13,13 +13,17 @@ B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
 eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")"
-for h in 128 16; do
-  n=mla_h${h}_p64_bf16
+# Ours first (both MLA kernel shapes at 128 heads), then FlashInfer's
+# backends on the same shapes.
+for n in mla_h128_p64_bf16 mla_h128_p64_bf16_wb2 mla_h16_p64_bf16; do
   "$R" bench-mla --batches 1,16,64,128 --lengths 1024,4096,8192 \
-    --out "$out/ours_h$h.md" "$B/$n" > /dev/null 2>&1
+    --out "$out/ours_$n.md" "$B/$n" > /dev/null 2>&1
+  cat "$out/ours_$n.md"
+done
+for h in 128 16; do
   timeout 400 python3 "$root/bench/fi_mla_bench.py" --heads "$h" \
     --batches 1,16,64,128 --lens 1024,4096,8192 --backends fa2,fa3 \
     --out "$out/fi_h$h.md" > "$out/fi_h$h.log" 2>&1
-  cat "$out/ours_h$h.md" "$out/fi_h$h.md"
-  tail -5 "$out/fi_h$h.log"
+  cat "$out/fi_h$h.md"
+  tail -3 "$out/fi_h$h.log"
 done

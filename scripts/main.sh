@@ -2,12 +2,14 @@
 # The main job (README): set up and build, then
 #   1. every example program in examples/ through pa-opt: verify,
 #      canonicalize, bufferize and lower to CPU code (pa-lower-to-cpu);
-#   2. compile the decode, prefill and cascade examples to PTX and, when
-#      ptxas is there, the decode, prefill and `--kernels all` (cascade)
-#      configurations (GQA 4, D 128, P 16, fp16) to cubin bundles
+#   2. compile the decode, prefill, cascade and MLA examples to PTX and,
+#      when ptxas is there, the decode, prefill and `--kernels all` (cascade)
+#      configurations (GQA 4, D 128, P 16, fp16) and DeepSeek's MLA decode
+#      (128 heads, ckv 512 + kpe 64, bf16, P 64) to cubin bundles
 #      (pa-compile);
 #   3. with a CUDA device: run the bundles against the float64 reference
-#      (pa-gpu-runner check, check-prefill, check-cascade); without one: run the CPU lowering of every op
+#      (pa-gpu-runner check, check-prefill, check-cascade, check-mla);
+#      without one: run the CPU lowering of every op
 #      on generated inputs against the reference and print the largest error
 #      per op.
 set -euo pipefail
@@ -41,6 +43,9 @@ echo "  PTX for sm_90 in $out/prefill-sm90.mlir (tensor-core prefill)"
 "$paopt" "$root/examples/cascade.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
   -o "$out/cascade-sm90.mlir"
 echo "  PTX for sm_90 in $out/cascade-sm90.mlir (a prefill per level and the merge)"
+"$paopt" "$root/examples/mla-decode.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
+  -o "$out/mla-decode-sm90.mlir"
+echo "  PTX for sm_90 in $out/mla-decode-sm90.mlir (MLA decode, tensor cores)"
 if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
@@ -61,6 +66,10 @@ if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
     --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint --chip sm_90 \
     -o "$out/bundle-all-gqa4"
   grep '^kernel' "$out/bundle-all-gqa4/bundle.manifest" | sed 's/^/    /'
+  # examples/mla-decode.mlir's configuration (DeepSeek-V3, weights absorbed).
+  "$build/bin/pa-compile" --kernels mla --head-dim 512 --kpe 64 \
+    --mla-heads 128 --page-size 64 --dtype bf16 --sm-scale 0.0721687824 \
+    --chip sm_90 -o "$out/bundle-mla"
 else
   echo "  (no ptxas: PTX only, no cubin)"
 fi
@@ -73,6 +82,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
   # examples/cascade.mlir's computation (shared prefix + suffixes) and the
   # merges, through the runtime's cascade plan.
   "$build/bin/pa-gpu-runner" check-cascade "$out/bundle-all-gqa4"
+  "$build/bin/pa-gpu-runner" check-mla "$out/bundle-mla"
 else
   echo "=== 3. no CUDA device: CPU lowering of every op vs the float64 reference"
   "$build/unittests/CPU/PACPUDifferentialTests" --gtest_brief=1 2>&1 \

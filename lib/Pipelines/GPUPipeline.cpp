@@ -39,6 +39,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.decodeTileKV = opts.decodeTileKV;
   tile.decodeKVStages = opts.decodeKVStages;
   tile.mlaRowBlocks = opts.mlaRowBlocks;
+  tile.mlaWarpBlocks = opts.mlaWarpBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).

@@ -85,6 +85,8 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "decode-tile-kv must be 64 or 128 (0: 64)";
   if (o.mlaRowBlocks != 0 && o.mlaRowBlocks != 1 && o.mlaRowBlocks != 2)
     return "mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)";
+  if (o.mlaWarpBlocks < 0 || o.mlaWarpBlocks > 2)
+    return "mla-warp-blocks must be 1 or mla-row-blocks (0: 1)";
   if (o.decodeKVStages != 0 &&
       (o.decodeKVStages < 2 || o.decodeKVStages > 4))
     return "decode-kv-stages must be 2, 3 or 4 (0: 2)";

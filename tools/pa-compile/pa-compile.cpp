@@ -183,6 +183,11 @@ static cl::opt<int64_t> kpe("kpe", cl::init(64),
                             cl::desc("--kernels mla: D_kpe, the rotary part "
                                      "of the latent cache's rows"),
                             cl::cat(category));
+static cl::opt<int64_t> mlaWarpBlocks(
+    "mla-warp-blocks", cl::init(0),
+    cl::desc("--kernels mla: 16-head row blocks per warp, 1 or "
+             "--mla-row-blocks (0: 1)"),
+    cl::cat(category));
 static cl::opt<int64_t> mlaRowBlocks(
     "mla-row-blocks", cl::init(0),
     cl::desc("--kernels mla: 16-head row blocks per CTA, 1 or 2 (0: 2 above "
@@ -340,6 +345,8 @@ bool checkFlags() {
     inRange(kpe, 1, kMaxConfigValue);
     if (mlaRowBlocks != 0 && mlaRowBlocks != 1 && mlaRowBlocks != 2)
       fail("--mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)");
+    if (mlaWarpBlocks < 0 || mlaWarpBlocks > 2)
+      fail("--mla-warp-blocks must be 1 or --mla-row-blocks (0: 1)");
     if (!smScale.getNumOccurrences() || smScale == 0)
       fail("--kernels mla needs --sm-scale (with absorbed weights the scale "
            "is the model's 1/sqrt(qk_nope_head_dim + qk_rope_head_dim), "
@@ -355,7 +362,7 @@ bool checkFlags() {
              "heads, no masks)");
   } else {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &mlaHeads, &kpe, &mlaRowBlocks})
+             &mlaHeads, &kpe, &mlaRowBlocks, &mlaWarpBlocks})
       if (o->getNumOccurrences())
         fail("--" + o->ArgStr + " is an MLA option: it needs --kernels mla");
   }
@@ -897,6 +904,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.decodeKVStages = decodeKVStages;
   opts.splitKVMerge = splitKVMerge;
   opts.mlaRowBlocks = mlaRowBlocks;
+  opts.mlaWarpBlocks = mlaWarpBlocks;
 }
 
 /// The bundle configuration of the flags.

@@ -181,6 +181,10 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     Option<"mlaRowBlocks", "mla-row-blocks", "int64_t", /*default=*/"0",
            "m16 row blocks (16 query heads each, 4 warps) per CTA of the "
            "pa.mla_decode kernel: 1 or 2 (0: 2 above 16 heads, else 1)">,
+    Option<"mlaWarpBlocks", "mla-warp-blocks", "int64_t", /*default=*/"0",
+           "m16 row blocks per warp of the pa.mla_decode kernel: 1 (4 warps "
+           "per row block) or mla-row-blocks (4 warps, each K / V fragment "
+           "serving every block; 0: 1)">,
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
            "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,

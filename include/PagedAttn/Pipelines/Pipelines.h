@@ -133,6 +133,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("16-head row blocks per CTA of the pa.mla_decode "
                      "kernel: 1 or 2 (0: 2 above 16 heads, else 1)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> mlaWarpBlocks{
+      *this, "mla-warp-blocks",
+      llvm::cl::desc("16-head row blocks per warp of the pa.mla_decode "
+                     "kernel: 1 or mla-row-blocks (0: 1)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> decodeKVStages{
       *this, "decode-kv-stages",
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "

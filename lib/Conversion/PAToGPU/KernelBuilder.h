@@ -198,13 +198,16 @@ LogicalResult buildMergeStates(MergeStatesOp op, gpu::GPUModuleOp kmod,
 
 /// MLAToGPU.cpp: checks that convert-pa-to-gpu can build the kernel of a
 /// memref-form pa.mla_decode with `rowBlocks` m16 row blocks per CTA (0:
-/// the default), an error at the op otherwise, before any IR changes.
-LogicalResult checkMLAKernel(MLADecodeOp op, int64_t rowBlocks);
+/// the default) of which each warp takes `warpBlocks` (0: 1), an error at
+/// the op otherwise, before any IR changes.
+LogicalResult checkMLAKernel(MLADecodeOp op, int64_t rowBlocks,
+                             int64_t warpBlocks);
 /// MLAToGPU.cpp: a memref-form pa.mla_decode becomes the tensor-core kernel
 /// `name` (ABI kind `mla_decode`, a CTA per request and 16 x rowBlocks
 /// query heads), launched in its place.
 LogicalResult buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
-                             StringRef name, int64_t rowBlocks);
+                             StringRef name, int64_t rowBlocks,
+                             int64_t warpBlocks);
 //===----------------------------------------------------------------------===//
 // Split-KV decode in one launch (SplitKVMerge.cpp)
 //===----------------------------------------------------------------------===//

@@ -63,12 +63,15 @@ constexpr int64_t kMaxSmem = 227 * 1024;
 struct MLAShape {
   Type elem;
   int64_t heads = 0, ckv = 0, kpe = 0, pageSize = 0, rowBlocks = 1;
+  /// m16 blocks per warp (each warp's QK and PV cover them all, so that
+  /// every K / V fragment it loads serves them all).
+  int64_t warpBlocks = 1;
   double smScale = 1;
   std::optional<double> softCap;
   bool lseBase2 = false;
 
   int64_t rows() const { return 16 * rowBlocks; }
-  int64_t warps() const { return kSlots * rowBlocks; }
+  int64_t warps() const { return kSlots * (rowBlocks / warpBlocks); }
   int64_t threads() const { return 32 * warps(); }
   int64_t width() const { return ckv + kpe; }
   int64_t stride() const { return width() + kPad; }
@@ -89,7 +92,8 @@ struct MLAShape {
   int64_t smemBytes() const { return redOffset() + redFloats() * 4; }
 };
 
-FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks) {
+FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks,
+                             int64_t warpBlocks) {
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
@@ -126,6 +130,12 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks) {
                                "16 heads, else 1), got "
                             << rowBlocks;
   s.rowBlocks = rowBlocks;
+  if (warpBlocks == 0)
+    warpBlocks = 1;
+  if (warpBlocks != 1 && warpBlocks != rowBlocks)
+    return op.emitOpError() << "mla-warp-blocks must be 1 or mla-row-blocks ("
+                            << rowBlocks << "), got " << warpBlocks;
+  s.warpBlocks = warpBlocks;
   if (s.smemBytes() > kMaxSmem)
     return op.emitOpError()
            << "MLA decode on the GPU: D_ckv + D_kpe = " << s.width()
@@ -157,6 +167,7 @@ private:
   OpBuilder &b;
   Location loc;
   const MLAShape &s;
+  /// The warp's first m16 block (of the CTA's rowBlocks) and its slot.
   Value tid, lane, warp, rowBlock, slot, smem, pTile, red;
   Value request, head0, kvLen, pageBase;
   /// This CTA's keys [kvStart, kvEnd) of the request (grid z splits them).
@@ -222,10 +233,10 @@ private:
       nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
   }
   /// Index of the f32 row statistic `which` (0 max, 1 sum) of row `r` of
-  /// the warp's row block written by slot `sl`.
-  Value redIndex(int64_t which, Value sl, Value r) {
+  /// m16 block `mblock` written by slot `sl`.
+  Value redIndex(int64_t which, Value mblock, Value sl, Value r) {
     Value blk = e.add(e.mul(e.add(e.mul(e.idx(which), e.idx(s.rowBlocks)),
-                                  rowBlock),
+                                  mblock),
                             e.idx(kSlots)),
                       sl);
     return e.add(e.mul(blk, e.idx(16)), r);
@@ -305,7 +316,7 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
   warp = e.divui(tid, e.idx(32));
-  rowBlock = e.divui(warp, e.idx(kSlots));
+  rowBlock = e.mul(e.divui(warp, e.idx(kSlots)), e.idx(s.warpBlocks));
   slot = e.remui(warp, e.idx(kSlots));
   request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   head0 = e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
@@ -356,16 +367,34 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
   Value quadRow = e.divui(lane, e.idx(4));
   Value laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
   Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
-  Value warpRow0 = e.mul(rowBlock, e.idx(16));
-  Value aRow = e.add(warpRow0, e.remui(lane, e.idx(16)));
+  int64_t wb = s.warpBlocks;
+  // m16 block mb of the warp: its first row, the ldmatrix row of its A
+  // fragments, and its index among the CTA's blocks.
+  auto blockOf = [&](int64_t mb) { return e.add(rowBlock, e.idx(mb)); };
+  auto blockRow0 = [&](int64_t mb) { return e.mul(blockOf(mb), e.idx(16)); };
+  auto aRow = [&](int64_t mb) {
+    return e.add(blockRow0(mb), e.remui(lane, e.idx(16)));
+  };
   Value aColOff = e.mul(l16, e.idx(8));
   Value colBase = e.mul(slot, e.idx(s.slotCols()));
   double qkScale = s.softCap ? s.smScale / *s.softCap
                              : s.smScale * kLog2e;
-
-  // State: m[2], l[2] (row halves lane / 4 and lane / 4 + 8), acc[nAcc].
-  SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
-  for (int64_t i = 0; i < nAcc; ++i)
+  // Accumulator sets of S per (block, n tile): enough independent mma
+  // chains (8) without holding too many fragments.
+  int64_t kSplit = kKSplit / wb;
+  // State per block mb: m[2], l[2] (row halves lane / 4 and lane / 4 + 8),
+  // acc[nAcc].
+  auto mIdx = [&](int64_t mb, int64_t h) { return mb * 2 + h; };
+  auto lIdx = [&](int64_t mb, int64_t h) { return 2 * wb + mb * 2 + h; };
+  auto accIdx = [&](int64_t mb, int64_t d) {
+    return 4 * wb + mb * nAcc + d;
+  };
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < 2 * wb; ++i)
+    init.push_back(e.negInf());
+  for (int64_t i = 0; i < 2 * wb; ++i)
+    init.push_back(e.f32(0));
+  for (int64_t i = 0; i < wb * nAcc; ++i)
     init.push_back(zeroC());
   auto loop = e.forLoop(
       e.idx(0), numTiles, init,
@@ -384,100 +413,126 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
         commitAndWait(/*wait=*/false);
         Value kv0 = stageRow(stage);
 
-        // S = Q K^T over the slot's 16 keys.
-        SmallVector<Value> sAcc(2 * kKSplit, zeroC());
+        // S = Q K^T over the slot's 16 keys, for each of the warp's blocks:
+        // sAcc[(set * wb + mb) * 2 + n].
+        SmallVector<Value> sAcc(2 * wb * kSplit, zeroC());
         Value krow = e.add(kv0, e.add(e.mul(slot, e.idx(kSlotKeys)),
                                       e.add(e.mul(l16, e.idx(8)), l8)));
         for (int64_t kk = 0; kk < kSteps; ++kk) {
-          Value a = ldmatrix(smem, aRow, e.add(e.idx(kk * 16), aColOff),
-                             /*transpose=*/false);
           Value kf = ldmatrix(smem, krow,
                               e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8))),
                               /*transpose=*/false);
-          int64_t set = kk % kKSplit;
-          sAcc[2 * set] = mma(a, half(kf, 0), sAcc[2 * set]);
-          sAcc[2 * set + 1] = mma(a, half(kf, 2), sAcc[2 * set + 1]);
+          Value b0 = half(kf, 0), b1 = half(kf, 2);
+          int64_t set = kk % kSplit;
+          for (int64_t mb = 0; mb < wb; ++mb) {
+            Value a = ldmatrix(smem, aRow(mb),
+                               e.add(e.idx(kk * 16), aColOff),
+                               /*transpose=*/false);
+            Value &s0 = sAcc[(set * wb + mb) * 2];
+            Value &s1 = sAcc[(set * wb + mb) * 2 + 1];
+            s0 = mma(a, b0, s0);
+            s1 = mma(a, b1, s1);
+          }
         }
-        // Base-2 logits, keys past kv_len at -inf.
+        // Base-2 logits, keys past the split's end at -inf:
+        // x[mb][h][n * 2 + i].
         Value key0 = e.add(t0, e.add(e.mul(slot, e.idx(kSlotKeys)), laneCol));
-        SmallVector<SmallVector<Value>> x(2); // x[h][n * 2 + i]
-        for (int64_t n = 0; n < 2; ++n) {
-          Value sum = sAcc[n];
-          for (int64_t set = 1; set < kKSplit; ++set)
-            sum = arith::AddFOp::create(b, loc, sum, sAcc[2 * set + n]);
-          for (int64_t h = 0; h < 2; ++h)
-            for (int64_t i = 0; i < 2; ++i) {
-              Value v = e.mul(elem(sum, h, i), e.f32(qkScale));
-              if (s.softCap)
-                v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
-              Value key = e.add(key0, e.idx(n * 8 + i));
-              x[h].push_back(
-                  e.select(e.cmpi(Pred::ult, key, kvEnd), v, e.negInf()));
-            }
-        }
+        SmallVector<SmallVector<SmallVector<Value>>> x(
+            wb, SmallVector<SmallVector<Value>>(2));
+        for (int64_t mb = 0; mb < wb; ++mb)
+          for (int64_t n = 0; n < 2; ++n) {
+            Value sum = sAcc[mb * 2 + n];
+            for (int64_t set = 1; set < kSplit; ++set)
+              sum = arith::AddFOp::create(b, loc, sum,
+                                          sAcc[(set * wb + mb) * 2 + n]);
+            for (int64_t h = 0; h < 2; ++h)
+              for (int64_t i = 0; i < 2; ++i) {
+                Value v = e.mul(elem(sum, h, i), e.f32(qkScale));
+                if (s.softCap)
+                  v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
+                Value key = e.add(key0, e.idx(n * 8 + i));
+                x[mb][h].push_back(
+                    e.select(e.cmpi(Pred::ult, key, kvEnd), v, e.negInf()));
+              }
+          }
         // Row maxima across the 4 slots.
-        for (int64_t h = 0; h < 2; ++h) {
-          Value mx = x[h][0];
-          for (Value v : ArrayRef<Value>(x[h]).drop_front())
-            mx = e.maxf(mx, v);
-          mx = quadReduce(mx, /*isMax=*/true);
-          Value r = e.add(quadRow, e.idx(8 * h));
-          e.ifThen(quad0, [&]() { e.store(mx, red, {redIndex(0, slot, r)}); });
-        }
+        for (int64_t mb = 0; mb < wb; ++mb)
+          for (int64_t h = 0; h < 2; ++h) {
+            Value mx = x[mb][h][0];
+            for (Value v : ArrayRef<Value>(x[mb][h]).drop_front())
+              mx = e.maxf(mx, v);
+            mx = quadReduce(mx, /*isMax=*/true);
+            Value r = e.add(quadRow, e.idx(8 * h));
+            e.ifThen(quad0, [&]() {
+              e.store(mx, red, {redIndex(0, blockOf(mb), slot, r)});
+            });
+          }
         gpu::BarrierOp::create(b, loc);
         SmallVector<Value> next(st.begin(), st.end());
-        SmallVector<Value> alpha(2);
-        for (int64_t h = 0; h < 2; ++h) {
-          Value r = e.add(quadRow, e.idx(8 * h));
-          Value mx = st[h];
-          for (int64_t sl = 0; sl < kSlots; ++sl)
-            mx = e.maxf(mx, e.load(red, {redIndex(0, e.idx(sl), r)}));
-          Value mUse =
-              e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
-          alpha[h] = e.ex2(e.sub(st[h], mUse));
-          next[h] = mx;
-          Value sum = e.f32(0);
-          for (Value &v : x[h]) {
-            v = e.ex2(e.sub(v, mUse));
-            sum = e.add(sum, v);
+        SmallVector<Value> alpha(2 * wb);
+        VectorType two = VectorType::get({2}, s.elem);
+        for (int64_t mb = 0; mb < wb; ++mb)
+          for (int64_t h = 0; h < 2; ++h) {
+            Value r = e.add(quadRow, e.idx(8 * h));
+            Value mx = st[mIdx(mb, h)];
+            for (int64_t sl = 0; sl < kSlots; ++sl)
+              mx = e.maxf(mx, e.load(red, {redIndex(0, blockOf(mb),
+                                                    e.idx(sl), r)}));
+            Value mUse =
+                e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
+            alpha[mb * 2 + h] = e.ex2(e.sub(st[mIdx(mb, h)], mUse));
+            next[mIdx(mb, h)] = mx;
+            Value sum = e.f32(0);
+            for (Value &v : x[mb][h]) {
+              v = e.ex2(e.sub(v, mUse));
+              sum = e.add(sum, v);
+            }
+            sum = quadReduce(sum, /*isMax=*/false);
+            e.ifThen(quad0, [&]() {
+              e.store(sum, red, {redIndex(1, blockOf(mb), slot, r)});
+            });
+            // P of the slot's keys into the shared P tile.
+            for (int64_t n = 0; n < 2; ++n) {
+              Value pv = vector::FromElementsOp::create(
+                  b, loc, two,
+                  ValueRange{e.fromF32(x[mb][h][n * 2], s.elem),
+                             e.fromF32(x[mb][h][n * 2 + 1], s.elem)});
+              Value col = e.add(e.mul(slot, e.idx(kSlotKeys)),
+                                e.add(e.idx(n * 8), laneCol));
+              vector::StoreOp::create(b, loc, pv, pTile,
+                                      ValueRange{e.add(blockRow0(mb), r), col},
+                                      /*nontemporal=*/false,
+                                      llvm::MaybeAlign(2 * s.elemBytes()));
+            }
           }
-          sum = quadReduce(sum, /*isMax=*/false);
-          e.ifThen(quad0,
-                   [&]() { e.store(sum, red, {redIndex(1, slot, r)}); });
-          // P of the slot's keys into the shared P tile.
-          VectorType two = VectorType::get({2}, s.elem);
-          for (int64_t n = 0; n < 2; ++n) {
-            Value pv = vector::FromElementsOp::create(
-                b, loc, two,
-                ValueRange{e.fromF32(x[h][n * 2], s.elem),
-                           e.fromF32(x[h][n * 2 + 1], s.elem)});
-            Value col = e.add(e.mul(slot, e.idx(kSlotKeys)),
-                              e.add(e.idx(n * 8), laneCol));
-            vector::StoreOp::create(b, loc, pv, pTile,
-                                    ValueRange{e.add(warpRow0, r), col},
-                                    /*nontemporal=*/false,
-                                    llvm::MaybeAlign(2 * s.elemBytes()));
-          }
-        }
         gpu::BarrierOp::create(b, loc);
-        for (int64_t h = 0; h < 2; ++h) {
-          Value r = e.add(quadRow, e.idx(8 * h));
-          Value sum = e.f32(0);
-          for (int64_t sl = 0; sl < kSlots; ++sl)
-            sum = e.add(sum, e.load(red, {redIndex(1, e.idx(sl), r)}));
-          next[2 + h] = LLVM::FMAOp::create(b, loc, st[2 + h], alpha[h], sum);
+        for (int64_t mb = 0; mb < wb; ++mb) {
+          for (int64_t h = 0; h < 2; ++h) {
+            Value r = e.add(quadRow, e.idx(8 * h));
+            Value sum = e.f32(0);
+            for (int64_t sl = 0; sl < kSlots; ++sl)
+              sum = e.add(sum, e.load(red, {redIndex(1, blockOf(mb),
+                                                     e.idx(sl), r)}));
+            next[lIdx(mb, h)] = LLVM::FMAOp::create(
+                b, loc, st[lIdx(mb, h)], alpha[mb * 2 + h], sum);
+          }
+          for (int64_t d = 0; d < nAcc; ++d) {
+            SmallVector<Value> v;
+            for (int64_t h = 0; h < 2; ++h)
+              for (int64_t i = 0; i < 2; ++i)
+                v.push_back(e.mul(elem(st[accIdx(mb, d)], h, i),
+                                  alpha[mb * 2 + h]));
+            next[accIdx(mb, d)] = fragment(v);
+          }
         }
-        for (int64_t d = 0; d < nAcc; ++d) {
-          SmallVector<Value> v;
-          for (int64_t h = 0; h < 2; ++h)
-            for (int64_t i = 0; i < 2; ++i)
-              v.push_back(e.mul(elem(st[4 + d], h, i), alpha[h]));
-          next[4 + d] = fragment(v);
-        }
-        // O += P V over the slot's columns.
+        // O += P V over the slot's columns; each V fragment serves the
+        // warp's blocks.
         for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
-          Value pa = ldmatrix(pTile, aRow, e.add(e.idx(kk * 16), aColOff),
-                              /*transpose=*/false);
+          SmallVector<Value> pa;
+          for (int64_t mb = 0; mb < wb; ++mb)
+            pa.push_back(ldmatrix(pTile, aRow(mb),
+                                  e.add(e.idx(kk * 16), aColOff),
+                                  /*transpose=*/false));
           Value vrow =
               e.add(kv0, e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)),
                                                      l8)));
@@ -485,8 +540,13 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
             Value vcol =
                 e.add(colBase, e.add(e.idx(dp * 16), e.mul(l16, e.idx(8))));
             Value vf = ldmatrix(smem, vrow, vcol, /*transpose=*/true);
-            next[4 + 2 * dp] = mma(pa, half(vf, 0), next[4 + 2 * dp]);
-            next[4 + 2 * dp + 1] = mma(pa, half(vf, 2), next[4 + 2 * dp + 1]);
+            Value b0 = half(vf, 0), b1 = half(vf, 2);
+            for (int64_t mb = 0; mb < wb; ++mb) {
+              Value &o0 = next[accIdx(mb, 2 * dp)];
+              Value &o1 = next[accIdx(mb, 2 * dp + 1)];
+              o0 = mma(pa[mb], b0, o0);
+              o1 = mma(pa[mb], b1, o1);
+            }
           }
         }
         return next;
@@ -502,32 +562,33 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
     Type oElem = cast<MemRefType>(outO.getType()).getElementType();
     int64_t oBytes = oElem.getIntOrFloatBitWidth() / 8;
     Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
-    for (int64_t h = 0; h < 2; ++h) {
-      Value r = e.add(warpRow0, e.add(quadRow, e.idx(8 * h)));
-      Value head = e.add(head0, r);
-      Value m = st[h], l = st[2 + h];
-      Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-      Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
-      Value lseV =
-          e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
-      e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
-        VectorType out = VectorType::get({2}, oElem);
-        for (int64_t d = 0; d < nAcc; ++d) {
-          Value a = st[4 + d];
-          Value v = vector::FromElementsOp::create(
-              b, loc, out,
-              ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
-                         e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
-          vector::StoreOp::create(
-              b, loc, v, outO,
-              ValueRange{row, head,
-                         e.add(colBase, e.add(e.idx(d * 8), laneCol))},
-              /*nontemporal=*/false, llvm::MaybeAlign(2 * oBytes));
-        }
-        e.ifThen(e.andi(quad0, e.cmpi(Pred::eq, slot, e.idx(0))),
-                 [&]() { e.store(lseV, outLse, {row, head}); });
-      });
-    }
+    for (int64_t mb = 0; mb < wb; ++mb)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value r = e.add(blockRow0(mb), e.add(quadRow, e.idx(8 * h)));
+        Value head = e.add(head0, r);
+        Value m = st[mIdx(mb, h)], l = st[lIdx(mb, h)];
+        Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+        Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+        Value lseV =
+            e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
+        e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
+          VectorType out = VectorType::get({2}, oElem);
+          for (int64_t d = 0; d < nAcc; ++d) {
+            Value a = st[accIdx(mb, d)];
+            Value v = vector::FromElementsOp::create(
+                b, loc, out,
+                ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
+                           e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+            vector::StoreOp::create(
+                b, loc, v, outO,
+                ValueRange{row, head,
+                           e.add(colBase, e.add(e.idx(d * 8), laneCol))},
+                /*nontemporal=*/false, llvm::MaybeAlign(2 * oBytes));
+          }
+          e.ifThen(e.andi(quad0, e.cmpi(Pred::eq, slot, e.idx(0))),
+                   [&]() { e.store(lseV, outLse, {row, head}); });
+        });
+      }
   };
   Value one = e.cmpi(Pred::eq, splits, e.idx(1));
   e.ifThen(one, [&]() { storeState(o, lse, request); });
@@ -550,13 +611,15 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
 
 } // namespace
 
-LogicalResult gpukernel::checkMLAKernel(MLADecodeOp op, int64_t rowBlocks) {
-  return success(succeeded(mlaShape(op, rowBlocks)));
+LogicalResult gpukernel::checkMLAKernel(MLADecodeOp op, int64_t rowBlocks,
+                                        int64_t warpBlocks) {
+  return success(succeeded(mlaShape(op, rowBlocks, warpBlocks)));
 }
 
 LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
-                                        StringRef name, int64_t rowBlocks) {
-  FailureOr<MLAShape> shape = mlaShape(op, rowBlocks);
+                                        StringRef name, int64_t rowBlocks,
+                                        int64_t warpBlocks) {
+  FailureOr<MLAShape> shape = mlaShape(op, rowBlocks, warpBlocks);
   if (failed(shape))
     return failure();
   const MLAShape &s = *shape;

@@ -667,7 +667,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       if (s && failed(checkTileKernel(op, *s)))
         return WalkResult::interrupt();
       if (auto m = dyn_cast<MLADecodeOp>(op);
-          m && failed(checkMLAKernel(m, mlaRowBlocks)))
+          m && failed(checkMLAKernel(m, mlaRowBlocks, mlaWarpBlocks)))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -747,7 +747,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                                         ctaThreads);
               })
               .Case([&](MLADecodeOp m) {
-                return buildMLADecode(m, kmod, "pa_mla_decode", mlaRowBlocks);
+                return buildMLADecode(m, kmod, "pa_mla_decode", mlaRowBlocks,
+                                      mlaWarpBlocks);
               });
       if (failed(r))
         return signalPassFailure();
