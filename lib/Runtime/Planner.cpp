@@ -132,6 +132,18 @@ Status pa::rt::validatePageTable(I32Span kvIndptr, I32Span kvIndices,
   return Status::success();
 }
 
+Status pa::rt::validatePageTable(I32Span kvIndptr, I32Span kvIndices,
+                                 I32Span lastPageLen, int64_t batch,
+                                 int64_t pageSize, int64_t numPages,
+                                 std::vector<int64_t> &kvLens) {
+  kvLens.clear();
+  if (Status s = validatePageTable(kvIndptr, kvIndices, lastPageLen, batch,
+                                   pageSize, numPages);
+      !s)
+    return s;
+  return kvLengths(kvIndptr, lastPageLen, batch, pageSize, kvLens);
+}
+
 Status pa::rt::validateQueries(I32Span qoIndptr, int64_t batch,
                                int64_t numQueryRows,
                                const std::vector<int64_t> &kvLens,

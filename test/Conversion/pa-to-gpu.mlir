@@ -89,7 +89,7 @@ func.func @window(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: m
 // changes, instead of staying behind on the host (pa.cascade reaches the
 // GPU through pa-cascade-decompose, which pa-lower-to-nvvm runs first).
 func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0: memref<2xi32>, %qo1: memref<9xi32>, %p0: memref<2xi32>, %p1: memref<9xi32>, %i0: memref<?xi32>, %i1: memref<?xi32>, %l0: memref<1xi32>, %l1: memref<8xi32>, %o: memref<8x32x128xf16>, %l: memref<8x32xf32>) {
-  // expected-error @+1 {{'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.append_kv, pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, pa.select_topk, pa.pack_mask and pa.plan_split_kv}}
+  // expected-error @+1 {{'pa.cascade' op is not supported on the GPU yet: convert-pa-to-gpu lowers pa.decode, pa.decode_partial, pa.merge_segments, pa.prefill, pa.prefill_partial, pa.append_kv_slots, pa.append_kv, pa.scatter_kv, pa.merge, pa.merge_states, pa.kv_deviation, pa.select_topk, pa.pack_mask, pa.plan_split_kv and pa.mla_decode (use pa-lower-to-cpu for the other ops)}}
   pa.cascade q(%q : memref<8x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) qo_indptrs(%qo0, %qo1 : memref<2xi32>, memref<9xi32>) kv_indptrs(%p0, %p1 : memref<2xi32>, memref<9xi32>) kv_indices(%i0, %i1 : memref<?xi32>, memref<?xi32>) kv_last_page_lens(%l0, %l1 : memref<1xi32>, memref<8xi32>) outs(%o, %l : memref<8x32x128xf16>, memref<8x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }

@@ -78,6 +78,12 @@ Status validatePageTable(I32Span kvIndptr, I32Span kvIndices,
                          I32Span lastPageLen, int64_t batch, int64_t pageSize,
                          int64_t numPages);
 
+/// validatePageTable() that also gives the table's lengths (kvLengths()) in
+/// `kvLens` (resized to `batch`; left empty on error).
+Status validatePageTable(I32Span kvIndptr, I32Span kvIndices,
+                         I32Span lastPageLen, int64_t batch, int64_t pageSize,
+                         int64_t numPages, std::vector<int64_t> &kvLens);
+
 /// Checked mode for prefill / append (docs/Semantics.md, "Prefill /
 /// append"): `qoIndptr` (batch + 1 entries) must start at 0, be
 /// non-decreasing and end at `numQueryRows` (the rows of q); without
