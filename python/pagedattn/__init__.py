@@ -6,7 +6,9 @@ See docs/Python.md."""
 from . import flashinfer, vllm
 from ._compiler import Config, bundle_dir, compile_bundle, find_compiler
 from .errors import BundleNotFoundError, CompileError, PagedAttnError
+from .pool import AutoCascade, PagePool, PoolFullError, apply_copies
 from .flashinfer import (BatchDecodeWithPagedKVCacheWrapper,
+                         BatchMLAPagedAttentionWrapper,
                          BatchPrefillWithPagedKVCacheWrapper,
                          MultiLevelCascadeAttentionWrapper,
                          append_paged_kv_cache, get_batch_indices_positions,

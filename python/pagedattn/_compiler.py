@@ -34,7 +34,7 @@ class Config:
     layout: str = "nhd"         # "nhd" | "hnd"
     dtype: str = "f16"          # "f16" | "bf16" | "f32"
     kv: str = "joint"           # "joint" | "split"
-    kernels: str = "all"        # "all" | "prefill" | "decode"
+    kernels: str = "all"        # "all" | "prefill" | "decode" | "mla"
     causal: bool = False
     window: int = 0             # Semantics' window (FlashInfer's window_left + 1)
     soft_cap: float = 0.0
@@ -43,13 +43,23 @@ class Config:
     custom_mask: bool = False
     alibi: bool = False
     chip: str = "sm_90"
+    lse_base2: bool = False
+    # kernels "mla": head_dim is D_ckv, group the query heads (kv_heads 1),
+    # kpe D_kpe.
+    kpe: int = 0
 
     def flags(self):
-        f = ["--target", self.target, "--kernels", self.kernels,
-             "--head-dim", str(self.head_dim), "--page-size",
-             str(self.page_size), "--kv-heads", str(self.kv_heads),
-             "--group", str(self.group), "--layout", self.layout,
-             "--dtype", self.dtype, "--kv", self.kv]
+        if self.kernels == "mla":
+            f = ["--target", self.target, "--kernels", "mla", "--head-dim",
+                 str(self.head_dim), "--kpe", str(self.kpe), "--mla-heads",
+                 str(self.group), "--page-size", str(self.page_size),
+                 "--dtype", self.dtype]
+        else:
+            f = ["--target", self.target, "--kernels", self.kernels,
+                 "--head-dim", str(self.head_dim), "--page-size",
+                 str(self.page_size), "--kv-heads", str(self.kv_heads),
+                 "--group", str(self.group), "--layout", self.layout,
+                 "--dtype", self.dtype, "--kv", self.kv]
         if self.target == "gpu":
             f += ["--chip", self.chip]
         if self.causal:
@@ -66,6 +76,8 @@ class Config:
             f.append("--custom-mask")
         if self.alibi:
             f.append("--alibi")
+        if self.lse_base2:
+            f.append("--lse-base2")
         return f
 
     def name(self):

@@ -25,6 +25,12 @@ BundleConfig = _struct("pa_bundle_config", [
     ("has_merge_states", c_int), ("has_page_writes", c_int),
     ("has_cacheblend", c_int), ("topk_ratio", ctypes.c_double),
     ("has_pack_mask", c_int), ("plan_chunk", i64), ("mla_kpe", i64)])
+MLADecodeArgs = _struct("pa_mla_decode_args", [
+    ("q_nope", u64), ("q_pe", u64), ("ckv_kpe", u64), ("kv_indptr", u64),
+    ("kv_indices", u64), ("kv_last_page_len", u64), ("o", u64), ("lse", u64),
+    ("batch", i64), ("num_pages", i64), ("nnz", i64), ("checked", c_int),
+    ("num_splits", i64), ("max_kv_len", i64), ("workspace", u64),
+    ("workspace_bytes", i64)])
 DecodeArgs = _struct("pa_decode_args", [
     ("q", u64), ("kv", u64), ("k", u64), ("v", u64), ("kv_indptr", u64),
     ("kv_indices", u64), ("kv_last_page_len", u64), ("o", u64), ("lse", u64),
@@ -106,6 +112,8 @@ def lib():
             "pa_cascade_plan": [vp, ctypes.POINTER(CascadeLevel), i64, i64,
                                 ctypes.POINTER(vp)],
             "pa_cascade_run": [vp, vp, ctypes.POINTER(CascadeArgs), vp],
+            "pa_mla_decode": [vp, ctypes.POINTER(MLADecodeArgs), vp],
+            "pa_mla_workspace_bytes": [vp, i64, i64, ctypes.POINTER(i64)],
         }.items():
             f = getattr(l, name)
             f.argtypes, f.restype = args, c_int

@@ -215,6 +215,41 @@ def attention(config, q, qo_indptr_host, cache, table, o, lse,
                "pa_prefill_run")
 
 
+def mla_decode(config, q_nope, q_pe, ckv_kpe, table, o, lse, num_pages):
+    """o, lse (in the bundle's base) of pa.mla_decode over `table` (a
+    PageTable checked against the cache's `num_pages`)."""
+    qa = _tensor.wrap(q_nope, "q_nope")
+    if config.target == "cpu":
+        b = bundle(config)
+        b.call("mla_decode", q_nope=q_nope, q_pe=q_pe, ckv_kpe=ckv_kpe,
+               kv_indptr=table.indptr_on(qa), kv_indices=table.indices_on(qa),
+               kv_last_page_len=table.last_on(qa), o=o, lse=lse)
+        return
+    from . import _gpu
+    b = gpu_bundle(config, qa)
+    l = _gpu.lib()
+    # The workspace of the runtime's automatic split-KV, kept per device.
+    need = ctypes.c_int64()
+    _gpu.check(l.pa_mla_workspace_bytes(b.ptr, table.batch, 0,
+                                        ctypes.byref(need)),
+               "pa_mla_workspace_bytes")
+    ws = table.cached_device(("mla_ws", need.value),
+                             np.zeros(max(need.value, 1), np.uint8), qa)
+    args = _gpu.MLADecodeArgs(
+        q_nope=qa.ptr, q_pe=_tensor.wrap(q_pe, "q_pe").ptr,
+        ckv_kpe=_tensor.wrap(ckv_kpe, "ckv_kpe").ptr,
+        kv_indptr=table.device_ptr("indptr", qa),
+        kv_indices=table.device_ptr("indices", qa),
+        kv_last_page_len=table.device_ptr("last", qa),
+        o=_tensor.wrap(o, "out").ptr, lse=_tensor.wrap(lse, "lse").ptr,
+        batch=table.batch, num_pages=num_pages, nnz=table.nnz,
+        max_kv_len=int(table.kv_len.max()) if table.batch else 0,
+        workspace=_tensor.wrap(ws, "workspace").ptr,
+        workspace_bytes=need.value)
+    _gpu.check(l.pa_mla_decode(b.ptr, ctypes.byref(args), cuda_stream(qa)),
+               "pa_mla_decode")
+
+
 class PageTable:
     """A planned page table: host copies (checked) and, per device, the
     arrays the kernels read; GPU plans cached by kind and queries."""

@@ -31,7 +31,7 @@ __all__ = [
     "BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
     "MultiLevelCascadeAttentionWrapper", "merge_state", "merge_state_in_place",
     "merge_states", "append_paged_kv_cache", "get_batch_indices_positions",
-    "packbits", "segment_packbits",
+    "packbits", "segment_packbits", "BatchMLAPagedAttentionWrapper",
 ]
 
 
@@ -266,6 +266,103 @@ class BatchDecodeWithPagedKVCacheWrapper:
     def run_return_lse(self, q, paged_kv_cache, *args, **kwargs):
         kwargs["return_lse"] = True
         return self.run(q, paged_kv_cache, *args, **kwargs)
+
+
+class BatchMLAPagedAttentionWrapper:
+    """flashinfer.mla.BatchMLAPagedAttentionWrapper for decode (one query
+    per request, FlashInfer's CSR metadata), over a packed latent cache
+    [num_pages, page_size, head_dim_ckv + head_dim_kpe] (FlashInfer's
+    kv_cache_layout="packed"), through pa.mla_decode (the GPU runtime's
+    pa_mla_decode with automatic split-KV, or the CPU bundle)."""
+
+    def __init__(self, float_workspace_buffer=None, use_cuda_graph=False,
+                 qo_indptr=None, kv_indptr=None, kv_indices=None,
+                 kv_len_arr=None, backend="auto"):
+        _unsupported(use_cuda_graph=use_cuda_graph)
+        self._plan = None
+
+    def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads,
+             head_dim_ckv, head_dim_kpe, page_size, causal, sm_scale,
+             q_data_type, kv_data_type, use_profiler=False, **kwargs):
+        _unsupported(use_profiler=use_profiler,
+                     **{k: v for k, v in kwargs.items()
+                        if k not in ("query_layout", "kv_cache_layout",
+                                     "lse_mode")})
+        if kwargs.get("kv_cache_layout", "packed") != "packed":
+            raise NotImplementedError("kv_cache_layout must be 'packed' (one "
+                                      "[pages, P, ckv + kpe] tensor)")
+        if not sm_scale or sm_scale <= 0:
+            raise ValueError("sm_scale must be > 0 (the model's "
+                             "1/sqrt(qk_nope_head_dim + qk_rope_head_dim))")
+        qo = _tensor.host_i32(qo_indptr, "qo_indptr")
+        b = qo.size - 1
+        if not np.array_equal(qo, np.arange(b + 1)):
+            raise NotImplementedError("PagedAttn's MLA is decode: one query "
+                                      "per request (qo_indptr = 0..B)")
+        # causal is moot for one query at the last position.
+        indptr = _tensor.host_i32(kv_indptr, "kv_indptr")
+        lens = _tensor.host_i32(kv_len_arr, "kv_len_arr")
+        _ops.check_indptr(indptr, "kv_indptr")
+        if lens.size != b or indptr.size != b + 1:
+            raise ValueError(f"kv_indptr has {indptr.size} entries and "
+                             f"kv_len_arr {lens.size} for {b} requests")
+        pages = np.diff(indptr)
+        if np.any(lens < 0) or np.any(lens > pages * page_size) or np.any(
+                (lens > 0) & (lens <= (pages - 1) * page_size)) or np.any(
+                (lens == 0) & (pages > 0)):
+            raise PagedAttnError("kv_len_arr does not match kv_indptr's "
+                                 "pages (each request needs exactly "
+                                 "ceil(kv_len / page_size) pages)")
+        last = np.where(pages > 0, lens - (pages - 1) * page_size,
+                        0).astype(np.int32)
+        self._plan = dict(
+            table=_ops.PageTable(indptr, kv_indices, last, page_size),
+            heads=num_heads, ckv=head_dim_ckv, kpe=head_dim_kpe,
+            page_size=page_size, sm_scale=float(sm_scale),
+            dtype=_dtype(q_data_type, "q_data_type"), checked=set())
+        if _dtype(kv_data_type, "kv_data_type") != self._plan["dtype"]:
+            raise NotImplementedError("q and the latent cache must share "
+                                      "one dtype")
+
+    def run(self, q_nope=None, q_pe=None, ckv_cache=None, kpe_cache=None,
+            out=None, lse=None, return_lse=False, *, query=None,
+            kv_cache=None, **kwargs):
+        """o [B, H, ckv] (and lse [B, H], base 2, with return_lse)."""
+        p = self._plan
+        if p is None:
+            raise PagedAttnError("run() before plan()")
+        _unsupported(**kwargs)
+        if query is not None:
+            q_nope, q_pe = query
+        if kv_cache is not None:
+            ckv_cache = kv_cache
+        if kpe_cache is not None:
+            raise NotImplementedError("separate ckv / kpe caches: pass the "
+                                      "packed [pages, P, ckv + kpe] cache")
+        qa = _tensor.wrap(q_nope, "q_nope")
+        t = p["table"]
+        H, C, R = p["heads"], p["ckv"], p["kpe"]
+        _tensor.check_array(qa, "q_nope", (t.batch, H, C), p["dtype"],
+                            qa.where)
+        _tensor.check_array(_tensor.wrap(q_pe, "q_pe"), "q_pe",
+                            (t.batch, H, R), p["dtype"], qa.where)
+        ca = _tensor.wrap(ckv_cache, "kv_cache")
+        if len(ca.shape) != 3 or ca.shape[1:] != (p["page_size"], C + R):
+            raise ValueError(f"kv_cache has shape {ca.shape}, expected "
+                             f"[pages, {p['page_size']}, {C + R}]")
+        _tensor.check_array(ca, "kv_cache", ca.shape, p["dtype"], qa.where)
+        if ca.shape[0] not in p["checked"]:
+            t.check_cache(ca.shape[0])
+            p["checked"].add(ca.shape[0])
+        out, lse = _outputs(qa, out, lse, t.batch, H, C)
+        config = Config(target=_target(qa), head_dim=C,
+                        page_size=p["page_size"], kv_heads=1, group=H,
+                        dtype=p["dtype"], kernels="mla", kpe=R,
+                        sm_scale=p["sm_scale"], lse_base2=True)
+        if t.batch:
+            _ops.mla_decode(config, q_nope, q_pe, ckv_cache, t, out, lse,
+                            ca.shape[0])
+        return (out, lse) if return_lse else out
 
 
 class BatchPrefillWithPagedKVCacheWrapper:
