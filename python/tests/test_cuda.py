@@ -364,6 +364,42 @@ def test_errors_cuda():
         raise AssertionError("a page out of range was accepted")
 
 
+def test_pool_cascade_cuda():
+    """The page pool's tables on CUDA tensors: decode over the pool's CSR
+    table, and the automatic cascade (the runtime's pa_cascade_run) equal
+    to it."""
+    from pagedattn.pool import PagePool, apply_copies
+    rng = _seed("pool")
+    n_pages = 64
+    pool = PagePool(n_pages, P)
+    host = rng.uniform(-1, 1, (n_pages, 2, P, HKV, D)).astype(np.float32)
+    cache = _t(host, torch.float16)
+    system = list(range(3 * P))
+    seqs = [pool.add_sequence(system + [100 + i, 200 + i])[0]
+            for i in range(4)]
+    seqs.append(pool.add_sequence(list(range(500, 530)))[0])
+    seqs.append(pool.fork(seqs[0]))
+    _, copies = pool.append(seqs, [1] * len(seqs), list(range(len(seqs))))
+    apply_copies(cache, copies)
+    ip, ix, lp = pool.csr_table(seqs)
+    casc = pool.auto_cascade(seqs)
+    assert casc.num_levels >= 2, casc.num_levels
+    q = _t(rng.uniform(-1, 1, (len(seqs), HQ, D)).astype(np.float32),
+           torch.float16)
+    rows = torch.as_tensor(np.asarray(casc.rows()), device="cuda")
+    w = pagedattn.MultiLevelCascadeAttentionWrapper(casc.num_levels, None)
+    w.plan(*casc.plan_args(), HQ, HKV, D, P)
+    o_c = w.run(q[rows].contiguous(), cache)
+    dw = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+    dw.plan(ip, ix, lp, HQ, HKV, D, P)
+    o = dw.run(q, cache)
+    torch.cuda.synchronize()
+    err = _rel(o_c, o[rows].float().cpu().numpy().astype(np.float64))
+    print(f"  pool: {casc.num_levels} levels, {len(copies)} page copies, "
+          f"cascade vs decode rel {err:.2e}")
+    assert err < 2e-3
+
+
 def test_mla_cuda():
     """BatchMLAPagedAttentionWrapper on torch CUDA tensors (the runtime's
     pa_mla_decode with automatic split-KV) against the float64 oracle, and

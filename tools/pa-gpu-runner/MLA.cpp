@@ -329,7 +329,7 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
         roofs.fillUniform(qPe.get(), static_cast<uint64_t>(B * H * c.kpeDim),
                           fillDtype(c.dtype), o.seed + 2, -1.f, 1.f, stream);
         int64_t wsBytes = 0;
-        PA_RT(pa_mla_workspace_bytes(bundle, B, 0, &wsBytes));
+        PA_RT(pa_mla_workspace_bytes(bundle, B, o.splits, &wsBytes));
         DeviceBuffer ws(static_cast<size_t>(std::max<int64_t>(wsBytes, 1)));
         Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int i) {
           const Set &s = sets[static_cast<size_t>(i) % sets.size()];

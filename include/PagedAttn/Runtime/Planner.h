@@ -319,11 +319,13 @@ int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
 //===----------------------------------------------------------------------===//
 
 /// The most splits of a request's keys pa_mla_decode picks by itself (the
-/// last CTA of a request merges its splits alone: more rows cost it time).
-constexpr int64_t kMaxMLASplits = 32;
+/// last CTA of a request merges its splits alone: beyond 16 that costs
+/// more than the parallelism gains, H200 2026-11-26,
+/// bench/results/mla-splits-sweep_2026-11-26_h200.md).
+constexpr int64_t kMaxMLASplits = 16;
 /// The fewest keys per split pa_mla_decode picks when it knows the longest
-/// request.
-constexpr int64_t kMinMLASplitTokens = 256;
+/// request (1 x 1024 ran fastest with 8 splits of 128 keys).
+constexpr int64_t kMinMLASplitTokens = 128;
 
 /// The splits of each request's keys for an MLA decode of `batch` requests
 /// whose kernel has `headBlocks` CTAs per request (grid y) on `slots` CTA

@@ -688,8 +688,8 @@ typedef struct pa_mla_decode_args {
   int checked;
   /** Split-KV: the CTAs that split each request's keys (their partial
    *  states merged by the last one of the request, in the same launch).
-   *  0: chosen by the runtime to fill the GPU (at most 32, and with
-   *  max_kv_len at least 256 keys per split), within workspace_bytes;
+   *  0: chosen by the runtime to fill the GPU (at most 16, and with
+   *  max_kv_len at least 128 keys per split), within workspace_bytes;
    *  1: no split; S > 1: exactly S (the workspace must hold them). */
   int64_t num_splits;
   /** Optional: the longest request's kv_len (0: unknown), which bounds the

@@ -16,6 +16,8 @@
 #include "PagedAttn/Dialect/PA.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -87,6 +89,72 @@ struct KernelEmitter : Emitter {
                                 toI32(mine), counter, ValueRange{idx(0)});
     gpu::BarrierOp::create(b, loc);
     return toIndex(load(counter, {idx(0)}));
+  }
+};
+
+/// The register-level pieces of the tensor-core kernels (TileToMma.cpp,
+/// MLAToGPU.cpp): mma.sync m16n8k16 fragments with f32 accumulators and
+/// `elemType` (f16 / bf16) operands.
+struct MmaFragments {
+  KernelEmitter &em;
+  Type elemType;
+
+  /// C / D: 2x2 f32 (rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
+  /// + {0, 1}); A: 4x2 elements; B: 2x2 elements.
+  VectorType fragC() const {
+    return VectorType::get({2, 2}, em.b.getF32Type());
+  }
+  VectorType fragA() const { return VectorType::get({4, 2}, elemType); }
+  VectorType fragB() const { return VectorType::get({2, 2}, elemType); }
+  Value zeroC() {
+    return arith::ConstantOp::create(
+        em.b, em.loc,
+        DenseElementsAttr::get(fragC(), em.b.getF32FloatAttr(0)));
+  }
+  /// ldmatrix x4 at base[row][col] (workgroup memory): an A fragment, or
+  /// (split by half()) two B fragments.
+  Value ldmatrix(Value base, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(em.b, em.loc, fragA(), base,
+                                     ValueRange{row, col}, transpose, 4);
+  }
+  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
+  Value half(Value frag, int64_t r) {
+    Value v = ub::PoisonOp::create(em.b, em.loc, fragB());
+    for (int64_t i = 0; i < 2; ++i)
+      v = vector::InsertOp::create(
+          em.b, em.loc, vector::ExtractOp::create(em.b, em.loc, frag, r + i),
+          v, i);
+    return v;
+  }
+  Value mma(Value a, Value bf, Value acc) {
+    return nvgpu::MmaSyncOp::create(em.b, em.loc, a, bf, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  }
+  /// A 2-D fragment from its elements in row-major order, built row by row
+  /// (the LLVM lowering of vectors handles 1-D rows inserted into n-D
+  /// arrays, not n-D vector.from_elements).
+  Value fragment(VectorType t, ArrayRef<Value> elems) {
+    int64_t cols = t.getDimSize(1);
+    VectorType rowT = VectorType::get({cols}, t.getElementType());
+    Value v = ub::PoisonOp::create(em.b, em.loc, t);
+    for (int64_t r = 0; r < t.getDimSize(0); ++r) {
+      Value row = vector::FromElementsOp::create(
+          em.b, em.loc, rowT, elems.slice(r * cols, cols));
+      v = vector::InsertOp::create(em.b, em.loc, row, v, r);
+    }
+    return v;
+  }
+  Value elem(Value v, int64_t h, int64_t i) {
+    return vector::ExtractOp::create(em.b, em.loc, v,
+                                     ArrayRef<int64_t>{h, i});
+  }
+  /// Max or sum over the 4 lanes of a quad (the threads of a C row).
+  Value quadReduce(Value x, bool isMax) {
+    return gpu::SubgroupReduceOp::create(
+        em.b, em.loc, x,
+        isMax ? gpu::AllReduceOperation::MAXIMUMF
+              : gpu::AllReduceOperation::ADD,
+        /*uniform=*/false, /*cluster_size=*/4u);
   }
 };
 

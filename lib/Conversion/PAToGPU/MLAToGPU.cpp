@@ -152,10 +152,10 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks,
 }
 
 /// The kernel body.
-class MLAKernel {
+class MLAKernel : MmaFragments {
 public:
-  MLAKernel(KernelEmitter &e, const MLAShape &s) : e(e), b(e.b), loc(e.loc),
-                                                    s(s) {}
+  MLAKernel(KernelEmitter &e, const MLAShape &s)
+      : MmaFragments{e, s.elem}, e(e), b(e.b), loc(e.loc), s(s) {}
 
   /// The kernel body; `split` holds the partial states and counters of
   /// the split-KV path (grid z > 1).
@@ -174,50 +174,6 @@ private:
   Value kvStart, kvEnd;
 
   Type f32() { return b.getF32Type(); }
-  VectorType fragC() { return VectorType::get({2, 2}, f32()); }
-  VectorType fragA() { return VectorType::get({4, 2}, s.elem); }
-  VectorType fragB() { return VectorType::get({2, 2}, s.elem); }
-  Value zeroC() {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
-  }
-  Value ldmatrix(Value base, Value row, Value col, bool transpose) {
-    return nvgpu::LdMatrixOp::create(b, loc, fragA(), base,
-                                     ValueRange{row, col}, transpose, 4);
-  }
-  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
-  Value half(Value frag, int64_t r) {
-    Value v = ub::PoisonOp::create(b, loc, fragB());
-    for (int64_t i = 0; i < 2; ++i)
-      v = vector::InsertOp::create(
-          b, loc, vector::ExtractOp::create(b, loc, frag, r + i), v, i);
-    return v;
-  }
-  Value mma(Value a, Value bf, Value acc) {
-    return nvgpu::MmaSyncOp::create(b, loc, a, bf, acc,
-                                    ArrayRef<int64_t>{16, 8, 16});
-  }
-  Value elem(Value v, int64_t h, int64_t i) {
-    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{h, i});
-  }
-  /// A 2x2 f32 fragment from its elements in row-major order.
-  Value fragment(ArrayRef<Value> xs) {
-    VectorType rowT = VectorType::get({2}, f32());
-    Value v = ub::PoisonOp::create(b, loc, fragC());
-    for (int64_t r = 0; r < 2; ++r)
-      v = vector::InsertOp::create(
-          b, loc,
-          vector::FromElementsOp::create(b, loc, rowT, xs.slice(2 * r, 2)), v,
-          r);
-    return v;
-  }
-  Value quadReduce(Value x, bool isMax) {
-    return gpu::SubgroupReduceOp::create(
-        b, loc, x,
-        isMax ? gpu::AllReduceOperation::MAXIMUMF
-              : gpu::AllReduceOperation::ADD,
-        /*uniform=*/false, /*cluster_size=*/4u);
-  }
   Value copy16(Value src, ValueRange srcIdx, Value dst, ValueRange dstIdx,
                Value valid) {
     Value n = e.select(valid, e.idx(8), e.idx(0));
@@ -522,7 +478,7 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
               for (int64_t i = 0; i < 2; ++i)
                 v.push_back(e.mul(elem(st[accIdx(mb, d)], h, i),
                                   alpha[mb * 2 + h]));
-            next[accIdx(mb, d)] = fragment(v);
+            next[accIdx(mb, d)] = fragment(fragC(), v);
           }
         }
         // O += P V over the slot's columns; each V fragment serves the

@@ -126,11 +126,12 @@ struct Env {
   SmallVector<Value> s;
 };
 
-class MmaLowering {
+class MmaLowering : MmaFragments {
 public:
   MmaLowering(KernelEmitter &e, const MmaConfig &c, Value stateM,
               Value stateL, Value stateAcc, Value scores)
-      : e(e), b(e.b), loc(e.loc), c(c), stateM(stateM), stateL(stateL),
+      : MmaFragments{e, c.elem}, e(e), b(e.b), loc(e.loc), c(c),
+        stateM(stateM), stateL(stateL),
         stateAcc(stateAcc), scores(scores) {}
 
   LogicalResult run(gpu::GPUFuncOp func);
@@ -160,57 +161,12 @@ private:
   PackedMask mask;
 
   Type f32() { return b.getF32Type(); }
-  VectorType fragC() { return VectorType::get({2, 2}, f32()); }
-  VectorType fragA() { return VectorType::get({4, 2}, c.elem); }
-  VectorType fragB() { return VectorType::get({2, 2}, c.elem); }
-  Value zeroC() {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(fragC(), b.getF32FloatAttr(0)));
-  }
   /// Row `r` of the warp's keys in a K / V tile.
   Value keyRow(Value r) { return c.kvWarps > 1 ? e.add(keyOff, r) : r; }
+  using MmaFragments::ldmatrix;
   Value ldmatrix(const SharedTile &t, Value row, Value col, bool transpose) {
-    return nvgpu::LdMatrixOp::create(
-        b, loc, fragA(), t.base,
-        ValueRange{e.add(e.idx(t.row0), row), e.add(e.idx(t.col0), col)},
-        transpose, 4);
-  }
-  /// Rows [r, r + 2) of a 4x2 fragment as a 2x2 B fragment.
-  Value half(Value frag, int64_t r) {
-    Value v = ub::PoisonOp::create(b, loc, fragB());
-    for (int64_t i = 0; i < 2; ++i)
-      v = vector::InsertOp::create(
-          b, loc, vector::ExtractOp::create(b, loc, frag, r + i), v, i);
-    return v;
-  }
-  Value mma(Value a, Value bf, Value acc) {
-    return nvgpu::MmaSyncOp::create(b, loc, a, bf, acc,
-                                    ArrayRef<int64_t>{16, 8, 16});
-  }
-  /// A 2-D fragment from its elements in row-major order, built row by row
-  /// (the LLVM lowering of vectors handles 1-D rows inserted into n-D
-  /// arrays, not n-D vector.from_elements).
-  Value fragment(VectorType t, ArrayRef<Value> elems) {
-    int64_t cols = t.getDimSize(1);
-    VectorType rowT = VectorType::get({cols}, t.getElementType());
-    Value v = ub::PoisonOp::create(b, loc, t);
-    for (int64_t r = 0; r < t.getDimSize(0); ++r) {
-      Value row = vector::FromElementsOp::create(
-          b, loc, rowT, elems.slice(r * cols, cols));
-      v = vector::InsertOp::create(b, loc, row, v, r);
-    }
-    return v;
-  }
-  Value elem(Value v, int64_t h, int64_t i) {
-    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{h, i});
-  }
-  /// Max or sum over the 4 lanes of a quad (the threads of a C row).
-  Value quadReduce(Value x, bool isMax) {
-    return gpu::SubgroupReduceOp::create(
-        b, loc, x,
-        isMax ? gpu::AllReduceOperation::MAXIMUMF
-              : gpu::AllReduceOperation::ADD,
-        /*uniform=*/false, /*cluster_size=*/4u);
+    return ldmatrix(t.base, e.add(e.idx(t.row0), row),
+                    e.add(e.idx(t.col0), col), transpose);
   }
   /// The factor from what logits() returns to base-2 logits: sm_scale *
   /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise (times the
