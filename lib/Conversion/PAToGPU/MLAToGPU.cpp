@@ -21,6 +21,8 @@
 //   * S = Q K^T: the warp's 16 rows x the slot's 16 keys of the tile,
 //     ldmatrix + mma.sync m16n8k16 over the 576 columns, the k steps spread
 //     over 4 independent accumulator sets so that the mma chain pipelines.
+//     With one block per warp the first Q fragments stay in registers
+//     (kQRegisterBudget below).
 //   * softmax across the 4 slots of a row block through shared memory: row
 //     maxima (barrier), then P = 2^(s - m) written to a shared P tile in the
 //     data type and the row sums (barrier); every warp then holds the same
@@ -43,6 +45,8 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::pa;
 using namespace mlir::pa::gpukernel;
@@ -58,6 +62,15 @@ constexpr int64_t kSlotKeys = kTileKeys / kSlots;
 constexpr int64_t kStages = 2;
 constexpr int64_t kPad = 8;       ///< row padding in elements (16 bytes)
 constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
+/// With one m16 block per warp, the Q fragments of the first
+/// kQRegisterBudget - D_ckv / 32 k steps (20 of 36 for DeepSeek's 512 +
+/// 64) stay in registers across the KV loop, next to the D_ckv / 32 output
+/// accumulators: shared-memory reads bound the kernel, and Q was a third
+/// of them. Measured (H200, 2026-11-26, 128 heads, 2 accumulator sets):
+/// 64 x 8192 903 -> 799 us with 20 steps held, 785 with 24; all 36 spill,
+/// and 24 spills a few bytes at small page sizes (bench/results/
+/// mla-q-registers_2026-11-26_h200.md).
+constexpr int64_t kQRegisterBudget = 36;
 constexpr int64_t kMaxSmem = 227 * 1024;
 
 struct MLAShape {
@@ -337,7 +350,10 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
                              : s.smScale * kLog2e;
   // Accumulator sets of S per (block, n tile): enough independent mma
   // chains (8) without holding too many fragments.
-  int64_t kSplit = kKSplit / wb;
+  int64_t qHeld = wb == 1 ? std::clamp<int64_t>(kQRegisterBudget - nAcc, 0,
+                                                  kSteps)
+                            : 0;
+  int64_t kSplit = qHeld > 0 ? 2 : kKSplit / wb;
   // State per block mb: m[2], l[2] (row halves lane / 4 and lane / 4 + 8),
   // acc[nAcc].
   auto mIdx = [&](int64_t mb, int64_t h) { return mb * 2 + h; };
@@ -352,6 +368,15 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
     init.push_back(e.f32(0));
   for (int64_t i = 0; i < wb * nAcc; ++i)
     init.push_back(zeroC());
+  // The held Q fragments, loaded once Q has landed (with tile 0).
+  SmallVector<Value> qFrag;
+  if (qHeld > 0) {
+    commitAndWait(/*wait=*/true);
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t kk = 0; kk < qHeld; ++kk)
+      qFrag.push_back(ldmatrix(smem, aRow(0), e.add(e.idx(kk * 16), aColOff),
+                               /*transpose=*/false));
+  }
   auto loop = e.forLoop(
       e.idx(0), numTiles, init,
       [&](Value t, ValueRange st) -> SmallVector<Value> {
@@ -381,9 +406,10 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
           Value b0 = half(kf, 0), b1 = half(kf, 2);
           int64_t set = kk % kSplit;
           for (int64_t mb = 0; mb < wb; ++mb) {
-            Value a = ldmatrix(smem, aRow(mb),
-                               e.add(e.idx(kk * 16), aColOff),
-                               /*transpose=*/false);
+            Value a = kk < qHeld ? qFrag[kk]
+                                 : ldmatrix(smem, aRow(mb),
+                                            e.add(e.idx(kk * 16), aColOff),
+                                            /*transpose=*/false);
             Value &s0 = sAcc[(set * wb + mb) * 2];
             Value &s1 = sAcc[(set * wb + mb) * 2 + 1];
             s0 = mma(a, b0, s0);
