@@ -67,14 +67,12 @@ Status checkGeometry(int64_t batch, int64_t pageSize, int64_t numPages) {
   return Status::success();
 }
 
-/// Validates a padded table [batch, width] whose row b uses `lens[b]`
+/// Validates a padded table [batch, width >= 0] whose row b uses `lens[b]`
 /// tokens (already range-checked): its first ceil(len/P) entries must be
 /// pages in [0, numPages).
 Status checkPadded(I32Span table, const char *name, int64_t batch,
                    int64_t width, int64_t pageSize, int64_t numPages,
                    const std::vector<int64_t> &lens) {
-  if (width < 0)
-    return fail("width = ", width, " is negative");
   if (table.size < 0 || (table.size > 0 && !table.data))
     return fail(name, " is null or has a negative length");
   if (width > 0 && batch > std::numeric_limits<int64_t>::max() / width)
@@ -137,6 +135,27 @@ Status ttLens(I32Span curPos, int64_t batch, int64_t width, int64_t pageSize,
                   "int32)");
     lens[b] = static_cast<int64_t>(curPos[b]) + 1;
   }
+  return Status::success();
+}
+
+/// The checks of a converter from a padded table (`tt`: tt-metal's
+/// page_table + cur_pos, else vLLM's block_tables + seq_lens): the
+/// geometry, the width, the lengths (into `lens`) and the table's used
+/// entries; a failure's message is prefixed by `what`.
+Status readPadded(const char *what, bool tt, I32Span table, I32Span lengths,
+                  int64_t batch, int64_t width, int64_t pageSize,
+                  int64_t numPages, std::vector<int64_t> &lens) {
+  Status s = checkGeometry(batch, pageSize, numPages);
+  if (s && width < 0)
+    s = fail("width = ", width, " is negative");
+  if (s)
+    s = tt ? ttLens(lengths, batch, width, pageSize, lens)
+           : vllmLens(lengths, batch, width, pageSize, lens);
+  if (s)
+    s = checkPadded(table, tt ? "page_table" : "block_tables", batch, width,
+                    pageSize, numPages, lens);
+  if (!s)
+    return fail(what, ": ", s.message);
   return Status::success();
 }
 
@@ -299,16 +318,11 @@ Status pa::rt::vllmToCsr(I32Span blockTables, I32Span seqLens, int64_t batch,
                          int64_t width, int64_t pageSize, int64_t numPages,
                          CsrTable &out) {
   std::vector<int64_t> lens;
-  if (Status s = checkGeometry(batch, pageSize, numPages); !s)
-    return fail("vllm_to_csr: ", s.message);
-  if (width < 0)
-    return fail("vllm_to_csr: width = ", width, " is negative");
-  if (Status s = vllmLens(seqLens, batch, width, pageSize, lens); !s)
-    return fail("vllm_to_csr: ", s.message);
-  if (Status s = checkPadded(blockTables, "block_tables", batch, width,
-                             pageSize, numPages, lens);
+  if (Status s = readPadded("vllm_to_csr", /*tt=*/false, blockTables,
+                            seqLens, batch, width, pageSize, numPages,
+                            lens);
       !s)
-    return fail("vllm_to_csr: ", s.message);
+    return s;
   if (Status s = fillCsr(paddedRows(blockTables, batch, width), lens,
                          pageSize, out);
       !s)
@@ -338,16 +352,11 @@ Status pa::rt::ttToCsr(I32Span pageTable, I32Span curPos, int64_t batch,
                        int64_t width, int64_t pageSize, int64_t numPages,
                        CsrTable &out) {
   std::vector<int64_t> lens;
-  if (Status s = checkGeometry(batch, pageSize, numPages); !s)
-    return fail("tt_to_csr: ", s.message);
-  if (width < 0)
-    return fail("tt_to_csr: width = ", width, " is negative");
-  if (Status s = ttLens(curPos, batch, width, pageSize, lens); !s)
-    return fail("tt_to_csr: ", s.message);
-  if (Status s = checkPadded(pageTable, "page_table", batch, width, pageSize,
-                             numPages, lens);
+  if (Status s = readPadded("tt_to_csr", /*tt=*/true, pageTable,
+                            curPos, batch, width, pageSize, numPages,
+                            lens);
       !s)
-    return fail("tt_to_csr: ", s.message);
+    return s;
   if (Status s = fillCsr(paddedRows(pageTable, batch, width), lens, pageSize,
                          out);
       !s)
@@ -359,16 +368,11 @@ Status pa::rt::vllmToTt(I32Span blockTables, I32Span seqLens, int64_t batch,
                         int64_t width, int64_t pageSize, int64_t numPages,
                         TtTable &out) {
   std::vector<int64_t> lens;
-  if (Status s = checkGeometry(batch, pageSize, numPages); !s)
-    return fail("vllm_to_tt: ", s.message);
-  if (width < 0)
-    return fail("vllm_to_tt: width = ", width, " is negative");
-  if (Status s = vllmLens(seqLens, batch, width, pageSize, lens); !s)
-    return fail("vllm_to_tt: ", s.message);
-  if (Status s = checkPadded(blockTables, "block_tables", batch, width,
-                             pageSize, numPages, lens);
+  if (Status s = readPadded("vllm_to_tt", /*tt=*/false, blockTables,
+                            seqLens, batch, width, pageSize, numPages,
+                            lens);
       !s)
-    return fail("vllm_to_tt: ", s.message);
+    return s;
   TtTable t;
   t.batch = batch;
   t.width = width;
@@ -383,16 +387,11 @@ Status pa::rt::ttToVllm(I32Span pageTable, I32Span curPos, int64_t batch,
                         int64_t width, int64_t pageSize, int64_t numPages,
                         VllmTable &out) {
   std::vector<int64_t> lens;
-  if (Status s = checkGeometry(batch, pageSize, numPages); !s)
-    return fail("tt_to_vllm: ", s.message);
-  if (width < 0)
-    return fail("tt_to_vllm: width = ", width, " is negative");
-  if (Status s = ttLens(curPos, batch, width, pageSize, lens); !s)
-    return fail("tt_to_vllm: ", s.message);
-  if (Status s = checkPadded(pageTable, "page_table", batch, width, pageSize,
-                             numPages, lens);
+  if (Status s = readPadded("tt_to_vllm", /*tt=*/true, pageTable,
+                            curPos, batch, width, pageSize, numPages,
+                            lens);
       !s)
-    return fail("tt_to_vllm: ", s.message);
+    return s;
   VllmTable t;
   t.batch = batch;
   t.width = width;

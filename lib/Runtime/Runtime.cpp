@@ -1086,25 +1086,27 @@ Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
 constexpr int64_t kMaxExplicitMLASplits = 1024;
 
 /// The automatic splits of an MLA decode of `batch` requests (mlaSplits over
-/// the device's CTA slots for the mla_decode kernel).
+/// the device's CTA slots for the mla_decode kernel, queried once per
+/// bundle rather than on every decode step).
 Status mlaSplitsOnDevice(const pa_bundle &b, int64_t batch, int64_t maxKVLen,
                          int64_t &splits) {
   const KernelSpec *k = b.manifest.find(KernelKind::MLADecode);
-  CUdevice dev;
-  PA_CU(cuCtxGetDevice(&dev));
-  int sms = 0, blocks = 0;
-  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                             dev));
-  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, b.function(KernelKind::MLADecode),
-      static_cast<int>(k->launch.block[0]),
-      static_cast<size_t>(k->launch.sharedBytes)));
+  if (b.mlaSlots == 0) {
+    CUdevice dev;
+    PA_CU(cuCtxGetDevice(&dev));
+    int sms = 0, blocks = 0;
+    PA_CU(cuDeviceGetAttribute(&sms,
+                               CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, b.function(KernelKind::MLADecode),
+        static_cast<int>(k->launch.block[0]),
+        static_cast<size_t>(k->launch.sharedBytes)));
+    b.mlaSlots = static_cast<int64_t>(sms) * std::max(blocks, 1);
+  }
   int64_t headBlocks = k->launch.grid[1].symbol == GridSymbol::Literal
                            ? k->launch.grid[1].value
                            : 1;
-  splits = mlaSplits(batch, headBlocks,
-                     static_cast<int64_t>(sms) * std::max(blocks, 1),
-                     maxKVLen);
+  splits = mlaSplits(batch, headBlocks, b.mlaSlots, maxKVLen);
   return Status::success();
 }
 

@@ -94,6 +94,9 @@ struct pa_bundle {
   std::vector<std::pair<std::string, CUmodule>> modules;
   /// By pa::rt::KernelKind; null when the bundle lacks the kernel.
   CUfunction functions[pa::rt::kNumKernelKinds] = {};
+  /// mla_decode's CTA slots on the bundle's device (SMs x CTAs per SM):
+  /// the automatic split-KV's budget, queried once, on first use.
+  mutable int64_t mlaSlots = 0;
 
   CUfunction function(pa::rt::KernelKind k) const {
     return functions[static_cast<int>(k)];
