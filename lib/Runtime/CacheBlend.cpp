@@ -79,11 +79,19 @@ Status runPageWrite(pa_bundle &b, const pa_page_write_args &a, bool scatter,
     PA_TRY(download(indptr, a.kv_indptr, a.batch + 1, stream, "kv_indptr"));
     PA_TRY(download(last, a.kv_last_page_len, a.batch, stream,
                     "kv_last_page_len"));
+    std::vector<int64_t> lens;
+    PA_TRY(kvLengths(indptr, last, a.batch, c.pageSize, lens));
+    // As pa_decode_run's checked mode: nnz is kv_indptr[batch], the
+    // entries of kv_indices (a table shorter than nnz says the two
+    // disagree, whichever is wrong).
+    if (indptr[a.batch] != a.nnz)
+      return fail("size mismatch: kv_indptr[", a.batch, "] = ",
+                  indptr[a.batch],
+                  " on the device, but nnz (entries of kv_indices) = ",
+                  a.nnz);
     PA_TRY(download(indices, a.kv_indices, a.nnz, stream, "kv_indices"));
     PA_TRY(validatePageTable(indptr, indices, last, a.batch, c.pageSize,
                              a.num_pages));
-    std::vector<int64_t> lens;
-    PA_TRY(kvLengths(indptr, last, a.batch, c.pageSize, lens));
     PA_TRY(download(rows, a.rows_indptr, a.batch + 1, stream, "rows_indptr"));
     PA_TRY(checkRowsIndptr(rows, a.batch, a.num_rows, "rows_indptr"));
     if (scatter) {

@@ -121,6 +121,39 @@ Status checkAligned(
   return Status::success();
 }
 
+/// A device array for checkDisjoint: its argument name, address and bytes.
+struct Extent {
+  const char *name;
+  pa_deviceptr ptr;
+  int64_t bytes;
+};
+
+/// Checked mode of the merges: no output overlaps an input or the other
+/// output (the kernels read the inputs while they write the outputs). Host
+/// arithmetic only, no copies.
+Status checkDisjoint(std::initializer_list<Extent> outs,
+                     std::initializer_list<Extent> ins) {
+  auto overlap = [](const Extent &x, const Extent &y) {
+    return x.bytes > 0 && y.bytes > 0 && x.ptr < y.ptr + y.bytes &&
+           y.ptr < x.ptr + x.bytes;
+  };
+  auto message = [](const Extent &x, const Extent &y) {
+    return fail("argument '", x.name, "' [0x", std::hex, x.ptr, ", 0x",
+                x.ptr + x.bytes, ") overlaps '", y.name, "' [0x", y.ptr,
+                ", 0x", y.ptr + y.bytes,
+                ") (the outputs must not overlap the inputs or each other)");
+  };
+  for (const Extent *o = outs.begin(); o != outs.end(); ++o) {
+    for (const Extent &in : ins)
+      if (overlap(*o, in))
+        return message(*o, in);
+    for (const Extent *p = o + 1; p != outs.end(); ++p)
+      if (overlap(*o, *p))
+        return message(*o, *p);
+  }
+  return Status::success();
+}
+
 Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
   PA_TRY(requireContext());
   PA_TRY(requireKernel(b, KernelKind::Merge, kMergeHint));
@@ -136,6 +169,12 @@ Status runMerge(pa_bundle &b, const pa_merge_args &a, CUstream stream) {
   dims.numQueryRows = a.num_rows;
   if (a.checked) {
     int64_t n = a.num_rows * c.numQHeads();
+    int64_t oBytes = n * c.headDim * elementBytes(c.dtype), lseBytes = n * 4;
+    PA_TRY(checkDisjoint({{"o", a.o, oBytes}, {"lse", a.lse, lseBytes}},
+                         {{"o_a", a.o_a, oBytes},
+                          {"lse_a", a.lse_a, lseBytes},
+                          {"o_b", a.o_b, oBytes},
+                          {"lse_b", a.lse_b, lseBytes}}));
     PA_TRY(checkLse(a.lse_a, n, stream, "lse_a"));
     PA_TRY(checkLse(a.lse_b, n, stream, "lse_b"));
   }
@@ -169,9 +208,16 @@ Status runMergeStates(pa_bundle &b, const pa_merge_states_args &a,
   dims.batch = a.num_rows;
   dims.numQueryRows = a.num_rows;
   dims.numStates = a.num_states;
-  if (a.checked && a.num_states > 0)
-    PA_TRY(checkLse(a.lse_states, a.num_rows * a.num_states * c.numQHeads(),
-                    stream, "lse_states"));
+  if (a.checked) {
+    int64_t n = a.num_rows * c.numQHeads(), ns = n * a.num_states;
+    int64_t eb = elementBytes(c.dtype);
+    PA_TRY(checkDisjoint(
+        {{"o", a.o, n * c.headDim * eb}, {"lse", a.lse, n * 4}},
+        {{"o_states", a.o_states, ns * c.headDim * eb},
+         {"lse_states", a.lse_states, ns * 4}}));
+    if (a.num_states > 0)
+      PA_TRY(checkLse(a.lse_states, ns, stream, "lse_states"));
+  }
   ArgBindings args;
   RoleBinder bind{c, dims, args};
   // A null pointer of an empty array is still a valid descriptor.

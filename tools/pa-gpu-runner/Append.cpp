@@ -322,6 +322,53 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
         reject("num_rows != rows_indptr[B]",
                "rows_indptr[23] = " + std::to_string(rows));
         x.num_rows = rows;
+        // nnz larger than the device's kv_indptr[B]: the two disagree
+        // (checked before kv_indices is read).
+        x.nnz = static_cast<int64_t>(indices.size()) + 1;
+        reject("nnz != kv_indptr[B]",
+               "size mismatch: kv_indptr[23] = " +
+                   std::to_string(indices.size()) +
+                   " on the device, but nnz (entries of kv_indices) = " +
+                   std::to_string(indices.size() + 1));
+        x.nnz = static_cast<int64_t>(indices.size());
+        // Request lengths after the append (the table's kv_len).
+        std::vector<int64_t> lens;
+        for (int64_t b = 0; b < batch; ++b) {
+          int64_t np = indptr[b + 1] - indptr[b];
+          lens.push_back(np ? (np - 1) * P + last[b] : 0);
+        }
+        if (scatter) {
+          // Two rows of one request to the same token.
+          for (int64_t b = 0; b < batch; ++b) {
+            int32_t r = rowsIndptr[b];
+            if (rowsIndptr[b + 1] - r < 2)
+              continue;
+            PA_CU(cuMemcpyHtoD(dPos.get() + 4 * (r + 1), &positions[r], 4));
+            reject("repeated position",
+                   "positions[" + std::to_string(r + 1) + "] = " +
+                       std::to_string(positions[r]) +
+                       " repeats a token of request " + std::to_string(b));
+            PA_CU(cuMemcpyHtoD(dPos.get() + 4 * (r + 1), &positions[r + 1],
+                               4));
+            break;
+          }
+        } else {
+          // Every row to the shortest request: more rows than its kv_len.
+          int64_t b = std::min_element(lens.begin(), lens.end()) -
+                      lens.begin();
+          if (lens[b] < rows) {
+            std::vector<int32_t> allToB(static_cast<size_t>(batch + 1), 0);
+            for (int64_t i = b + 1; i <= batch; ++i)
+              allToB[i] = static_cast<int32_t>(rows);
+            DeviceBuffer dAll = uploadVector(allToB);
+            x.rows_indptr = dAll.get();
+            reject("append_len > kv_len",
+                   "request " + std::to_string(b) + ": append_len = " +
+                       std::to_string(rows) + " > kv_len = " +
+                       std::to_string(lens[b]));
+            x.rows_indptr = dRows.get();
+          }
+        }
         if (scatter) {
           int32_t bad0 = -1;
           PA_CU(cuMemcpyHtoD(dPos.get(), &bad0, 4));

@@ -158,6 +158,16 @@ void checkMerges(pa_bundle *bundle, const rt::BundleConfig &c, test::Rng &rng,
         bad.checked = 0;
         expectRejected("misaligned o_a", pa_merge(bundle, &bad, nullptr),
                        "not 16-byte aligned", t);
+        // Outputs over inputs (checked mode; before the lse copies, so the
+        // NaN above is not what fails).
+        bad = m;
+        bad.o = m.o_a;
+        expectRejected("o over o_a (checked)", pa_merge(bundle, &bad, nullptr),
+                       "overlaps 'o_a'", t);
+        bad = m;
+        bad.lse = m.lse_b;
+        expectRejected("lse over lse_b (checked)",
+                       pa_merge(bundle, &bad, nullptr), "overlaps 'lse_b'", t);
       }
     }
   }
@@ -200,6 +210,19 @@ void checkMerges(pa_bundle *bundle, const rt::BundleConfig &c, test::Rng &rng,
     t.record(cmp.pass);
     printResult(fmt("merge_states R=%" PRId64 " S=%" PRId64, rows, states),
                 cmp, "20% weight-0 states");
+    if (states == 5) {
+      // Rejections (checked mode): o over o_states, a NaN lse_states.
+      pa_merge_states_args bad = m;
+      bad.o = m.o_states;
+      expectRejected("merge_states o over o_states",
+                     pa_merge_states(bundle, &bad, nullptr),
+                     "overlaps 'o_states'", t);
+      float nan = std::numeric_limits<float>::quiet_NaN();
+      PA_CU(cuMemcpyHtoD(dls.get() + 4 * 3, &nan, 4));
+      expectRejected("merge_states NaN lse (checked)",
+                     pa_merge_states(bundle, &m, nullptr),
+                     "lse_states[3] = nan", t);
+    }
   }
 }
 
