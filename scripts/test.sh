@@ -16,3 +16,9 @@ cd "$build"
 PAGEDATTN_COMPILER="$build/bin/pa-compile" \
 PAGEDATTN_CACHE_DIR="$build/pagedattn-cache" \
   "$build/pyenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
+# The ASan + UBSan build (build-san/): unit tests under the sanitizers, a
+# bounded run of each fuzz target, the corpus's coverage (docs/Fuzzing.md).
+# PA_SKIP_SANITIZE=1 skips it.
+if [ "${PA_SKIP_SANITIZE:-0}" != 1 ]; then
+  "$root/scripts/sanitize.sh"
+fi

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -22,6 +23,27 @@ static constexpr int64_t kDyn = ShapedType::kDynamic;
 //===----------------------------------------------------------------------===//
 // Shared checks
 //===----------------------------------------------------------------------===//
+
+/// Whether `a` and `b` have the same element type and shapes that are equal
+/// where both are static. Upstream's canonicalizations make one operand
+/// more static than its partner (tensor.empty with constant sizes, then
+/// tensor.cast folded into a destination-style op's outs), so the
+/// verifiers compare shapes this way rather than for equality.
+static bool sameUpToStaticDims(ShapedType a, ShapedType b) {
+  return a.getElementType() == b.getElementType() &&
+         succeeded(verifyCompatibleShape(a.getShape(), b.getShape()));
+}
+
+/// The K and V caches of a split cache: sameUpToStaticDims, and for memrefs
+/// the same layout and memory space.
+static bool sameCacheType(Type k, Type v) {
+  auto sk = cast<ShapedType>(k), sv = cast<ShapedType>(v);
+  if (!sameUpToStaticDims(sk, sv) || isa<MemRefType>(k) != isa<MemRefType>(v))
+    return false;
+  auto mk = dyn_cast<MemRefType>(k), mv = dyn_cast<MemRefType>(v);
+  return !mk || (mk.getLayout() == mv.getLayout() &&
+                 mk.getMemorySpace() == mv.getMemorySpace());
+}
 
 namespace {
 /// Verification context of one op: emits errors at the op's location and
@@ -171,7 +193,7 @@ public:
       if (failed(bind("num_pages", v, name, 0)))
         return failure();
     }
-    if (!joint && kv[0].getType() != kv[1].getType())
+    if (!joint && !sameCacheType(kv[0].getType(), kv[1].getType()))
       return error() << "k cache and v cache must have the same type, got "
                      << kv[0].getType() << " and " << kv[1].getType();
     elemTy = shaped(kv[0]).getElementType();
@@ -254,8 +276,7 @@ public:
     if (outs.size() != 2)
       return error() << "expects 2 outs (o, lse), got " << outs.size();
     ShapedType qt = shaped(q), ot = shaped(outs[0]), lt = shaped(outs[1]);
-    if (ot.getShape() != qt.getShape() ||
-        ot.getElementType() != qt.getElementType())
+    if (!sameUpToStaticDims(ot, qt))
       return error() << "o must have q's shape and element type "
                      << "(o: " << outs[0].getType() << ", q: " << q.getType()
                      << ")";
@@ -500,7 +521,8 @@ LogicalResult MLADecodeOp::verify() {
     return emitOpError() << "expects 2 outs (o, lse), got " << getOuts().size();
   Value o = getO(), lse = getLse();
   ShapedType ot = Checker::shaped(o), lt = Checker::shaped(lse);
-  if (ot.getShape() != Checker::shaped(getQNope()).getShape() ||
+  if (failed(verifyCompatibleShape(
+          ot.getShape(), Checker::shaped(getQNope()).getShape())) ||
       ot.getElementType() != elem)
     return emitOpError() << "o must have q_nope's shape [B, H, D_ckv] and "
                             "element type (o: "
@@ -742,7 +764,7 @@ LogicalResult MergeOp::verify() {
   if (!lt.getElementType().isF32())
     return emitOpError() << "lse must be f32, got " << lt.getElementType();
   if (ot.getRank() != lt.getRank() + 1 ||
-      ot.getShape().drop_back() != lt.getShape())
+      failed(verifyCompatibleShape(ot.getShape().drop_back(), lt.getShape())))
     return emitOpError() << "o must be lse's shape plus a head dim (o: "
                          << ot << ", lse: " << lt << ")";
   if (failed(c.bind("D", getOuts()[0], "o", ot.getRank() - 1)))
@@ -750,11 +772,12 @@ LogicalResult MergeOp::verify() {
   for (int64_t i = 0, e = getNumStates(); i < e; ++i) {
     ShapedType si = Checker::shaped(getStateO(i));
     ShapedType li = Checker::shaped(getStateLse(i));
-    if (si.getShape() != ot.getShape() ||
+    if (failed(verifyCompatibleShape(si.getShape(), ot.getShape())) ||
         si.getElementType() != ot.getElementType())
       return emitOpError() << "state " << i << ": o must have the shape and "
                            << "element type of the o out, got " << si;
-    if (li.getShape() != lt.getShape() || !li.getElementType().isF32())
+    if (failed(verifyCompatibleShape(li.getShape(), lt.getShape())) ||
+        !li.getElementType().isF32())
       return emitOpError() << "state " << i << ": lse must have the shape of "
                            << "the lse out and be f32, got " << li;
   }

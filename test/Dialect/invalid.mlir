@@ -99,9 +99,9 @@ func.func @case11(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kv1
 
 // -----
 
-func.func @case12(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<4x16x8x128xf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
+func.func @case12(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<4x16x8x128xbf16>, %ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %o: tensor<4x32x128xf16>, %l: tensor<4x32xf32>) {
   // expected-error @+1 {{k cache and v cache must have the same type}}
-  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<4x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  %r:2 = pa.decode q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<4x16x8x128xbf16>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%o, %l : tensor<4x32x128xf16>, tensor<4x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }
 
@@ -323,9 +323,9 @@ func.func @case39(%q: tensor<?x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x
 
 // -----
 
-func.func @case40(%q: tensor<7x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>, %pos: tensor<6xi32>) {
+func.func @case40(%q: tensor<7x32x128xf16>, %qo: tensor<3xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %lp: tensor<2xi32>, %o: tensor<8x32x128xf16>, %l: tensor<?x32xf32>, %pos: tensor<6xi32>) {
   // expected-error @+1 {{o must have q's shape}}
-  %r:2 = pa.prefill q(%q, %qo : tensor<7x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<6xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
+  %r:2 = pa.prefill q(%q, %qo : tensor<7x32x128xf16>, tensor<3xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<3xi32>, tensor<?xi32>, tensor<2xi32>) positions(%pos : tensor<6xi32>) outs(%o, %l : tensor<8x32x128xf16>, tensor<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }
 
