@@ -45,7 +45,9 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));
   pm.addPass(pa::createPAPromoteTiles());
-  pm.addPass(pa::createPATileToMma());
+  pa::PATileToMmaOptions mma;
+  mma.rescaleThreshold = opts.rescaleThreshold;
+  pm.addPass(pa::createPATileToMma(mma));
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

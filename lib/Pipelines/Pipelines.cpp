@@ -72,6 +72,9 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (o.prefillTileKV != 0 && o.prefillTileKV != 16 && o.prefillTileKV != 32 &&
       o.prefillTileKV != 64 && o.prefillTileKV != 128)
     return "prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)";
+  if (!(o.rescaleThreshold >= 0 && o.rescaleThreshold <= 15))
+    return "rescale-threshold must lie in [0, 15] (0: rescale whenever the "
+           "maximum grows)";
   if (o.prefillWarpRows != 0 && o.prefillWarpRows != 16 &&
       o.prefillWarpRows != 32)
     return "prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)";

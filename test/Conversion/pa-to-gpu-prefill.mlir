@@ -1,4 +1,5 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu | FileCheck %s --check-prefix=DEFAULT
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=32" | FileCheck %s --check-prefix=SHAPE
 
 // Stage 1 of the prefill GPU pipeline: pa.prefill becomes a kernel over
@@ -10,6 +11,8 @@
 // CHECK-LABEL: func.func @prefill(
 // CHECK: gpu.launch_func @pa_kernels::@pa_prefill blocks in ({{.*}}) threads in ({{.*}}) args(
 // CHECK-LABEL: gpu.module @pa_kernels
+// The default shape at D = 128: 8 warps x 32 rows over 64-key tiles.
+// DEFAULT: gpu.func @pa_prefill({{.*}}) kernel attributes {pa.kernel = {{{.*}}block = array<i64: 256, 1, 1>{{.*}}tile_kv = 64 : i64, tile_q = 256 : i64}
 // CHECK: gpu.func @pa_prefill({{.*}}) kernel attributes {pa.kernel = {args = ["q", "qo_indptr", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 256, 1, 1>, grid = ["q_tiles", "kv_heads", "batch"], kind = "prefill", smem = 0 : i64, tile_kv = 32 : i64, tile_q = 256 : i64}
 // CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<256x128xf32>
 // CHECK-DAG: %[[S:.*]] = memref.alloca() : memref<256x32xf32>

@@ -1,5 +1,5 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --enable-var-scope
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu --pa-promote-tiles | %python -c "import re, sys; t = sys.stdin.read(); sys.exit(0 if re.search(r'%%(\w+) = arith\.cmpi ult, %%\w+, %%c384\w* : index\n\s+scf\.if %%\1 \{\n(?:[^{}\n]*\n)*?[^{}\n]*nvgpu\.device_async_copy', t) else 'no guarded partial round of K/V copies')"
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles | %python -c "import re, sys; t = sys.stdin.read(); sys.exit(0 if re.search(r'%%(\w+) = arith\.cmpi ult, %%\w+, %%c384\w* : index\n\s+scf\.if %%\1 \{\n(?:[^{}\n]*\n)*?[^{}\n]*nvgpu\.device_async_copy', t) else 'no guarded partial round of K/V copies')"
 
 // Stage 2 of the prefill GPU pipeline (after convert-pa-to-gpu): Q, K and V
 // move to dynamic shared memory, [256 + 4 x 32][128 + 8] f16 (Q, then K and

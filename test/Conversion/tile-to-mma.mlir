@@ -1,4 +1,4 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --enable-var-scope
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warp-rows=16" --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --check-prefix=QREG
 
 // Stage 3 of the prefill GPU pipeline (after pa-promote-tiles): the tile

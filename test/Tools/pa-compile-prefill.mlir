@@ -5,22 +5,23 @@
 // The shipping kernel is pa-opt's pipeline on the same program:
 // RUN: pa-opt %t/gqa4/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt.ptx
 // RUN: diff %t/opt.ptx %t/gqa4/kernels.ptx
-// ptxas: no spill, no stack.
+// ptxas: under 100 bytes of spill (96: 64-key tiles at D = 128, docs/GPU.md).
 // RUN: %ptxas -v --gpu-name=sm_90 %t/gqa4/kernels.ptx -o %t/gqa4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Every mask option and a bf16 split HND cache with 4 warps of 32 keys:
 // RUN: pa-compile --kernels prefill --dtype bf16 --kv split --layout hnd --head-dim 96 --page-size 5 --positions --custom-mask --alibi --lse-base2 --sm-scale 0.25 --logits-soft-cap 30 --prefill-warps 4 --prefill-tile-kv 32 -o %t/masks | FileCheck %s --check-prefix=LOG2
 // RUN: FileCheck %s --check-prefix=MASKS < %t/masks/bundle.manifest
 // RUN: not pa-compile --kernels prefill --prefill-warps 6 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not pa-compile --kernels prefill --rescale-threshold 16 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADT
 
-// LOG: prefill tile_q 256, tile_kv 32, smem 104448
+// LOG: prefill tile_q 256, tile_kv 64, smem 139264
 // MANIFEST: kernel prefill kernels.cubin pa_prefill
 // MANIFEST-NEXT: prefill queries_per_tile 64 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
 // MANIFEST-NEXT: arg q memref 3 f16
 // MANIFEST-NEXT: arg qo_indptr memref 1 i32
-// MANIFEST: launch grid q_tiles kv_heads batch block 256 1 1 smem 104448
+// MANIFEST: launch grid q_tiles kv_heads batch block 256 1 1 smem 139264
 // PTXAS: Compiling entry function 'pa_prefill' for 'sm_90'
 // PTXAS-NEXT: Function properties for pa_prefill
-// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: {{[0-9]?[0-9]}} bytes stack frame, {{[0-9]?[0-9]}} bytes spill stores, {{[0-9]?[0-9]}} bytes spill loads
 // PTXAS-NEXT: Used {{[0-9]+}} registers
 // LOG2: prefill tile_q 128, tile_kv 32
 // MASKS: prefill queries_per_tile 32 causal 0 window 0 soft_cap 30 sm_scale 0.25 lse_base2 1
@@ -30,3 +31,4 @@
 // MASKS-NEXT: arg alibi_slopes memref 1 f32
 // MASKS: launch grid q_tiles kv_heads batch block 128 1 1
 // BAD: --prefill-warps must be 4 or 8
+// BADT: --rescale-threshold must lie in [0, 15]

@@ -124,6 +124,12 @@ static cl::opt<int64_t> prefillTileKV(
     cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64, 128 (0: "
              "32)"),
     cl::cat(category));
+static cl::opt<double> rescaleThreshold(
+    "rescale-threshold", cl::init(8.0),
+    cl::desc("Tensor-core kernels' lazy rescaling: base-2 growth of a row's "
+             "maximum before the accumulators are rescaled, in [0, 15] (0: "
+             "whenever it grows)"),
+    cl::cat(category));
 static cl::opt<int64_t> prefillWarpRows(
     "prefill-warp-rows", cl::init(0),
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
@@ -295,6 +301,9 @@ bool checkFlags() {
   if (prefillTileKV != 0 && prefillTileKV != 16 && prefillTileKV != 32 &&
       prefillTileKV != 64 && prefillTileKV != 128)
     fail("--prefill-tile-kv must be 16, 32, 64 or 128 (0: 32)");
+  if (!(rescaleThreshold >= 0 && rescaleThreshold <= 15))
+    fail("--rescale-threshold must lie in [0, 15] (0: whenever the maximum "
+         "grows)");
   if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
     fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
   if (prefillKVWarps != 0 && prefillKVWarps != 1 && prefillKVWarps != 4 &&
@@ -897,6 +906,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.headsPerCTA = headsPerCTA;
   opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
   opts.prefillTileKV = prefillTileKV;
+  opts.rescaleThreshold = rescaleThreshold;
   opts.prefillWarpRows = prefillWarpRows;
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;

@@ -1025,14 +1025,14 @@ bool chooseShort(const std::vector<int64_t> &qoLens,
 }
 } // namespace
 
-TEST(PrefillKernelChoice, ThresholdIs4096MeanKeysPerQuery) {
-  EXPECT_EQ(kShortPrefillMaxMeanKeys, 4096);
-  // The measured shapes (docs/PERFORMANCE.md): short at 512 and 2048 keys
-  // per query, long at 8192 and 16384 and for the append shape.
+TEST(PrefillKernelChoice, ThresholdIs1024MeanKeysPerQuery) {
+  EXPECT_EQ(kShortPrefillMaxMeanKeys, 1024);
+  // The measured shapes (docs/PERFORMANCE.md): short at 512 keys per
+  // query, long at 2048, 8192 and 16384 and for the append shape.
   EXPECT_TRUE(chooseShort(std::vector<int64_t>(64, 512),
                           std::vector<int64_t>(64, 512)));
-  EXPECT_TRUE(chooseShort(std::vector<int64_t>(16, 2048),
-                          std::vector<int64_t>(16, 2048)));
+  EXPECT_FALSE(chooseShort(std::vector<int64_t>(16, 2048),
+                           std::vector<int64_t>(16, 2048)));
   EXPECT_FALSE(chooseShort(std::vector<int64_t>(4, 8192),
                            std::vector<int64_t>(4, 8192)));
   EXPECT_FALSE(chooseShort(std::vector<int64_t>(2, 16384),
@@ -1040,19 +1040,19 @@ TEST(PrefillKernelChoice, ThresholdIs4096MeanKeysPerQuery) {
   EXPECT_FALSE(chooseShort(std::vector<int64_t>(8, 512),
                            std::vector<int64_t>(8, 8192)));
   // Both sides of the threshold, exactly.
-  EXPECT_TRUE(chooseShort({100}, {4096}));
-  EXPECT_FALSE(chooseShort({100}, {4097}));
-  // Weighted by queries: (1 * 4096 + 1 * 4097) / 2 = 4096.5 > 4096;
-  // (3 * 4095 + 1 * 4099) / 4 = 4096 exactly.
-  EXPECT_FALSE(chooseShort({1, 1}, {4096, 4097}));
-  EXPECT_TRUE(chooseShort({3, 1}, {4095, 4099}));
+  EXPECT_TRUE(chooseShort({100}, {1024}));
+  EXPECT_FALSE(chooseShort({100}, {1025}));
+  // Weighted by queries: (1 * 1024 + 1 * 1025) / 2 = 1024.5 > 1024;
+  // (3 * 1023 + 1 * 1027) / 4 = 1024 exactly.
+  EXPECT_FALSE(chooseShort({1, 1}, {1024, 1025}));
+  EXPECT_TRUE(chooseShort({3, 1}, {1023, 1027}));
   // A long request with few queries beside many short queries is short:
-  // (1000 * 100 + 10 * 100000) / 1010 = 1089.
-  EXPECT_TRUE(chooseShort({1000, 10}, {100, 100000}));
+  // (1000 * 100 + 10 * 50000) / 1010 = 594.
+  EXPECT_TRUE(chooseShort({1000, 10}, {100, 50000}));
   // and the other way round: (10 * 100 + 1000 * 100000) / 1010 = 99010.
   EXPECT_FALSE(chooseShort({10, 1000}, {100, 100000}));
   // Requests without queries do not count, whatever their keys.
-  EXPECT_TRUE(chooseShort({0, 5}, {1 << 30, 4000}));
+  EXPECT_TRUE(chooseShort({0, 5}, {1 << 30, 1000}));
   // Another threshold.
   EXPECT_TRUE(chooseShort({2}, {10}, 10));
   EXPECT_FALSE(chooseShort({2}, {11}, 10));

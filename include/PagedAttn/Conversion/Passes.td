@@ -280,7 +280,20 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
     memory, f32 tiles, a tile shape that does not give 16 or 32 rows per
     warp, load_q / gather_kv left (run pa-promote-tiles first), other
     control flow around the state.
+
+    Lazy rescaling (`rescale-threshold=T`, base-2 units, default 8): the
+    maximum a row's exponents are taken against moves only when the tile's
+    maximum exceeds it by more than T, so that most KV tiles skip
+    rescaling the accumulators (P then lies in [0, 2^T], exact in f16 /
+    bf16; o = acc / l and lse = m + log2 l are unchanged). T = 0 rescales
+    whenever the maximum grows (every tile's ex2 / multiplies, the
+    classic online softmax).
   }];
+  let options = [
+    Option<"rescaleThreshold", "rescale-threshold", "double", "8.0",
+           "Base-2 growth of a row's maximum before the accumulators are "
+           "rescaled (0: whenever it grows; at most 15)">
+  ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

@@ -112,6 +112,12 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Keys per K/V tile of the prefill kernel: 16, 32, 64 or "
                      "128 (0: 32)"),
       llvm::cl::init(0)};
+  PassOptions::Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("pa-tile-to-mma's lazy rescaling: base-2 growth of a "
+                     "row's maximum before the accumulators are rescaled, "
+                     "in [0, 15] (0: whenever it grows)"),
+      llvm::cl::init(8.0)};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",
       llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "

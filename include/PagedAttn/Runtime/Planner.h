@@ -104,13 +104,13 @@ Status prefillQueryTiles(I32Span qoIndptr, int64_t batch,
 
 /// The largest mean keys per query at which the prefill planner prefers
 /// the short-tile kernel (prefill_short). Measured on an H200, causal fp16
-/// D128 (docs/PERFORMANCE.md, "Prefill from the staged pipeline"): the
-/// 128-row tile (4 warps, 2 CTAs per SM) beats the 256-row tile (8 warps, 1
-/// CTA per SM) at 512 and 2048 keys per query (GQA 4: 221 vs 203 and 285.5
-/// vs 281 TFLOP/s; MHA: 193 vs 156 and 272 vs 254) and loses at 8192 and
-/// 16384 (302 vs 322, 304 vs 329; append 512 queries over 8192 keys: 294
-/// vs 310); 4096 lies between the measured sides.
-inline constexpr int64_t kShortPrefillMaxMeanKeys = 4096;
+/// D128, 2026-11-26 (docs/PERFORMANCE.md, "Prefill over 64-key tiles"):
+/// the 128-row tile (4 warps, 32-key tiles, 2 CTAs per SM) beats the
+/// 256-row tile (8 warps, 64-key tiles, 1 CTA per SM) at 512 keys per
+/// query (GQA 4: 226 vs 211 TFLOP/s; MHA: 194 vs 165) and loses at 2048
+/// (GQA 4: 287 vs 307.5; MHA: 273 vs 275.5) and beyond; 1024 lies between
+/// the measured sides.
+inline constexpr int64_t kShortPrefillMaxMeanKeys = 1024;
 
 /// The prefill planner's kernel choice: true (prefill_short) iff the batch
 /// has queries and its mean keys per query,

@@ -349,7 +349,7 @@ int pa_prefill_plan(pa_bundle *bundle, const int32_t *qo_indptr,
 /** pa_prefill_plan with options (NULL: the defaults, the same as
  *  pa_prefill_plan). With kernel AUTO the plan launches `prefill_short`
  *  when the bundle has it and the batch is short: its mean keys per query,
- *  sum_b qo_len_b * kv_len_b / sum_b qo_len_b, is at most 4096
+ *  sum_b qo_len_b * kv_len_b / sum_b qo_len_b, is at most 1024
  *  (pa::rt::choosePrefillShort); else `prefill`. */
 int pa_prefill_plan_ex(pa_bundle *bundle, const int32_t *qo_indptr,
                        const int32_t *kv_indptr,

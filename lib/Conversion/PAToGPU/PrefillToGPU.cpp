@@ -100,14 +100,23 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
   if (failed(checkTileOperands(p, "pa.prefill", c)))
     return failure();
   // Up to D = 128: 8 warps of 32 rows (two m16 blocks sharing each K/V
-  // fragment) over 32-key tiles (H200, 2026-11-23, causal 4 x 8192, GQA 4:
-  // 307 TFLOP/s, vs 281 for 8 x 16 rows / 64 keys and 249 for 4 x 16 / 64;
-  // docs/PERFORMANCE.md). Above D = 128 the accumulators of 16 rows already
-  // fill the registers: 4 warps of 16 rows, 32 keys.
+  // fragment) over 64-key tiles: Q's fragments are re-read from shared
+  // memory once per tile, and shared-memory reads bound the kernel (H200,
+  // 2026-11-26, causal 4 x 8192, GQA 4: 352 TFLOP/s, vs 324 with 32-key
+  // tiles; docs/PERFORMANCE.md), at D = 128 with 96-116 bytes of spill (a
+  // few values touched once a tile). D = 96 and 112 spill 160-280 bytes
+  // over 64 keys and keep 32, as does the 4-warp shape. Above D = 128 the
+  // accumulators of 16 rows already fill the registers: 4 warps of 16
+  // rows, 32 keys.
   c.warps = shape.warps > 0 ? shape.warps : (c.headDim <= 128 ? 8 : 4);
-  c.keys = shape.tileKV > 0 ? shape.tileKV : 32;
   c.mTiles = shape.warpRows > 0 ? shape.warpRows / 16
                                 : (c.headDim <= 128 ? 2 : 1);
+  c.keys = shape.tileKV > 0
+               ? shape.tileKV
+               : (c.warps == 8 && c.mTiles == 2 &&
+                          (c.headDim <= 80 || c.headDim == 128)
+                      ? 64
+                      : 32);
   c.kvWarps = shape.kvWarps > 0 ? shape.kvWarps : 1;
   if ((c.warps != 4 && c.warps != 8) || c.keys % 16 != 0 || c.keys > 128 ||
       (shape.warpRows != 0 && shape.warpRows != 16 && shape.warpRows != 32) ||

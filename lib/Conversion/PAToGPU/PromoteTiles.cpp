@@ -55,6 +55,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <functional>
+#include <numeric>
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PAPROMOTETILES
@@ -283,9 +284,33 @@ private:
   /// `elems` elements a chunk: its row and first column.
   std::pair<Value, Value> chunk(int64_t i, int64_t elems) {
     int64_t cpr = l.headDim / elems;
-    Value id = localId(i, /*kv=*/false);
+    if (l.threads % cpr == 0) {
+      // Every round covers whole rows: the thread keeps its column and
+      // steps by threads / cpr rows, so that the rounds' addresses are one
+      // base plus constants (fewer live registers in the KV loop).
+      auto [r0, col] = chunk0(tid, cpr, elems);
+      return {e.add(r0, e.idx(i * (l.threads / cpr))), col};
+    }
+    return chunk0(localId(i, /*kv=*/false), cpr, elems);
+  }
+  /// Row and first column of chunk `id` of a tile of cpr chunks a row.
+  std::pair<Value, Value> chunk0(Value id, int64_t cpr, int64_t elems) {
     return {e.divui(id, e.idx(cpr)),
             e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
+  }
+  /// The least number of K / V chunk rounds whose rows differ by a
+  /// multiple of the page size (P / gcd(P, kvRowStep())), 0 when the
+  /// rounds' rows are not evenly spaced.
+  int64_t pagePeriod() const {
+    int64_t step = kvRowStep();
+    return step ? pages.pageSize / std::gcd(pages.pageSize, step) : 0;
+  }
+  /// Rows between a thread's consecutive K / V chunk rounds when every
+  /// round keeps its column (0: the rounds' rows are not evenly spaced).
+  int64_t kvRowStep() const {
+    int64_t cpr = l.headDim / l.kvChunk();
+    int64_t n = l.warpLocal() ? 32 : l.threads;
+    return n % cpr == 0 ? n / cpr : 0;
   }
   /// K / V chunk round `i` of this thread: its row and first column. With
   /// warp-local tiles warp w takes the rows of its keys, [w K / W, (w + 1)
@@ -347,10 +372,13 @@ std::pair<Value, Value> Promoter::kvChunkAt(int64_t i) {
   if (!l.warpLocal())
     return chunk(i, elems);
   int64_t cpr = l.headDim / elems;
-  Value id = localId(i, /*kv=*/true);
   Value row0 = e.mul(e.divui(tid, e.idx(32)), e.idx(l.keys / l.kvWarps));
-  return {e.add(row0, e.divui(id, e.idx(cpr))),
-          e.mul(e.remui(id, e.idx(cpr)), e.idx(elems))};
+  if (int64_t step = kvRowStep()) {
+    auto [r, col] = chunk0(e.remui(tid, e.idx(32)), cpr, elems);
+    return {e.add(row0, e.add(r, e.idx(i * step))), col};
+  }
+  auto [r, col] = chunk0(localId(i, /*kv=*/true), cpr, elems);
+  return {e.add(row0, r), col};
 }
 
 void Promoter::kvBarrier() {
@@ -362,15 +390,25 @@ void Promoter::kvBarrier() {
 
 SmallVector<Value> Promoter::lookupPages(Value start) {
   SmallVector<Value> out;
+  // Rounds q = pagePeriod() apart lie a whole number of pages apart, so
+  // that their entries are those of the first q rounds plus constants: one
+  // address per family rather than one per round.
+  int64_t q = pagePeriod();
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
     Value t = e.add(start, kvChunkAt(i).first);
+    Value base = pageBase, tq = t;
+    if (q && i >= q) {
+      base = e.add(pageBase, e.idx((i / q) * (q * kvRowStep() /
+                                              pages.pageSize)));
+      tq = e.add(start, kvChunkAt(i % q).first);
+    }
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing. Kept as i32
     // (kv_indices' type) while carried to the next step.
     out.push_back(e.ifThenElse(
         kvChunkValid(i, t), b.getI32Type(),
         [&]() -> SmallVector<Value> {
-          return {pages.pageEntry(e, pageBase, t)};
+          return {pages.pageEntry(e, base, tq)};
         },
         [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0]);
   }
@@ -385,11 +423,16 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
   };
   Value kRow0 = row0(false), vRow0 = row0(true);
   Value dst = l.fp8() ? smem8 : smem;
+  // Rounds pagePeriod() apart share their slot within their pages.
+  int64_t q = pagePeriod();
+  SmallVector<Value> slots;
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
     auto [r, col] = kvChunkAt(i);
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
-    Value slot = e.remui(t, e.idx(pages.pageSize));
+    if (!q || i < q)
+      slots.push_back(e.remui(t, e.idx(pages.pageSize)));
+    Value slot = q ? slots[i % q] : slots[i];
     auto copyKV = [&](SmallVectorImpl<Value> &out) {
       for (bool isV : {false, true})
         out.push_back(copy16(

@@ -66,6 +66,9 @@ struct MmaConfig {
   /// tile, K = keys / kvWarps, with a softmax state of its own.
   int64_t kvWarps = 1;
   double smScale = 1.0;
+  /// Lazy rescaling: a row's reference maximum moves only when a tile's
+  /// maximum exceeds it by more than this (base 2); 0: whenever it grows.
+  double rescaleThreshold = 0;
   /// An fp8 cache's K scale (pa.tile.qk's k_scale) and V scale
   /// (pa.tile.store's v_scale) of the CTA's KV head: f32 values defined
   /// before the KV loop; null without.
@@ -429,11 +432,16 @@ void MmaLowering::softmaxUpdate(Env &env) {
   ArrayRef<Value> state = env.state;
   SmallVector<Value> next(state);
   const SmallVector<Value> &x = env.s;
-  // Online softmax per row half (base 2).
+  // Online softmax per row half (base 2). state[r] is the reference maximum
+  // the row's exponents are taken against; with lazy rescaling it moves
+  // only when the tile's maximum exceeds it by more than the threshold, so
+  // p = 2^(x - m) <= 2^threshold and most tiles leave acc alone.
   Value post = e.f32(postScale());
   if (c.kScale && !(c.softCap || c.alibi))
     post = e.mul(post, c.kScale);
+  const bool lazy = c.rescaleThreshold > 0;
   SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
+  Value anyMoved;
   for (int64_t mt = 0; mt < mT; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       int64_t r = 2 * mt + h;
@@ -444,6 +452,15 @@ void MmaLowering::softmaxUpdate(Env &env) {
       mx = quadReduce(mx, /*isMax=*/true);
       // Logits are x * post; post > 0 keeps the maximum's place.
       Value mNew = e.maxf(state[r], e.mul(mx, post));
+      if (lazy) {
+        // Moves when mNew > m + T (from -inf: on the first finite score).
+        Value moved = e.cmpf(FPred::OGT, mNew,
+                             e.add(state[r], e.f32(c.rescaleThreshold)));
+        mNew = e.select(moved, mNew, state[r]);
+        anyMoved = anyMoved ? arith::OrIOp::create(b, loc, anyMoved, moved)
+                                  .getResult()
+                            : moved;
+      }
       mUse[r] = e.select(e.cmpf(FPred::OEQ, mNew, e.negInf()), e.f32(0), mNew);
       alpha[r] = e.ex2(e.sub(state[r], mUse[r]));
       next[r] = mNew;
@@ -469,16 +486,35 @@ void MmaLowering::softmaxUpdate(Env &env) {
   for (int64_t r = 0; r < halves; ++r)
     next[halves + r] =
         LLVM::FMAOp::create(b, loc, state[halves + r], alpha[r], rowSum[r]);
-  // acc *= alpha (row-wise).
+  // acc *= alpha (row-wise); lazily only when one of the thread's rows
+  // moved its maximum (alpha is exactly 1 for the others: ex2(0)).
+  auto rescaled = [&]() {
+    SmallVector<Value> out;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+        Value acc = state[accIndex(mt, dn)];
+        SmallVector<Value> v;
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t i = 0; i < 2; ++i)
+            v.push_back(e.mul(elem(acc, h, i), alpha[2 * mt + h]));
+        out.push_back(fragment(fragC(), v));
+      }
+    return out;
+  };
+  SmallVector<Value> accs;
+  if (lazy) {
+    SmallVector<Value> old;
+    for (int64_t mt = 0; mt < mT; ++mt)
+      for (int64_t dn = 0; dn < c.dTiles(); ++dn)
+        old.push_back(state[accIndex(mt, dn)]);
+    SmallVector<Type> types(old.size(), fragC());
+    accs = e.ifThenElse(anyMoved, types, rescaled, [&]() { return old; });
+  } else {
+    accs = rescaled();
+  }
   for (int64_t mt = 0; mt < mT; ++mt)
-    for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-      Value acc = state[accIndex(mt, dn)];
-      SmallVector<Value> v;
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t i = 0; i < 2; ++i)
-          v.push_back(e.mul(elem(acc, h, i), alpha[2 * mt + h]));
-      next[accIndex(mt, dn)] = fragment(fragC(), v);
-    }
+    for (int64_t dn = 0; dn < c.dTiles(); ++dn)
+      next[accIndex(mt, dn)] = accs[mt * c.dTiles() + dn];
   env.state = next;
   env.s = p;
 }
@@ -962,8 +998,16 @@ struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
       if (holdsTileOps(func))
         funcs.push_back(func);
     });
+    if (!(rescaleThreshold >= 0 && rescaleThreshold <= 15)) {
+      getOperation().emitError()
+          << "pa-tile-to-mma: rescale-threshold must lie in [0, 15] (p = "
+             "2^(x - m) must stay finite in f16), got "
+          << rescaleThreshold;
+      return signalPassFailure();
+    }
     for (gpu::GPUFuncOp func : funcs) {
       MmaConfig c;
+      c.rescaleThreshold = rescaleThreshold;
       Value m, l, acc, scores;
       if (failed(makeConfig(func, c, m, l, acc, scores)))
         return signalPassFailure();
