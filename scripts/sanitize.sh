@@ -117,12 +117,14 @@ for t in "${targets[@]}"; do
   rm -rf "$work" "$art"; mkdir -p "$work" "$art"
   seed=()
   [ -n "${PA_FUZZ_SEED:-}" ] && seed=(-seed="$PA_FUZZ_SEED")
+  maxlen=4096 # the targets' own bounds (IR 4 KiB, manifests 16 KiB)
+  [ "$t" = pa-manifest-fuzz ] && maxlen=16384
   log="$san/fuzz-$t.log"
   echo "sanitize: fuzzing $t for ${seconds}s (log: $log)"
   rc=0
   LLVM_PROFILE_FILE=/dev/null "$san/bin/$t" "${seed[@]}" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -max_len=4096 -print_final_stats=1 -artifact_prefix="$art" \
+    -max_len="$maxlen" -print_final_stats=1 -artifact_prefix="$art" \
     "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   used=$(grep -m1 -o 'INFO: Seed: [0-9]*' "$log" || true)
