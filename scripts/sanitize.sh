@@ -83,9 +83,11 @@ fi
 unit_done=$(date +%s)
 
 if ((regenerate)); then
-  # New seeds (the modules of examples/ and the CPU path's lit tests), merged
-  # with the corpus already checked in: -merge=1 keeps a minimal subset with
-  # the same coverage.
+  # The seeds (the modules of examples/ and the CPU path's lit tests; the
+  # manifests of the main build's tests) merged with the corpus checked in:
+  # -merge=1 on edge coverage alone keeps a small subset with the same
+  # edges. The finds of fuzz runs are not added (docs/Fuzzing.md, "The
+  # corpus"); reproducers of findings (regression-*) are always kept.
   seeds="$san/fuzz-seeds"; rm -rf "$seeds"; mkdir -p "$seeds"
   python3 "$root/fuzz/split_seeds.py" "$seeds/ir"
   for t in "${targets[@]}"; do
@@ -93,7 +95,7 @@ if ((regenerate)); then
     extra=()
     [ "$t" = pa-ir-fuzz ] && extra=("$seeds/ir")
     if [ "$t" = pa-manifest-fuzz ]; then
-      # The manifests pa-compile wrote in the main build's lit tests.
+      # The manifests pa-compile wrote in the main build's tests.
       mkdir -p "$seeds/manifest"
       find "${PA_BUILD_DIR:-$root/build}" -name bundle.manifest -size -16k \
         | while read -r f; do
@@ -101,9 +103,10 @@ if ((regenerate)); then
           done
       extra=("$seeds/manifest")
     fi
-    [ -d "$san/fuzz-work/$t" ] && extra+=("$san/fuzz-work/$t")
-    LLVM_PROFILE_FILE=/dev/null "$san/bin/$t" -merge=1 -timeout=10 \
-      "$seeds/$t-new" "$root/fuzz/corpus/$t" "${extra[@]}" 2>&1 | tail -n 2
+    LLVM_PROFILE_FILE=/dev/null "$san/bin/$t" -merge=1 -use_counters=0 \
+      -use_cmp=0 -timeout=10 "$seeds/$t-new" "$root/fuzz/corpus/$t" \
+      "${extra[@]}" 2>&1 | tail -n 1
+    cp "$root/fuzz/corpus/$t"/regression-* "$seeds/$t-new/" 2>/dev/null || true
     rm -rf "$root/fuzz/corpus/$t"
     mv "$seeds/$t-new" "$root/fuzz/corpus/$t"
   done
