@@ -100,6 +100,9 @@ prefill=(
   "prefill_g4_d256_p1_f16_nhd_joint_window_none 2 4 256 1 f16 nhd joint --window 64"
   "prefill_g8_d128_p16_bf16_hnd_split_positions_mask 1 8 128 16 bf16 hnd split --positions --custom-mask --alibi"
   "prefill_g1_d64_p64_bf16_nhd_joint_softcap_none 4 1 64 64 bf16 nhd joint --logits-soft-cap 20 --lse-base2"
+  "prefill_gqa4_d128_p16_f16_nhd_joint_causal_w4kv64 8 4 128 16 f16 nhd joint --causal --prefill-warps 4 --prefill-tile-kv 64 --prefill-variants one"
+  "prefill_g4_d96_p5_f16_nhd_split_window_pagelist 2 4 96 5 f16 nhd split --causal --window 100 --page-list-rounds 1"
+  "prefill_g1_d64_p1_bf16_hnd_joint_causal_pagelist 4 1 64 1 bf16 hnd joint --causal --page-list-rounds 1"
 )
 if [[ "${PA_SKIP_PREFILL:-0}" != 1 ]]; then
   for c in "${prefill[@]}"; do
@@ -135,6 +138,7 @@ fp8=(
   "prefill_fp8_gqa4_d128_p16_f16_nhd_joint_causal_e4m3 8 4 128 16 f16 nhd joint e4m3 tensor --kernels prefill --causal"
   "prefill_fp8_g4_d64_p5_bf16_hnd_split_window_e5m2_head 2 4 64 5 bf16 hnd split e5m2 head --kernels prefill --causal --window 100"
   "prefill_fp8_g1_d128_p16_f16_nhd_joint_none_e4m3_head 4 1 128 16 f16 nhd joint e4m3 head --kernels prefill"
+  "prefill_fp8_g4_d64_p5_f16_nhd_joint_causal_e4m3_pagelist 2 4 64 5 f16 nhd joint e4m3 tensor --kernels prefill --causal --page-list-rounds 1"
 )
 if [[ "${PA_SKIP_FP8:-0}" != 1 ]]; then
   for c in "${fp8[@]}"; do

@@ -44,7 +44,9 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));
-  pm.addPass(pa::createPAPromoteTiles());
+  pa::PAPromoteTilesOptions promote;
+  promote.pageListRounds = opts.pageListRounds;
+  pm.addPass(pa::createPAPromoteTiles(promote));
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;
   pm.addPass(pa::createPATileToMma(mma));

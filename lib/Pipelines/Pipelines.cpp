@@ -75,6 +75,9 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (!(o.rescaleThreshold >= 0 && o.rescaleThreshold <= 15))
     return "rescale-threshold must lie in [0, 15] (0: rescale whenever the "
            "maximum grows)";
+  if (o.pageListRounds < 0)
+    return "page-list-rounds must be >= 0 (0: page-table entries always in "
+           "registers)";
   if (o.prefillWarpRows != 0 && o.prefillWarpRows != 16 &&
       o.prefillWarpRows != 32)
     return "prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)";

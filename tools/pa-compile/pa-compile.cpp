@@ -130,6 +130,12 @@ static cl::opt<double> rescaleThreshold(
              "maximum before the accumulators are rescaled, in [0, 15] (0: "
              "whenever it grows)"),
     cl::cat(category));
+static cl::opt<int64_t> pageListRounds(
+    "page-list-rounds", cl::init(8),
+    cl::desc("Tiled kernels: chunk rounds per thread and K / V tile from "
+             "which a tile's page-table entries go through a page list in "
+             "shared memory rather than registers (0: never)"),
+    cl::cat(category));
 static cl::opt<int64_t> prefillWarpRows(
     "prefill-warp-rows", cl::init(0),
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
@@ -304,6 +310,7 @@ bool checkFlags() {
   if (!(rescaleThreshold >= 0 && rescaleThreshold <= 15))
     fail("--rescale-threshold must lie in [0, 15] (0: whenever the maximum "
          "grows)");
+  inRange(pageListRounds, 0, kMaxConfigValue);
   if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
     fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
   if (prefillKVWarps != 0 && prefillKVWarps != 1 && prefillKVWarps != 4 &&
@@ -907,6 +914,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
   opts.prefillTileKV = prefillTileKV;
   opts.rescaleThreshold = rescaleThreshold;
+  opts.pageListRounds = pageListRounds;
   opts.prefillWarpRows = prefillWarpRows;
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;

@@ -249,7 +249,24 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     tile's rows, a tile read by other ops than qk / pv, queries other than
     f16 / bf16, a cache other than the queries' type or fp8, a query tile
     whose 16-byte chunks the threads do not split evenly.
+
+    Page lists (`page-list-rounds=R`, default 8): each thread copies a few
+    chunk rounds of every K / V tile, each through the page-table entry of
+    its row, looked up one step ahead so that the global load's latency
+    hides behind a tile's math. Carried in registers that is one i32 per
+    round; when a thread of CTA-wide tiles copies R rounds or more (4 warps
+    over 64 keys at D = 128: 8), thread j instead looks up the tile's j-th
+    page (at most `(P + BN - 2) / P + 1` of them), carries that one entry,
+    and stores it before the next step's barrier into a page list of the
+    stage (`[S][entries]` i32 after the tiles); the copies read their
+    entries from it. R = 0 keeps every entry in registers.
   }];
+  let options = [
+    Option<"pageListRounds", "page-list-rounds", "int64_t", "8",
+           "Chunk rounds per thread and K / V tile from which the tile's "
+           "page-table entries go through a page list in shared memory "
+           "rather than registers (0: never)">
+  ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",

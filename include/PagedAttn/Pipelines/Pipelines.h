@@ -118,6 +118,12 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
                      "row's maximum before the accumulators are rescaled, "
                      "in [0, 15] (0: whenever it grows)"),
       llvm::cl::init(8.0)};
+  PassOptions::Option<int64_t> pageListRounds{
+      *this, "page-list-rounds",
+      llvm::cl::desc("pa-promote-tiles: chunk rounds per thread and K / V "
+                     "tile from which a tile's page-table entries go "
+                     "through a page list in shared memory (0: never)"),
+      llvm::cl::init(8)};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",
       llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "
