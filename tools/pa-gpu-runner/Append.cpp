@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 using namespace pa::runner;
@@ -35,7 +36,11 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// One append: the cache before it, the rows, the slots, the scales, and
 /// the cache the append must leave.
 struct AppendCase {
+  /// numPages: pages of the host cache (before, expected).
   int64_t rows = 0, numPages = 0;
+  /// Where the host pages live on the device (identity, or a large pool:
+  /// placeCase); `slots` are host slots, mapped on upload.
+  PagePlacement placement;
   std::vector<std::vector<uint8_t>> before, expected;
   std::vector<uint8_t> kNew, vNew;
   std::vector<int32_t> slots;
@@ -53,6 +58,7 @@ AppendCase makeCase(const rt::BundleConfig &c, int64_t rows, int64_t numPages,
   AppendCase a;
   a.rows = rows;
   a.numPages = numPages;
+  a.placement = identityPlacement(numPages);
   int64_t eb = cacheElementBytes(c);
   for (int i = 0; i < g.numBuffers(); ++i) {
     std::vector<uint8_t> buf(
@@ -125,19 +131,71 @@ void fillExpected(const rt::BundleConfig &c, AppendCase &a) {
   }
 }
 
+/// Large-pool mode (devicePages > 0): places the case's pages in a pool
+/// of `devicePages` pages, the pages its slots write first (on the anchor
+/// pages), or the pages `used` when given.
+void placeCase(const rt::BundleConfig &c, AppendCase &a, int64_t devicePages,
+               test::Rng &rng, std::vector<int32_t> used = {}) {
+  if (devicePages <= 0)
+    return;
+  if (used.empty())
+    for (int32_t s : a.slots)
+      if (s >= 0)
+        used.push_back(static_cast<int32_t>(s / c.pageSize));
+  a.placement = placeInLargePool(c, devicePages, a.numPages, used, rng);
+}
+
+/// The host pages the rows of `a` write.
+std::vector<int32_t> writtenPages(const rt::BundleConfig &c,
+                                  const AppendCase &a) {
+  std::vector<int32_t> pages;
+  for (int32_t s : a.slots)
+    if (s >= 0 && s / c.pageSize < a.numPages)
+      pages.push_back(static_cast<int32_t>(s / c.pageSize));
+  return pages;
+}
+
 /// The device copies of a case.
 struct DeviceAppend {
-  std::vector<DeviceBuffer> cache;
+  DeviceBuffer cache[2];
   DeviceBuffer kNew, vNew, slots, kScale, vScale;
 };
 
-DeviceAppend upload(const AppendCase &a) {
+/// The value of a large pool's pages that hold no host page (NaN).
+constexpr double kPoolPoison = std::numeric_limits<double>::quiet_NaN();
+
+/// Compares the device cache of `d` with a.expected (the host pages; in a
+/// large pool also the pages a 32-bit truncation of the written offsets
+/// would hit, which must keep their poison); returns the mismatched bytes
+/// (printing the first few).
+int64_t compareCache(const rt::BundleConfig &c, const AppendCase &a,
+                     const DeviceAppend &d,
+                     const std::vector<int32_t> &written) {
+  int64_t bad = 0;
+  std::vector<std::vector<uint8_t>> got =
+      downloadCache(c, a.placement, d.cache);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].size() != a.expected[i].size())
+      throw Failure("the device cache has another size than the host's");
+    for (size_t j = 0; j < got[i].size(); ++j)
+      if (got[i][j] != a.expected[i][j] && bad++ < 4)
+        std::printf("      buffer %zu byte %zu: got 0x%02x, expected 0x%02x "
+                    "(before 0x%02x)\n",
+                    i, j, got[i][j], a.expected[i][j], a.before[i][j]);
+  }
+  return bad + checkAliasPagesUntouched(c, a.placement, written, kPoolPoison,
+                                        d.cache);
+}
+
+DeviceAppend upload(const rt::BundleConfig &c, const AppendCase &a) {
   DeviceAppend d;
-  for (const std::vector<uint8_t> &b : a.before)
-    d.cache.push_back(uploadVector(b));
+  uploadCache(c, a.before, a.placement, kPoolPoison, d.cache);
   d.kNew = uploadVector(a.kNew);
   d.vNew = uploadVector(a.vNew);
-  d.slots = uploadVector(a.slots);
+  std::vector<int32_t> slots;
+  for (int32_t s : a.slots)
+    slots.push_back(a.placement.slot(s, c.pageSize));
+  d.slots = uploadVector(slots);
   if (!a.kScale.empty()) {
     d.kScale = uploadVector(a.kScale);
     d.vScale = uploadVector(a.vScale);
@@ -169,21 +227,12 @@ pa_append_args argsOf(const rt::BundleConfig &c, const DeviceAppend &d,
 /// the first few).
 int64_t runCase(pa_bundle *bundle, const rt::BundleConfig &c,
                 const AppendCase &a, bool checked) {
-  DeviceAppend d = upload(a);
-  pa_append_args x = argsOf(c, d, a.rows, a.numPages, checked);
+  DeviceAppend d = upload(c, a);
+  pa_append_args x =
+      argsOf(c, d, a.rows, a.placement.devicePages, checked);
   PA_RT(pa_append_kv_slots(bundle, &x, nullptr));
   PA_CU(cuCtxSynchronize());
-  int64_t bad = 0;
-  for (size_t i = 0; i < d.cache.size(); ++i) {
-    std::vector<uint8_t> got(a.expected[i].size());
-    d.cache[i].download(got.data(), got.size());
-    for (size_t j = 0; j < got.size(); ++j)
-      if (got[j] != a.expected[i][j] && bad++ < 4)
-        std::printf("      buffer %zu byte %zu: got 0x%02x, expected 0x%02x "
-                    "(before 0x%02x)\n",
-                    i, j, got[j], a.expected[i][j], a.before[i][j]);
-  }
-  return bad;
+  return compareCache(c, a, d, writtenPages(c, a));
 }
 
 /// pa_append_kv_slots in checked mode must fail on `a` with a message
@@ -191,8 +240,9 @@ int64_t runCase(pa_bundle *bundle, const rt::BundleConfig &c,
 bool expectRejected(pa_bundle *bundle, const rt::BundleConfig &c,
                     const AppendCase &a, const char *what,
                     const std::string &fragment) {
-  DeviceAppend d = upload(a);
-  pa_append_args x = argsOf(c, d, a.rows, a.numPages, /*checked=*/true);
+  DeviceAppend d = upload(c, a);
+  pa_append_args x =
+      argsOf(c, d, a.rows, a.placement.devicePages, /*checked=*/true);
   int rc = pa_append_kv_slots(bundle, &x, nullptr);
   std::string msg = rc == PA_SUCCESS ? "" : pa_last_error();
   bool ok = rc != PA_SUCCESS && msg.find(fragment) != std::string::npos;
@@ -206,7 +256,7 @@ bool expectRejected(pa_bundle *bundle, const rt::BundleConfig &c,
 /// the table as the op defines them, the expected cache as for the slot
 /// mapping; checked and unchecked; and the checked-mode rejections.
 bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
-                     int64_t pages, test::Rng &rng) {
+                     int64_t pages, int64_t devicePages, test::Rng &rng) {
   bool ok = true;
   int64_t P = c.pageSize;
   for (bool scatter : {false, true})
@@ -254,12 +304,17 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
       AppendCase a = makeCase(c, rows, pages, rng);
       a.slots = slots;
       fillExpected(c, a);
+      // The table's pages first on the large pool's anchors; the device
+      // table holds their device pages.
+      placeCase(c, a, devicePages, rng, indices);
+      const int64_t numPages = a.placement.devicePages;
       DeviceBuffer dIndptr = uploadVector(indptr),
-                   dIndices = uploadVector(indices), dLast = uploadVector(last),
+                   dIndices = uploadVector(a.placement.map(indices)),
+                   dLast = uploadVector(last),
                    dRows = uploadVector(rowsIndptr),
                    dPos = uploadVector(positions);
       for (bool checked : {false, true}) {
-        DeviceAppend d = upload(a);
+        DeviceAppend d = upload(c, a);
         pa_page_write_args x{};
         x.k_new = d.kNew.get();
         x.v_new = d.vNew.get();
@@ -278,7 +333,7 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
         x.kv_last_page_len = dLast.get();
         x.num_rows = rows;
         x.batch = batch;
-        x.num_pages = pages;
+        x.num_pages = numPages;
         x.nnz = static_cast<int64_t>(indices.size());
         x.checked = checked ? 1 : 0;
         int64_t bad = 0;
@@ -286,15 +341,7 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
           PA_RT(scatter ? pa_scatter_kv(bundle, &x, nullptr)
                         : pa_append_kv(bundle, &x, nullptr));
           PA_CU(cuCtxSynchronize());
-          for (size_t i = 0; i < d.cache.size(); ++i) {
-            std::vector<uint8_t> got(a.expected[i].size());
-            d.cache[i].download(got.data(), got.size());
-            for (size_t j = 0; j < got.size(); ++j)
-              if (got[j] != a.expected[i][j] && bad++ < 4)
-                std::printf("      buffer %zu byte %zu: got 0x%02x, "
-                            "expected 0x%02x\n",
-                            i, j, got[j], a.expected[i][j]);
-          }
+          bad = compareCache(c, a, d, writtenPages(c, a));
         } catch (const Failure &f) {
           std::printf("      %s\n", f.what());
           bad = -1;
@@ -375,13 +422,14 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
           reject("negative position", "positions[0] = -1 out of [0, kv_len");
           PA_CU(cuMemcpyHtoD(dPos.get(), &positions[0], 4));
         } else {
-          int32_t page = static_cast<int32_t>(pages);
+          int32_t page = static_cast<int32_t>(numPages);
           if (!indices.empty()) {
             PA_CU(cuMemcpyHtoD(dIndices.get(), &page, 4));
             reject("page == num_pages",
-                   "kv_indices[0] = " + std::to_string(pages) +
+                   "kv_indices[0] = " + std::to_string(numPages) +
                        " out of range");
-            PA_CU(cuMemcpyHtoD(dIndices.get(), &indices[0], 4));
+            int32_t first = static_cast<int32_t>(a.placement.page(indices[0]));
+            PA_CU(cuMemcpyHtoD(dIndices.get(), &first, 4));
           }
         }
       }
@@ -389,8 +437,10 @@ bool checkPageWrites(pa_bundle *bundle, const rt::BundleConfig &c,
   return ok;
 }
 
-/// Checks one bundle; returns true if every case passed.
-bool checkBundle(const std::string &dir, uint64_t seed) {
+/// Checks one bundle (in a large pool of at least `poolElements` elements
+/// per tensor when > 0); returns true if every case passed.
+bool checkBundle(const std::string &dir, uint64_t seed,
+                 int64_t poolElements) {
   pa_bundle *bundle = nullptr;
   bool ok = true;
   try {
@@ -407,9 +457,25 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
     }
     test::Rng rng(seed);
     int64_t pages = std::max<int64_t>(2, 1024 / c.pageSize);
+    int64_t devicePages = 0;
+    if (poolElements > 0) {
+      devicePages = largePoolPages(c, poolElements);
+      // slot_mapping is int32: slot page * P + s must fit it.
+      if (devicePages * c.pageSize > std::numeric_limits<int32_t>::max())
+        throw Failure(fmt("--pool-elements %" PRId64 ": %" PRId64
+                          " pages of %" PRId64 " slots hold more slots than "
+                          "slot_mapping (int32) can address",
+                          poolElements, devicePages, c.pageSize));
+    }
+    // The device's num_pages (the pool's in large-pool mode).
+    const int64_t numPages = devicePages > 0 ? devicePages : pages;
     for (int64_t rows : {int64_t(1), int64_t(37), pages * c.pageSize / 2,
                          pages * c.pageSize}) {
       AppendCase a = makeCase(c, rows, pages, rng);
+      placeCase(c, a, devicePages, rng);
+      if (devicePages > 0)
+        std::printf("  rows %-6" PRId64 " pool: %s\n", rows,
+                    a.placement.describe(c, writtenPages(c, a)).c_str());
       for (bool checked : {false, true}) {
         int64_t bad = runCase(bundle, c, a, checked);
         int64_t kept = std::count_if(a.slots.begin(), a.slots.end(),
@@ -422,14 +488,18 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
       }
     }
     if (m.find(rt::KernelKind::AppendKV) && m.find(rt::KernelKind::ScatterKV))
-      ok &= checkPageWrites(bundle, c, pages, rng);
+      ok &= checkPageWrites(bundle, c, pages, devicePages, rng);
     AppendCase a = makeCase(c, 8, pages, rng);
+    placeCase(c, a, devicePages, rng);
+    // Host slot pages * P: the device's num_pages * P (PagePlacement::page
+    // keeps a page past the host cache past the pool).
     a.slots[3] = static_cast<int32_t>(pages * c.pageSize);
     ok &= expectRejected(bundle, c, a, "slot == num_pages * P",
                          "slot_mapping[3] = " +
-                             std::to_string(pages * c.pageSize) +
+                             std::to_string(numPages * c.pageSize) +
                              " out of range");
     a = makeCase(c, 8, pages, rng);
+    placeCase(c, a, devicePages, rng);
     // A slot no other row takes, written by rows 2 and 5 (a fixed slot
     // could already belong to another row, which checked mode would report
     // first).
@@ -438,7 +508,9 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
       ++twice;
     a.slots[5] = a.slots[2] = twice;
     ok &= expectRejected(bundle, c, a, "repeated slot",
-                         "slot_mapping[5] = " + std::to_string(twice) +
+                         "slot_mapping[5] = " +
+                             std::to_string(
+                                 a.placement.slot(twice, c.pageSize)) +
                              " repeats slot_mapping[2]");
   } catch (const Failure &f) {
     std::printf("  FATAL: %s\n", f.what());
@@ -451,8 +523,11 @@ bool checkBundle(const std::string &dir, uint64_t seed) {
 } // namespace
 
 int pa::runner::runCheckAppend(const CheckAppendOptions &opts) {
-  return runBundleChecks("check-append", opts.seed, opts.device, opts.bundles,
-                         checkBundle);
+  return runBundleChecks(
+      "check-append", opts.seed, opts.device, opts.bundles,
+      [&](const std::string &dir, uint64_t seed) {
+        return checkBundle(dir, seed, opts.poolElements);
+      });
 }
 
 int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
@@ -503,8 +578,7 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
       int64_t pages = (2 * rows + c.pageSize - 1) / c.pageSize;
       DeviceAppend d;
       for (int i = 0; i < g.numBuffers(); ++i)
-        d.cache.emplace_back(
-            static_cast<size_t>(g.bufferElements(pages) * eb));
+        d.cache[i].allocate(static_cast<size_t>(g.bufferElements(pages) * eb));
       int64_t n = rows * c.kvHeads * c.headDim;
       d.kNew.allocate(static_cast<size_t>(n * nb));
       d.vNew.allocate(static_cast<size_t>(n * nb));

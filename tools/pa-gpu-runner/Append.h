@@ -18,6 +18,10 @@ struct CheckAppendOptions {
   /// The seed of every random case (printed; replays a run).
   uint64_t seed = 0;
   int device = 0;
+  /// > 0: large-pool mode (--pool-elements; Check.h, PagePlacement): the
+  /// written pages are read back from a device pool of at least this many
+  /// elements per cache tensor.
+  int64_t poolElements = 0;
 };
 
 /// `check-append`: for each bundle with an append_kv_slots kernel, random

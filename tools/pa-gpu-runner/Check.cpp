@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bench.h"
 #include "Check.h"
 #include "GpuUtil.h"
 
@@ -34,6 +35,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,7 +84,7 @@ double pa::runner::relTolerance(rt::DType t) {
 
 HostCache pa::runner::makeHostCache(const std::vector<int64_t> &lens,
                                     const rt::BundleConfig &c, test::Rng &rng,
-                                    bool finiteSlack) {
+                                    bool finiteSlack, int64_t devicePages) {
   HostCache hc;
   const int64_t P = c.pageSize, Hkv = c.kvHeads, D = c.headDim;
   // Spare pages that no request owns, and a random page order.
@@ -95,6 +97,7 @@ HostCache pa::runner::makeHostCache(const std::vector<int64_t> &lens,
   test::CacheGeometry g = test::CacheGeometry::of(c);
   hc.kv = ref::PagedKV(g.refLayout(), hc.numPages, P, Hkv, D);
   double slack = finiteSlack ? 8.0 : std::numeric_limits<double>::quiet_NaN();
+  hc.slack = slack;
   std::fill(hc.kv.k.begin(), hc.kv.k.end(), slack);
   std::fill(hc.kv.v.begin(), hc.kv.v.end(), slack);
   // fp8: values over the whole range, scales that bring them back to O(1).
@@ -125,7 +128,337 @@ HostCache pa::runner::makeHostCache(const std::vector<int64_t> &lens,
         }
     }
   hc.buffers = test::cacheBuffers(g, c.dtype, hc.kv);
+  // Large-pool mode draws after everything else: the values and the page
+  // table are those of the normal mode.
+  hc.placement = devicePages > 0
+                     ? placeInLargePool(c, devicePages, hc.numPages,
+                                        hc.pt.indices, rng)
+                     : identityPlacement(hc.numPages);
+  hc.deviceIndices = hc.placement.map(hc.pt.indices);
   return hc;
+}
+
+//===----------------------------------------------------------------------===//
+// Large page pools
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+/// Device memory left free beside the pool (the case's other buffers, the
+/// runtime's workspace, the context).
+constexpr size_t kPoolMarginBytes = size_t(1) << 30;
+
+/// Elements (of one cache tensor) of one page: the stride of the
+/// outermost (page) dimension of every layout.
+int64_t pageStride(const rt::BundleConfig &c) {
+  return test::CacheGeometry::of(c).bufferElements(1);
+}
+
+/// The bytes of one element of `slack` in the cache's format.
+std::vector<uint8_t> slackElement(const rt::BundleConfig &c, double slack) {
+  if (c.fp8())
+    return {test::fp8Bits(slack, test::fp8FormatOf(c.kvDtype))};
+  return test::toBytes(c.dtype, {slack});
+}
+
+/// Throws Failure unless `bytes` (what the pool needs) plus a margin fit
+/// the device's free memory.
+void requireFreeMemory(double bytes, const std::string &what) {
+  size_t freeBytes = 0, totalBytes = 0;
+  PA_CU(cuMemGetInfo(&freeBytes, &totalBytes));
+  if (bytes + static_cast<double>(kPoolMarginBytes) >
+      static_cast<double>(freeBytes))
+    throw Failure(fmt("%s needs %.2f GiB (+ %.0f GiB margin) of device "
+                      "memory, but only %.2f GiB of %.2f GiB are free: use "
+                      "a smaller --pool-elements",
+                      what.c_str(), bytes / kGiB, kPoolMarginBytes / kGiB,
+                      static_cast<double>(freeBytes) / kGiB,
+                      static_cast<double>(totalBytes) / kGiB));
+}
+
+std::string elementsStr(int64_t n) {
+  if (n >= (int64_t(1) << 30))
+    return fmt("%" PRId64 " (%.2f Gi) elements", n,
+               static_cast<double>(n) / kGiB);
+  return fmt("%" PRId64 " elements", n);
+}
+
+} // namespace
+
+int64_t pa::runner::PagePlacement::page(int64_t h) const {
+  if (identity() || h < 0)
+    return h;
+  if (h >= hostPages())
+    return devicePages + (h - hostPages());
+  return deviceOf[static_cast<size_t>(h)];
+}
+
+std::vector<int32_t>
+pa::runner::PagePlacement::map(const std::vector<int32_t> &hostIndices) const {
+  std::vector<int32_t> out;
+  out.reserve(hostIndices.size());
+  for (int32_t h : hostIndices)
+    out.push_back(static_cast<int32_t>(page(h)));
+  return out;
+}
+
+int32_t pa::runner::PagePlacement::slot(int32_t s, int64_t pageSize) const {
+  if (identity() || s < 0)
+    return s;
+  return static_cast<int32_t>(page(s / pageSize) * pageSize + s % pageSize);
+}
+
+std::string pa::runner::PagePlacement::describe(const rt::BundleConfig &c,
+                                    const std::vector<int32_t> &used) const {
+  const int64_t stride = pageStride(c);
+  std::vector<int64_t> pages;
+  for (int32_t h : used)
+    pages.push_back(page(h));
+  std::sort(pages.begin(), pages.end());
+  pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+  if (pages.empty())
+    return "no page used";
+  int64_t above31 = 0, above32 = 0;
+  for (int64_t p : pages) {
+    // The page's last element (of the tensor) past the boundary.
+    int64_t end = (p + 1) * stride;
+    above31 += end > (int64_t(1) << 31);
+    above32 += end > (int64_t(1) << 32);
+  }
+  return fmt("%zu pages at device elements [%" PRId64 ", %" PRId64
+             ") of %" PRId64 ": %" PRId64 " reach past element 2^31, %" PRId64
+             " past 2^32",
+             pages.size(), pages.front() * stride, (pages.back() + 1) * stride,
+             devicePages * stride, above31, above32);
+}
+
+PagePlacement pa::runner::identityPlacement(int64_t pages) {
+  PagePlacement pl;
+  pl.devicePages = pages;
+  return pl;
+}
+
+int64_t pa::runner::largePoolPages(const rt::BundleConfig &c,
+                                   int64_t poolElements) {
+  test::CacheGeometry g = test::CacheGeometry::of(c);
+  const int64_t stride = g.bufferElements(1);
+  // Page is the outermost dimension of every cache layout: page p's
+  // elements are [p * stride, (p + 1) * stride) of each tensor.
+  std::vector<int64_t> shape = g.bufferShape(3);
+  if (shape.empty() || shape[0] != 3 || g.bufferElements(3) != 3 * stride)
+    throw Failure("large-pool mode: the cache layout of " + c.str() +
+                  " does not have the page as its outermost dimension");
+  int64_t pages = (poolElements + stride - 1) / stride;
+  if (pages > std::numeric_limits<int32_t>::max())
+    throw Failure(fmt("--pool-elements %" PRId64 ": %" PRId64
+                      " pages of %" PRId64
+                      " elements, more than kv_indices (int32) can address",
+                      poolElements, pages, stride));
+  int64_t eb = cacheElementBytes(c);
+  double bytes = static_cast<double>(pages) * static_cast<double>(stride) *
+                 static_cast<double>(eb);
+  int tensors = g.numBuffers();
+  requireFreeMemory(bytes * tensors,
+                    fmt("--pool-elements %" PRId64 " (%d x %.2f GiB)",
+                        poolElements, tensors, bytes / kGiB));
+  std::printf("  large pool: %" PRId64 " pages of %" PRId64
+              " elements = %s per tensor, %d tensor%s of %.2f GiB; the "
+              "case's pages placed past elements 2^31 and 2^32, the rest "
+              "poisoned\n",
+              pages, stride, elementsStr(pages * stride).c_str(), tensors,
+              tensors > 1 ? "s" : "", bytes / kGiB);
+  if (pages * stride <= (int64_t(1) << 32))
+    std::printf("  note: the pool holds at most 2^32 elements per tensor; "
+                "use --pool-elements 5G or more to cross element 2^32\n");
+  std::fflush(stdout);
+  return pages;
+}
+
+PagePlacement pa::runner::placeInLargePool(const rt::BundleConfig &c,
+                                           int64_t devicePages,
+                                           int64_t hostPages,
+                                           const std::vector<int32_t> &used,
+                                           test::Rng &rng) {
+  const int64_t stride = pageStride(c);
+  if (devicePages < hostPages)
+    throw Failure(fmt("--pool-elements: the pool holds %" PRId64
+                      " pages (%s per tensor) but the case needs %" PRId64
+                      " pages: use --pool-elements %" PRId64 " or more",
+                      devicePages, elementsStr(devicePages * stride).c_str(),
+                      hostPages, hostPages * stride));
+  PagePlacement pl;
+  pl.devicePages = devicePages;
+  pl.deviceOf.assign(static_cast<size_t>(hostPages), -1);
+  // Anchors, most telling first: the last pages (the highest offsets), the
+  // pages holding element 2^32 and 2^31 and byte 2^32 and 2^31 and the
+  // pages just below them, the first pages.
+  const int64_t eb = cacheElementBytes(c), last = devicePages - 1;
+  const int64_t bounds[] = {int64_t(1) << 32, int64_t(1) << 31,
+                            (int64_t(1) << 32) / eb, (int64_t(1) << 31) / eb};
+  std::vector<int64_t> anchors = {last};
+  for (int64_t e : bounds)
+    anchors.push_back(e / stride);
+  anchors.push_back(0);
+  for (int64_t e : bounds)
+    anchors.push_back((e - 1) / stride);
+  for (int64_t p : {last - 1, int64_t(1), last - 2})
+    anchors.push_back(p);
+  for (int64_t e : bounds)
+    anchors.push_back(e / stride + 1);
+  std::vector<char> isUsed(static_cast<size_t>(hostPages), 0);
+  std::vector<int64_t> order;
+  for (int32_t h : used)
+    if (h >= 0 && h < hostPages && !isUsed[static_cast<size_t>(h)]) {
+      isUsed[static_cast<size_t>(h)] = 1;
+      order.push_back(h);
+    }
+  rng.shuffle(order);
+  for (int64_t h = 0; h < hostPages; ++h)
+    if (!isUsed[static_cast<size_t>(h)])
+      order.push_back(h);
+  std::vector<int64_t> targets;
+  std::set<int64_t> taken;
+  for (int64_t p : anchors)
+    if (p >= 0 && p < devicePages && taken.insert(p).second)
+      targets.push_back(p);
+  if (static_cast<int64_t>(targets.size()) > hostPages)
+    targets.resize(static_cast<size_t>(hostPages));
+  int64_t rest = hostPages - static_cast<int64_t>(targets.size());
+  if (devicePages <= 4 * hostPages + 64) {
+    // A pool not much larger than the case: a random subset of the free
+    // pages.
+    std::vector<int64_t> free;
+    for (int64_t p = 0; p < devicePages; ++p)
+      if (!taken.count(p))
+        free.push_back(p);
+    rng.shuffle(free);
+    targets.insert(targets.end(), free.begin(), free.begin() + rest);
+  } else {
+    // Random distinct pages over the whole pool (at most a quarter of it
+    // taken: few draws repeat).
+    while (rest > 0) {
+      int64_t p = rng.uniformInt(0, last);
+      if (taken.insert(p).second) {
+        targets.push_back(p);
+        --rest;
+      }
+    }
+  }
+  for (size_t i = 0; i < order.size(); ++i)
+    pl.deviceOf[static_cast<size_t>(order[i])] = targets[i];
+  return pl;
+}
+
+void pa::runner::uploadCache(const rt::BundleConfig &c,
+                             const std::vector<std::vector<uint8_t>> &host,
+                             const PagePlacement &pl, double slack,
+                             DeviceBuffer *out) {
+  if (pl.identity()) {
+    for (size_t i = 0; i < host.size(); ++i)
+      out[i] = uploadVector(host[i]);
+    return;
+  }
+  const int64_t eb = cacheElementBytes(c);
+  const size_t pageBytes = static_cast<size_t>(pageStride(c) * eb);
+  const size_t total = pageBytes * static_cast<size_t>(pl.devicePages);
+  std::vector<uint8_t> pattern = slackElement(c, slack);
+  // Free the old tensors first (a previous case's pool), then check.
+  for (size_t i = 0; i < host.size(); ++i)
+    out[i].reset();
+  requireFreeMemory(static_cast<double>(total) * static_cast<double>(host.size()),
+                    "the large pool");
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (host[i].size() != pageBytes * static_cast<size_t>(pl.hostPages()))
+      throw Failure("uploadCache: a host buffer does not hold the placement's "
+                    "pages");
+    out[i].allocate(total);
+    CUdeviceptr base = out[i].get();
+    if (pattern.size() == 1) {
+      PA_CU(cuMemsetD8(base, pattern[0], total));
+    } else if (pattern.size() == 2) {
+      uint16_t v;
+      std::memcpy(&v, pattern.data(), 2);
+      PA_CU(cuMemsetD16(base, v, total / 2));
+    } else {
+      uint32_t v;
+      std::memcpy(&v, pattern.data(), 4);
+      PA_CU(cuMemsetD32(base, v, total / 4));
+    }
+    for (int64_t h = 0; h < pl.hostPages(); ++h)
+      PA_CU(cuMemcpyHtoD(base + static_cast<size_t>(pl.page(h)) * pageBytes,
+                         host[i].data() + static_cast<size_t>(h) * pageBytes,
+                         pageBytes));
+  }
+  PA_CU(cuCtxSynchronize());
+}
+
+std::vector<std::vector<uint8_t>>
+pa::runner::downloadCache(const rt::BundleConfig &c, const PagePlacement &pl,
+                          const DeviceBuffer *dev) {
+  test::CacheGeometry g = test::CacheGeometry::of(c);
+  const int64_t eb = cacheElementBytes(c);
+  const size_t pageBytes = static_cast<size_t>(g.bufferElements(1) * eb);
+  std::vector<std::vector<uint8_t>> out(static_cast<size_t>(g.numBuffers()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (pl.identity()) {
+      out[i].resize(dev[i].size());
+      dev[i].download(out[i].data(), out[i].size());
+      continue;
+    }
+    out[i].resize(pageBytes * static_cast<size_t>(pl.hostPages()));
+    for (int64_t h = 0; h < pl.hostPages(); ++h)
+      PA_CU(cuMemcpyDtoH(out[i].data() + static_cast<size_t>(h) * pageBytes,
+                         dev[i].get() +
+                             static_cast<size_t>(pl.page(h)) * pageBytes,
+                         pageBytes));
+  }
+  return out;
+}
+
+int64_t pa::runner::checkAliasPagesUntouched(
+    const rt::BundleConfig &c, const PagePlacement &pl,
+    const std::vector<int32_t> &written, double slack,
+    const DeviceBuffer *dev) {
+  if (pl.identity())
+    return 0;
+  const int64_t stride = pageStride(c), eb = cacheElementBytes(c);
+  const size_t pageBytes = static_cast<size_t>(stride * eb);
+  std::set<int64_t> mapped(pl.deviceOf.begin(), pl.deviceOf.end());
+  // The pages whose start lies 2^31 or 2^32 elements below a written page's
+  // start, and the pages that overlap that offset.
+  std::set<int64_t> aliases;
+  for (int32_t h : written) {
+    int64_t start = pl.page(h) * stride;
+    for (int64_t wrap : {int64_t(1) << 31, int64_t(1) << 32}) {
+      if (start < wrap)
+        continue;
+      int64_t lo = (start - wrap) / stride,
+              hi = (start - wrap + stride - 1) / stride;
+      for (int64_t p : {lo, hi})
+        if (!mapped.count(p) && aliases.size() < 64)
+          aliases.insert(p);
+    }
+  }
+  std::vector<uint8_t> pattern = slackElement(c, slack), page(pageBytes);
+  int64_t bad = 0;
+  for (int64_t p : aliases)
+    for (int i = 0; i < test::CacheGeometry::of(c).numBuffers(); ++i) {
+      PA_CU(cuMemcpyDtoH(page.data(),
+                         dev[i].get() + static_cast<size_t>(p) * pageBytes,
+                         pageBytes));
+      for (size_t j = 0; j < pageBytes; ++j)
+        if (page[j] != pattern[j % pattern.size()]) {
+          if (bad < 4)
+            std::printf("      device page %" PRId64 " (tensor %d, an alias "
+                        "of a written page 2^31 / 2^32 elements lower) was "
+                        "written at byte %zu\n",
+                        p, i, j);
+          ++bad;
+          break;
+        }
+    }
+  return bad;
 }
 
 Comparison pa::runner::compareStates(
@@ -213,9 +546,16 @@ namespace {
 /// One decode problem: host page table, device-format inputs, the oracle.
 struct CaseData {
   std::string name;
+  /// numPages: the device pool's pages (num_pages).
   int64_t batch = 0, numPages = 0, nnz = 0;
   std::vector<int64_t> lens;
+  /// indices: the device's kv_indices (refIndices through the placement).
   std::vector<int32_t> indptr, indices, last;
+  /// The page table's indices into the host cache `kv` (the reference's).
+  std::vector<int32_t> refIndices;
+  /// Where the host pages live on the device; the value of unused slots.
+  PagePlacement placement;
+  double slack = 0;
   std::vector<uint8_t> q;
   /// Joint: one buffer; split: K, then V (test::CacheGeometry).
   std::vector<std::vector<uint8_t>> cache;
@@ -234,19 +574,25 @@ struct DeviceCase {
 };
 
 CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
-                  const rt::BundleConfig &c, test::Rng &rng, bool finiteSlack) {
+                  const rt::BundleConfig &c, test::Rng &rng, bool finiteSlack,
+                  int64_t devicePages) {
   CaseData cs;
   cs.name = name;
   cs.lens = lens;
   cs.batch = static_cast<int64_t>(lens.size());
   const int64_t D = c.headDim, Hq = c.numQHeads();
-  HostCache hc = makeHostCache(lens, c, rng, finiteSlack);
-  cs.numPages = hc.numPages;
+  HostCache hc = makeHostCache(lens, c, rng, finiteSlack, devicePages);
+  cs.numPages = hc.placement.devicePages;
   cs.indptr = hc.pt.indptr;
-  cs.indices = hc.pt.indices;
+  cs.indices = hc.deviceIndices;
+  cs.refIndices = hc.pt.indices;
+  cs.placement = hc.placement;
+  cs.slack = hc.slack;
   cs.last = hc.pt.lastPageLen;
   cs.nnz = cs.indptr.back();
 
+  // (In large-pool mode the placement drew from rng: q differs from the
+  // normal mode's.)
   std::vector<double> refQ =
       test::randomValues(rng, cs.batch * Hq * D, c.dtype, -3, 3);
   cs.q = test::toBytes(c.dtype, refQ);
@@ -262,8 +608,7 @@ CaseData makeCase(const std::string &name, const std::vector<int64_t> &lens,
 DeviceCase uploadCase(const CaseData &cs, const rt::BundleConfig &c) {
   DeviceCase d;
   d.q = uploadVector(cs.q);
-  for (size_t i = 0; i < cs.cache.size(); ++i)
-    d.cache[i] = uploadVector(cs.cache[i]);
+  uploadCache(c, cs.cache, cs.placement, cs.slack, d.cache);
   if (c.fp8()) {
     d.scales[0] = uploadVector(cs.kScale);
     d.scales[1] = uploadVector(cs.vScale);
@@ -602,14 +947,17 @@ void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
   pa_plan *plan = nullptr;
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
-  auto tableOf = [&](const std::vector<int64_t> &lens) {
+  // The table of `lens` over the pages `indices` (the device's or the
+  // reference's: they differ in large-pool mode).
+  auto tableOf = [&](const std::vector<int64_t> &lens,
+                     const std::vector<int32_t> &indices) {
     ref::PageTable t;
     t.pageSize = P;
     t.indptr = {0};
     for (int64_t b = 0; b < B; ++b) {
       int64_t pages = (lens[b] + P - 1) / P;
       for (int64_t i = 0; i < pages; ++i)
-        t.indices.push_back(cs.indices[cs.indptr[b] + i]);
+        t.indices.push_back(indices[cs.indptr[b] + i]);
       t.indptr.push_back(static_cast<int32_t>(t.indices.size()));
       t.lastPageLen.push_back(
           static_cast<int32_t>(pages ? lens[b] - (pages - 1) * P : 1));
@@ -661,7 +1009,7 @@ void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
     PA_CU(end);
     PA_CU(cuGraphInstantiate(&exec, graph, 0));
     for (size_t s = 0; s < steps.size(); ++s) {
-      ref::PageTable t = tableOf(steps[s]);
+      ref::PageTable t = tableOf(steps[s], cs.indices);
       // Same buffers: the new table is no longer than the captured one.
       PA_CU(cuMemcpyHtoDAsync(d.indptr.get(), t.indptr.data(),
                               t.indptr.size() * 4, stream));
@@ -679,7 +1027,8 @@ void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
       PA_CU(cuStreamSynchronize(stream));
       CaseData step = cs;
       step.lens = steps[s];
-      step.expected = ref::decode(cs.refQ, c.numQHeads(), cs.kv, t,
+      step.expected = ref::decode(cs.refQ, c.numQHeads(), cs.kv,
+                                  tableOf(steps[s], cs.refIndices),
                                   ref::AttnOptions{});
       PA_RT(pa_plan_get_info(plan, &info));
       Comparison cmp = compare(step, readOutputs(cs, d, c), c, finiteSlack);
@@ -760,6 +1109,9 @@ BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
       }
     }
 
+    int64_t devicePages = opts.poolElements > 0
+                              ? largePoolPages(c, opts.poolElements)
+                              : 0;
     test::Rng lenRng(test::mixSeed(opts.seed, 0x6c656e73)); // "lens"
     std::vector<std::pair<std::string, std::vector<int64_t>>> cases = {
         {"b1-len1", {1}},
@@ -776,8 +1128,11 @@ BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
 
     for (size_t i = 0; i < cases.size(); ++i) {
       test::Rng rng(test::mixSeed(opts.seed, i + 1));
-      CaseData cs =
-          makeCase(cases[i].first, cases[i].second, c, rng, opts.finiteSlack);
+      CaseData cs = makeCase(cases[i].first, cases[i].second, c, rng,
+                             opts.finiteSlack, devicePages);
+      if (devicePages > 0)
+        std::printf("  %-16s pool: %s\n", cs.name.c_str(),
+                    cs.placement.describe(c, cs.refIndices).c_str());
       DeviceCase d = uploadCase(cs, c);
       for (const Variant &v : variants)
         runVariant(bundle, c, cs, d, v, opts.finiteSlack, sum);
@@ -801,9 +1156,14 @@ BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
 
 int pa::runner::runCheck(const CheckOptions &opts) {
   std::printf("pa-gpu-runner check: seed %" PRIu64
-              " (replay with --seed %" PRIu64 ")%s\n",
+              " (replay with --seed %" PRIu64 ")%s%s\n",
               opts.seed, opts.seed,
-              opts.finiteSlack ? ", finite slack" : ", NaN slack");
+              opts.finiteSlack ? ", finite slack" : ", NaN slack",
+              opts.poolElements > 0
+                  ? fmt(", large pool of %" PRId64 " elements per tensor",
+                        opts.poolElements)
+                        .c_str()
+                  : "");
   if (pa_init(opts.device) != PA_SUCCESS) {
     std::printf("FATAL: pa_init: %s\n", pa_last_error());
     return 2;

@@ -7,6 +7,8 @@
 #ifndef PAGEDATTN_TOOLS_PA_GPU_RUNNER_CHECK_H
 #define PAGEDATTN_TOOLS_PA_GPU_RUNNER_CHECK_H
 
+#include "GpuUtil.h"
+
 #include "PagedAttn/Reference/Reference.h"
 #include "PagedAttn/Runtime/Bundle.h"
 #include "PagedAttn/TestSupport/Random.h"
@@ -64,6 +66,86 @@ Comparison compareStates(const ref::States &expected, const Outputs &out,
                          const std::function<std::string(int64_t row)> &where,
                          bool finiteSlack);
 
+//===----------------------------------------------------------------------===//
+// Large page pools (--pool-elements of check, check-prefill, check-append)
+//===----------------------------------------------------------------------===//
+
+/// Where the pages of a case's host cache live in the device's page pool.
+/// Normally (identity()) the device holds the host buffers as they are. In
+/// large-pool mode the device pool has `devicePages` pages (at least the
+/// --pool-elements of each cache tensor) and host page h lives at device
+/// page deviceOf[h]; the host reference keeps only the case's pages, the
+/// rest of the device pool holds poison. The page table and slot mapping
+/// given to the kernels go through page() / slot(), and num_pages is
+/// devicePages.
+struct PagePlacement {
+  int64_t devicePages = 0;
+  /// Host page -> device page; empty for the identity.
+  std::vector<int64_t> deviceOf;
+
+  bool identity() const { return deviceOf.empty(); }
+  int64_t hostPages() const { return static_cast<int64_t>(deviceOf.size()); }
+  /// The device page of host page `h`. A page past the host cache (a
+  /// checked-mode test's bad index) keeps its distance past the end:
+  /// hostPages() + k -> devicePages + k; negative pages stay.
+  int64_t page(int64_t h) const;
+  /// page() of every entry.
+  std::vector<int32_t> map(const std::vector<int32_t> &hostIndices) const;
+  /// The device slot (page * P + slot in page) of host slot `s`; negative
+  /// slots (rows skipped) stay.
+  int32_t slot(int32_t s, int64_t pageSize) const;
+  /// "N pages at device elements [lo, hi): a above element 2^31, b above
+  /// 2^32" of the host pages `used` (repeats counted once).
+  std::string describe(const rt::BundleConfig &c,
+                       const std::vector<int32_t> &used) const;
+};
+
+/// The placement of a pool of `pages` pages on the device as on the host.
+PagePlacement identityPlacement(int64_t pages);
+
+/// The device page count of a pool of at least `poolElements` elements per
+/// cache tensor of `c` (K and V, or the joint tensor), after checking that
+/// page indices fit int32 and that the pool fits the device's free memory
+/// (cuMemGetInfo); throws Failure with the reason otherwise. Prints the
+/// pool's size.
+int64_t largePoolPages(const rt::BundleConfig &c, int64_t poolElements);
+
+/// Large-pool mode: places the `hostPages` pages of a case in a device pool
+/// of `devicePages` pages. The host pages `used` (those the kernels read or
+/// write, in any order) come first, in a random order: the first take the
+/// anchor pages (the pool's last pages, the pages on either side of element
+/// 2^31 and 2^32 and of byte 2^31 and 2^32, the first pages), the rest
+/// random distinct pages over the whole pool. Throws Failure if the pool
+/// has fewer pages than the case.
+PagePlacement placeInLargePool(const rt::BundleConfig &c, int64_t devicePages,
+                               int64_t hostPages,
+                               const std::vector<int32_t> &used,
+                               test::Rng &rng);
+
+/// Allocates the device cache tensors of `c` (numBuffers() of them, into
+/// out[0..]) for placement `pl` and fills them: the host buffers `host`
+/// (test::CacheGeometry order, pl.hostPages() pages; page is the outermost
+/// dimension of every layout) as they are for the identity, else each host
+/// page copied to its device page and every other device element set to
+/// `slack` (in the cache's format; NaN for poison).
+void uploadCache(const rt::BundleConfig &c,
+                 const std::vector<std::vector<uint8_t>> &host,
+                 const PagePlacement &pl, double slack, DeviceBuffer *out);
+/// The host pages of device cache tensors `dev`, in the host buffers'
+/// format (pl.hostPages() pages per tensor).
+std::vector<std::vector<uint8_t>> downloadCache(const rt::BundleConfig &c,
+                                                const PagePlacement &pl,
+                                                const DeviceBuffer *dev);
+/// Large-pool mode, after a cache write: the device pages a 32-bit
+/// truncation of a written page's element offset would hit (offset - 2^31
+/// and - 2^32 elements, up to 64 pages that hold no host page) must still
+/// hold `slack`. Returns the number of pages that do not (printing the
+/// first few); 0 for the identity.
+int64_t checkAliasPagesUntouched(const rt::BundleConfig &c,
+                                 const PagePlacement &pl,
+                                 const std::vector<int32_t> &written,
+                                 double slack, const DeviceBuffer *dev);
+
 /// A random paged cache for requests of `lens` tokens: a page pool 1.5x
 /// larger than needed in a random order, K and V uniform in [-1, 1) rounded
 /// to the dtype, unused slots and pages NaN (8.0 with finiteSlack), and the
@@ -71,9 +153,18 @@ Comparison compareStates(const ref::States &expected, const Outputs &out,
 /// fp8 values spread over the format's range (uniform in [-max, max),
 /// rounded) with K / V scales of 1 or Hkv entries (kv_scale), each
 /// uniform in [0.5, 2) / max, so that the values are O(1) again.
+/// With `devicePages` > 0 (large-pool mode) the pages are placed in a
+/// device pool of that many pages (placeInLargePool); `placement` and
+/// `deviceIndices` are what the kernels take.
 struct HostCache {
+  /// Pages of the host cache (kv, buffers).
   int64_t numPages = 0;
   ref::PageTable pt;
+  /// The value of unused slots and pages (NaN, or 8 with finiteSlack).
+  double slack = 0;
+  PagePlacement placement;
+  /// pt.indices through the placement (the device's kv_indices).
+  std::vector<int32_t> deviceIndices;
   ref::PagedKV kv;
   std::vector<std::vector<uint8_t>> buffers;
   /// fp8: the scales as the kernels take them (f32); empty otherwise.
@@ -81,7 +172,7 @@ struct HostCache {
 };
 HostCache makeHostCache(const std::vector<int64_t> &lens,
                         const rt::BundleConfig &c, test::Rng &rng,
-                        bool finiteSlack);
+                        bool finiteSlack, int64_t devicePages = 0);
 
 /// Binds device copies `d` of a paged cache (members cache[2], scales[2],
 /// indptr, indices, last) to a launch's arguments `a` (pa_decode_args or
@@ -117,6 +208,9 @@ struct CheckOptions {
   /// Skip the long cases (quick smoke runs).
   bool quick = false;
   int device = 0;
+  /// > 0: large-pool mode (--pool-elements): a device page pool of at
+  /// least this many elements per cache tensor (PagePlacement).
+  int64_t poolElements = 0;
 };
 
 /// Checks every bundle of `opts` (docs/Runtime.md, "check"); prints a line

@@ -6,6 +6,8 @@
 
 #include "Options.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -40,6 +42,47 @@ bool pa::runner::parsePositiveList(const std::string &s,
   if (values.empty() || s.back() == ',')
     return false;
   out = std::move(values);
+  return true;
+}
+
+bool pa::runner::parseCount(const std::string &s, int64_t &out) {
+  std::string digits = s;
+  int shift = 0;
+  if (!digits.empty() && (digits.back() == 'i' || digits.back() == 'I')) {
+    digits.pop_back();
+    // "5i" is not a count: 'i' only after a suffix.
+    if (digits.empty() || std::isdigit(static_cast<unsigned char>(digits.back())))
+      return false;
+  }
+  if (!digits.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(digits.back()))) {
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      break;
+    }
+    if (shift)
+      digits.pop_back();
+  }
+  int64_t v;
+  // Digits only: no sign, no spaces.
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      }))
+    return false;
+  if (!parseInt64(digits, v) || v > (std::numeric_limits<int64_t>::max() >> shift))
+    return false;
+  out = v << shift;
   return true;
 }
 
@@ -81,6 +124,24 @@ void OptionParser::addInteger(const std::string &name, int64_t min, int64_t max,
           os << ">= " << min;
         else
           os << "in [" << min << ", " << max << "]";
+        error = os.str();
+        return false;
+      });
+}
+
+void OptionParser::count(const std::string &name, int64_t &out, int64_t min,
+                         int64_t max, const std::string &help) {
+  add(name, "N", help,
+      [&out, min, max](const std::string &value, std::string &error) {
+        int64_t v;
+        if (parseCount(value, v) && v >= min && v <= max) {
+          out = v;
+          return true;
+        }
+        std::ostringstream os;
+        os << "a count in [" << min << ", " << max
+           << "] (digits, optionally with a suffix K, M, G or T: powers of "
+              "1024, e.g. 5G)";
         error = os.str();
         return false;
       });

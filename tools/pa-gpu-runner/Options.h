@@ -28,6 +28,10 @@ namespace pa::runner {
 bool parseInt64(const std::string &s, int64_t &out);
 /// Parses "a,b,c": one or more integers >= 1.
 bool parsePositiveList(const std::string &s, std::vector<int64_t> &out);
+/// Parses a count: a decimal integer >= 0 with an optional binary suffix
+/// K, M, G or T (x 2^10, 2^20, 2^30, 2^40; either case, optionally
+/// followed by 'i': "5G" = "5Gi" = 5368709120); the result must fit int64.
+bool parseCount(const std::string &s, int64_t &out);
 
 /// The flags and operands of one command.
 class OptionParser {
@@ -45,6 +49,9 @@ public:
     addInteger(name, min, max, help,
                [&out](int64_t v) { out = static_cast<T>(v); });
   }
+  /// `--name N`, a count (parseCount: 5G, 512M, 4096) in [min, max].
+  void count(const std::string &name, int64_t &out, int64_t min, int64_t max,
+             const std::string &help);
   /// `--name X`, a finite number > 0.
   void positiveReal(const std::string &name, double &out,
                     const std::string &help);

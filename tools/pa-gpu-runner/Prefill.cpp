@@ -231,7 +231,7 @@ PrefillCase makePrefillCase(const std::string &name,
                             const std::vector<int64_t> &qoLens,
                             const std::vector<int64_t> &kvLens,
                             const PrefillKernel &k, test::Rng &rng,
-                            bool finiteSlack) {
+                            bool finiteSlack, int64_t devicePages) {
   const rt::BundleConfig &c = k.config;
   const int64_t Hq = c.numQHeads(), D = c.headDim;
   PrefillCase cs;
@@ -241,7 +241,7 @@ PrefillCase makePrefillCase(const std::string &name,
   cs.batch = static_cast<int64_t>(qoLens.size());
   cs.qoIndptr = test::indptrOf(qoLens);
   cs.rows = cs.qoIndptr.back();
-  cs.cache = makeHostCache(kvLens, c, rng, finiteSlack);
+  cs.cache = makeHostCache(kvLens, c, rng, finiteSlack, devicePages);
   cs.q = test::randomValues(rng, cs.rows * Hq * D, c.dtype, -3, 3);
   if (k.positions)
     for (int64_t b = 0; b < cs.batch; ++b)
@@ -279,14 +279,14 @@ DevicePrefill uploadPrefill(const PrefillCase &cs, const PrefillKernel &k) {
   DevicePrefill d;
   d.q = uploadVector(test::toBytes(c.dtype, cs.q));
   d.qoIndptr = uploadVector(cs.qoIndptr);
-  for (size_t i = 0; i < cs.cache.buffers.size(); ++i)
-    d.cache[i] = uploadVector(cs.cache.buffers[i]);
+  uploadCache(c, cs.cache.buffers, cs.cache.placement, cs.cache.slack,
+              d.cache);
   if (c.fp8()) {
     d.scales[0] = uploadVector(cs.cache.kScale);
     d.scales[1] = uploadVector(cs.cache.vScale);
   }
   d.indptr = uploadVector(cs.cache.pt.indptr);
-  d.indices = uploadVector(cs.cache.pt.indices);
+  d.indices = uploadVector(cs.cache.deviceIndices);
   d.last = uploadVector(cs.cache.pt.lastPageLen);
   if (k.positions)
     d.positions = uploadVector(cs.positions);
@@ -327,7 +327,7 @@ pa_prefill_args prefillArgs(const PrefillCase &cs, const DevicePrefill &d,
   a.num_query_rows = cs.rows;
   a.num_q_heads = c.numQHeads();
   a.head_dim = c.headDim;
-  a.num_pages = cs.cache.numPages;
+  a.num_pages = cs.cache.placement.devicePages;
   a.nnz = cs.cache.pt.indptr.back();
   a.checked = checked ? 1 : 0;
   return a;
@@ -471,9 +471,13 @@ void testPrefillRejections(pa_bundle *bundle, const PrefillKernel &k,
       "do not match the plan: qo_indptr[1] = " + str(cs.qoIndptr[1] - 1));
   expect(
       "page index == num_pages", nullptr,
-      [&] { setInt(d.indices, 0, static_cast<int32_t>(cs.cache.numPages)); },
-      [&] { setInt(d.indices, 0, cs.cache.pt.indices[0]); },
-      "kv_indices[0] = " + str(cs.cache.numPages) + " out of range");
+      [&] {
+        setInt(d.indices, 0,
+               static_cast<int32_t>(cs.cache.placement.devicePages));
+      },
+      [&] { setInt(d.indices, 0, cs.cache.deviceIndices[0]); },
+      "kv_indices[0] = " + str(cs.cache.placement.devicePages) +
+          " out of range");
   if (!k.positions)
     expect(
         "q_positions without the role",
@@ -575,6 +579,15 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
     PA_RT(pa_bundle_load(dir.c_str(), &bundle));
     std::printf("bundle %s: %s\n", dir.c_str(), sum.config.c_str());
     const int64_t P = k.config.pageSize;
+    int64_t devicePages = opts.poolElements > 0
+                              ? largePoolPages(k.config, opts.poolElements)
+                              : 0;
+    auto describePool = [&](const PrefillCase &cs) {
+      if (devicePages > 0)
+        std::printf("  %-22s pool: %s\n", cs.name.c_str(),
+                    cs.cache.placement.describe(k.config, cs.cache.pt.indices)
+                        .c_str());
+    };
     // Fixed edge cases.
     struct Fixed {
       std::string name;
@@ -607,7 +620,8 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
     for (size_t i = 0; i < fixed.size(); ++i) {
       test::Rng rng(test::mixSeed(opts.seed, 1000 + i));
       PrefillCase cs = makePrefillCase(fixed[i].name, fixed[i].qo, fixed[i].kv,
-                                       k, rng, opts.finiteSlack);
+                                       k, rng, opts.finiteSlack, devicePages);
+      describePool(cs);
       for (PlanChoice kernel : kernels)
         runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
       if (i == 1)
@@ -621,8 +635,10 @@ PrefillSummary checkPrefillBundle(const std::string &dir,
       test::Rng rng(test::mixSeed(seed, 0x72616e64)); // "rand"
       std::vector<int64_t> qo, kv;
       randomLengths(rng, k, budget, qo, kv);
-      PrefillCase cs = makePrefillCase("random seed " + std::to_string(seed),
-                                       qo, kv, k, rng, opts.finiteSlack);
+      PrefillCase cs =
+          makePrefillCase("random seed " + std::to_string(seed), qo, kv, k,
+                          rng, opts.finiteSlack, devicePages);
+      describePool(cs);
       for (PlanChoice kernel : kernels)
         runPrefillCase(bundle, k, cs, opts.finiteSlack, kernel, sum);
     }
@@ -664,9 +680,14 @@ struct BenchShape {
 
 int pa::runner::runCheckPrefill(const CheckPrefillOptions &opts) {
   std::printf("pa-gpu-runner check-prefill: seeds %" PRIu64 "..%" PRIu64
-              " (replay one with --seed S --seeds 1)%s\n",
+              " (replay one with --seed S --seeds 1)%s%s\n",
               opts.seed, opts.seed + opts.seeds - 1,
-              opts.finiteSlack ? ", finite slack" : ", NaN slack");
+              opts.finiteSlack ? ", finite slack" : ", NaN slack",
+              opts.poolElements > 0
+                  ? fmt(", large pool of %" PRId64 " elements per tensor",
+                        opts.poolElements)
+                        .c_str()
+                  : "");
   if (pa_init(opts.device) != PA_SUCCESS) {
     std::printf("FATAL: pa_init: %s\n", pa_last_error());
     return 2;

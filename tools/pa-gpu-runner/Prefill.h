@@ -24,6 +24,8 @@ struct CheckPrefillOptions {
   /// Smaller random batches and no long case.
   bool quick = false;
   int device = 0;
+  /// > 0: large-pool mode (--pool-elements; Check.h, PagePlacement).
+  int64_t poolElements = 0;
 };
 
 /// Checks the prefill kernels (prefill, and prefill_short when present: each

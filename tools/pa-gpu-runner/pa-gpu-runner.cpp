@@ -40,6 +40,17 @@ namespace {
 
 constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
 
+/// `--pool-elements N` of the checks (large-pool mode, docs/Runtime.md):
+/// at most 2^40 elements (the per-bundle checks bound it by the device's
+/// memory and int32 page indices).
+void addPoolOption(OptionParser &p, int64_t &out) {
+  p.count("--pool-elements", out, 1, int64_t(1) << 40,
+          "large-pool mode: a device page pool of at least N elements per "
+          "cache tensor (suffix K/M/G/T = 2^10/20/30/40, e.g. 5G) with the "
+          "case's pages placed past elements 2^31 and 2^32, the rest "
+          "poisoned; the host reference holds only the case's pages");
+}
+
 /// The flags of `check`, bound to `o`.
 void addCheckOptions(OptionParser &p, CheckOptions &o) {
   p.integer("--seed", o.seed, 0, kMaxI64,
@@ -49,6 +60,7 @@ void addCheckOptions(OptionParser &p, CheckOptions &o) {
   p.flag("--finite-slack", o.finiteSlack,
          "unused cache slots / pages hold 8.0 instead of NaN");
   p.flag("--quick", o.quick, "skip the long case");
+  addPoolOption(p, o.poolElements);
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
             "CUDA device ordinal");
   p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
@@ -93,6 +105,7 @@ void addCheckPrefillOptions(OptionParser &p, CheckPrefillOptions &o) {
   p.flag("--finite-slack", o.finiteSlack,
          "unused cache slots / pages hold 8.0 instead of NaN");
   p.flag("--quick", o.quick, "smaller random batches, no long case");
+  addPoolOption(p, o.poolElements);
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
             "CUDA device ordinal");
   p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
@@ -132,6 +145,7 @@ void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
 void addCheckAppendOptions(OptionParser &p, CheckAppendOptions &o) {
   p.integer("--seed", o.seed, 0, kMaxI64,
             "seed of the random cases (default: from the clock; printed)");
+  addPoolOption(p, o.poolElements);
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),
             "CUDA device ordinal");
   p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);

@@ -30,6 +30,7 @@ struct Opts {
   uint32_t seed = 7;
   int device = 0;
   double gib = 4;
+  int64_t pool = 0;
   std::string out;
   std::vector<int64_t> lens = {512};
   std::vector<std::string> dirs;
@@ -51,6 +52,7 @@ Parsed parse(Opts &o, const std::vector<std::string> &args,
   p.integer("--seed", o.seed, 0, UINT32_MAX, "seed");
   p.integer("--device", o.device, 0, 7, "device");
   p.positiveReal("--gib", o.gib, "GiB");
+  p.count("--pool", o.pool, 1, int64_t(1) << 40, "pool elements");
   p.text("--out", "FILE", o.out, "report");
   p.positiveList("--lens", o.lens, "lengths");
   p.operands("DIR", o.dirs, 1, maxOperands);
@@ -159,6 +161,41 @@ TEST(RunnerOptions, MalformedOrOutOfRange) {
                  "pa-gpu-runner test: --out '': expected a non-empty value");
 }
 
+TEST(RunnerOptions, Counts) {
+  // --pool-elements of check / check-prefill / check-append: digits with an
+  // optional binary suffix.
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"1", 1},
+      {"4096", 4096},
+      {"5G", int64_t(5) << 30},
+      {"5g", int64_t(5) << 30},
+      {"5Gi", int64_t(5) << 30},
+      {"512M", int64_t(512) << 20},
+      {"3k", 3072},
+      {"1T", int64_t(1) << 40}};
+  for (const auto &[text, value] : good) {
+    Opts o;
+    Parsed r = parse(o, {"dir", "--pool", text});
+    ASSERT_TRUE(r.ok) << text << ": " << r.error;
+    EXPECT_EQ(o.pool, value) << text;
+  }
+  for (const char *bad :
+       {"0", "-5", "", "5X", "5i", "i", "G", "5Gx", "1.5G", " 5G", "5 G",
+        "+5G", "2T", "1025G", "99999999999999999T", "0x10"})
+    expectRejected({"dir", "--pool", bad},
+                   std::string("pa-gpu-runner test: --pool '") + bad +
+                       "': expected a count in [1, 1099511627776] (digits, "
+                       "optionally with a suffix K, M, G or T: powers of "
+                       "1024, e.g. 5G)");
+  int64_t v = 0;
+  EXPECT_TRUE(parseCount("0", v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(parseCount("8388607T", v));
+  EXPECT_EQ(v, int64_t(8388607) << 40);
+  EXPECT_FALSE(parseCount("8388608T", v)) << "2^23 * 2^40 overflows int64";
+  EXPECT_EQ(v, int64_t(8388607) << 40) << "untouched on failure";
+}
+
 TEST(RunnerOptions, RejectedValuesLeaveTheOptionAlone) {
   Opts o;
   EXPECT_FALSE(parse(o, {"dir", "--lens", "1,x"}).ok);
@@ -188,7 +225,8 @@ TEST(RunnerOptions, UsageListsEveryFlag) {
   EXPECT_NE(u.find("pa-gpu-runner test [options] DIR..."), std::string::npos)
       << u;
   for (const char *flag : {"--quick", "--chunk N", "--seed N", "--device N",
-                           "--gib X", "--out FILE", "--lens a,b,.."})
+                           "--gib X", "--pool N", "--out FILE",
+                           "--lens a,b,.."})
     EXPECT_NE(u.find(flag), std::string::npos) << flag << " in\n" << u;
 }
 
