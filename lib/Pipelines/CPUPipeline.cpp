@@ -8,6 +8,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -25,6 +26,17 @@ void mlir::pa::buildLowerToCPUPipeline(OpPassManager &pm,
     tile.tileKV = opts.tileKV;
     pm.addNestedPass<func::FuncOp>(createPATileAttention(tile));
   }
+  // Free what the program allocates and does not return (One-Shot Bufferize
+  // inserts no deallocations): the split-KV work list and partial states,
+  // the per-level states of a cascade. Before convert-pa-to-loops, whose
+  // scratch buffers come with their own deallocations (the ownership-based
+  // pass accepts no input that already has some). Entry functions then
+  // return their outs in place rather than as clones the host would have to
+  // free; any clone left (a function called in the module, ownership known
+  // only at run time) becomes an alloc + copy.
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createPAEntryResultsInPlace());
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createConvertPAToLoops());
   pm.addPass(createCanonicalizerPass());
   // fp8 caches: LLVM has no f8 types, so their conversions become integer

@@ -134,8 +134,9 @@ void mlir::pa::registerPAPipelines() {
       "pa-lower-to-cpu",
       "Lower a pa program (tensor or memref form) to LLVM dialect IR that "
       "mlir-runner / ExecutionEngine execute: canonicalize, optional "
-      "cascade decomposition and split-KV, One-Shot Bufferize, "
-      "convert-pa-to-loops (every op), upstream lowerings to LLVM",
+      "cascade decomposition and split-KV, One-Shot Bufferize, buffer "
+      "deallocation, convert-pa-to-loops (every op), upstream lowerings to "
+      "LLVM",
       buildLowerToCPUPipeline,
       +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
   registerChecked<LowerToNVVMOptions>(

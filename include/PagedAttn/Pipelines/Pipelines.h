@@ -63,10 +63,12 @@ struct LowerToCPUOptions : public SplitKVPipelineOptions<LowerToCPUOptions> {
 
 /// Adds the passes of `pa-lower-to-cpu` to `pm` (a module pass manager):
 /// canonicalize, optional rewrites, One-Shot Bufferize (function boundaries,
-/// identity layouts, equivalent results dropped), convert-pa-to-loops, and the
-/// upstream lowerings to the LLVM dialect (failed run-time checks print on
-/// stderr). Functions keep their memref arguments; mark them
-/// `llvm.emit_c_interface` to call them from C++.
+/// identity layouts, equivalent results dropped), buffer deallocation (every
+/// buffer a function allocates and does not return is freed; entry points
+/// return their outs in place), convert-pa-to-loops, and the upstream
+/// lowerings to the LLVM dialect (failed run-time checks print on stderr).
+/// Functions keep their memref arguments; mark them `llvm.emit_c_interface`
+/// to call them from C++.
 void buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOptions &opts);
 
 struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {

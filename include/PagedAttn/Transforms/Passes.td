@@ -131,6 +131,42 @@ def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
                            "::mlir::cf::ControlFlowDialect"];
 }
 
+def PAEntryResultsInPlace : Pass<"pa-entry-results-in-place",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Return the outs of entry functions in place, not as clones";
+  let description = [{
+    Runs after upstream's ownership-based buffer deallocation
+    (`buffer-deallocation-pipeline`), whose convention is that a function
+    hands its callers ownership of every memref it returns: a returned
+    buffer the function does not own (an argument) is returned as a
+    `bufferization.clone` the caller must free. The hosts of the lowered
+    CPU programs (the CPU differential tests' JIT, the CPU bundles of
+    `pa-compile` that `pagedattn` loads) pass the outs as arguments, expect
+    them back in place and free no result. So in a public function with a body and no caller in the
+    module (an entry point), a returned `bufferization.clone` of a function
+    argument (or a `memref.cast` of one) whose only users are `func.return`
+    is replaced by the argument itself (cast to the clone's type where it
+    differs) and erased. Functions called inside the module keep upstream's
+    convention, which their callers' deallocations rely on; a clone that is
+    not of an argument (ownership only known at run time) is kept and lowers
+    to a new buffer.
+
+    ```mlir
+    func.func @decode(..., %o: memref<?x32x128xf16>) -> memref<?x32x128xf16> {
+      pa.decode ... outs(%o, ...)
+      %0 = bufferization.clone %o : memref<?x32x128xf16> to memref<?x32x128xf16>
+      return %0 : memref<?x32x128xf16>
+    }
+    // becomes
+    func.func @decode(..., %o: memref<?x32x128xf16>) -> memref<?x32x128xf16> {
+      pa.decode ... outs(%o, ...)
+      return %o : memref<?x32x128xf16>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def PAWarpShuffleReduce : Pass<"pa-warp-shuffle-reduce"> {
   let summary = "Lower clustered gpu.subgroup_reduce to butterfly shuffles";
   let description = [{
