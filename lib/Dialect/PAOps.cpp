@@ -675,6 +675,39 @@ static LogicalResult verifyWorkList(Checker &c, Value indptr, Value request,
   return success();
 }
 
+LogicalResult ShardPagesOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getPageSize() <= 0)
+    return emitOpError() << "page_size must be > 0, got " << getPageSize();
+  int64_t n = getDevices(), d = getDevice();
+  if (n < 1)
+    return emitOpError() << "devices must be >= 1, got " << n;
+  if (d < 0 || d >= n)
+    return emitOpError() << "device must lie in [0, devices = " << n
+                         << "), got " << d;
+  if (getOuts().size() != 3)
+    return emitOpError() << "expects 3 outs (the device's kv_indptr, "
+                            "kv_indices, kv_last_page_len), got "
+                         << getOuts().size();
+  Value ip = getOuts()[0], ix = getOuts()[1], lp = getOuts()[2];
+  if (failed(c.indexArray(getKvIndptr(), "kv_indptr")) ||
+      failed(c.bind("batch", getKvIndptr(), "kv_indptr", 0, -1)) ||
+      failed(c.indexArray(getKvIndices(), "kv_indices")) ||
+      failed(c.bind("nnz", getKvIndices(), "kv_indices", 0)) ||
+      failed(c.indexArray(getKvLastPageLen(), "kv_last_page_len")) ||
+      failed(c.bind("batch", getKvLastPageLen(), "kv_last_page_len", 0)) ||
+      failed(c.indexArray(ip, "outs[0] (kv_indptr)")) ||
+      failed(c.bind("batch", ip, "outs[0] (kv_indptr)", 0, -1)) ||
+      failed(c.indexArray(ix, "outs[1] (kv_indices)")) ||
+      failed(c.bind("nnz", ix, "outs[1] (kv_indices)", 0)) ||
+      failed(c.indexArray(lp, "outs[2] (kv_last_page_len)")) ||
+      failed(c.bind("batch", lp, "outs[2] (kv_last_page_len)", 0)))
+    return failure();
+  return success();
+}
+
 LogicalResult PlanSplitKVOp::verify() {
   Checker c(*this);
   if (failed(c.sameForm()))

@@ -19,7 +19,7 @@ using namespace mlir;
 void mlir::pa::buildLowerToCPUPipeline(OpPassManager &pm,
                                        const LowerToCPUOptions &opts) {
   addFrontPasses(pm, opts.cascadeDecompose, opts.splitKVChunk,
-                 opts.splitKVWorkList);
+                 opts.splitKVWorkList, opts.shardDevices, opts.shardRoundRobin);
   if (opts.tileAttention) {
     PATileAttentionOptions tile;
     tile.tileQ = opts.tileQ;

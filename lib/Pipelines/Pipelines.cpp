@@ -17,10 +17,17 @@
 using namespace mlir;
 
 void mlir::pa::addFrontPasses(OpPassManager &pm, bool cascadeDecompose,
-                              int64_t splitKVChunk, bool splitKVWorkList) {
+                              int64_t splitKVChunk, bool splitKVWorkList,
+                              int64_t shardDevices, bool shardRoundRobin) {
   pm.addPass(createCanonicalizerPass());
   if (cascadeDecompose)
     pm.addNestedPass<func::FuncOp>(createPACascadeDecompose());
+  if (shardDevices > 0) {
+    PAShardKVOptions shard;
+    shard.devices = shardDevices;
+    shard.roundRobin = shardRoundRobin;
+    pm.addNestedPass<func::FuncOp>(createPAShardKV(shard));
+  }
   if (splitKVChunk > 0 || splitKVWorkList) {
     PASplitKVOptions split;
     if (splitKVChunk > 0)
@@ -134,11 +141,16 @@ void mlir::pa::registerPAPipelines() {
       "pa-lower-to-cpu",
       "Lower a pa program (tensor or memref form) to LLVM dialect IR that "
       "mlir-runner / ExecutionEngine execute: canonicalize, optional "
-      "cascade decomposition and split-KV, One-Shot Bufferize, buffer "
+      "cascade decomposition, sharding of decodes over simulated devices "
+      "and split-KV, One-Shot Bufferize, buffer "
       "deallocation, convert-pa-to-loops (every op), upstream lowerings to "
       "LLVM",
-      buildLowerToCPUPipeline,
-      +[](const LowerToCPUOptions &o) { return checkSplitKV(o); });
+      buildLowerToCPUPipeline, +[](const LowerToCPUOptions &o) {
+        std::string error = checkSplitKV(o);
+        if (error.empty() && o.shardDevices < 0)
+          error = "shard-devices must be >= 0 (0: no sharding)";
+        return error;
+      });
   registerChecked<LowerToNVVMOptions>(
       "pa-lower-to-nvvm",
       "Lower a pa program to GPU kernels (every op; pa.cascade as a "

@@ -1003,3 +1003,51 @@ func.func @scatter_scales_not_fp8(%kr: tensor<?x8x128xf16>, %vr: tensor<?x8x128x
   %r = pa.scatter_kv new(%kr, %vr, %ri : tensor<?x8x128xf16>, tensor<?x8x128xf16>, tensor<5xi32>) positions(%pos : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) outs(%kv : tensor<?x2x16x8x128xf16>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return
 }
+
+// -----
+
+func.func @shard_devices(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{devices must be >= 1, got 0}}
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 0 : i64, devices = 0 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_device(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{device must lie in [0, devices = 2), got 2}}
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 2 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_page(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{page_size must be > 0, got 0}}
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_outs(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>) {
+  // expected-error @+1 {{expects 3 outs (the device's kv_indptr, kv_indices, kv_last_page_len), got 2}}
+  %s:2 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b : tensor<5xi32>, tensor<?xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_batch(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<3xi32>) {
+  // expected-error @+1 {{batch mismatch: 'outs[2] (kv_last_page_len)' dim 0 gives 3 but kv_indptr dim 0 gives 4}}
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<3xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_nnz(%ip: tensor<5xi32>, %ix: tensor<9xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<8xi32>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{nnz mismatch: 'outs[1] (kv_indices)' dim 0 gives 8 but kv_indices dim 0 gives 9}}
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<9xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<8xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}

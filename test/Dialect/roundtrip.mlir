@@ -101,6 +101,13 @@ func.func @cacheblend(%n: tensor<?x8x128xf16>, %c: tensor<?x8x128xf16>, %d: tens
   return %r#0, %r#1 : tensor<?xi32>, tensor<3xi32>
 }
 
+// CHECK-LABEL: func @shard_pages
+// CHECK: pa.shard_pages pages(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 1 : i64, devices = 4 : i64, page_size = 16 : i64, round_robin}
+func.func @shard_pages(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<4xi32>) -> tensor<?xi32> {
+  %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 1 : i64, devices = 4 : i64, page_size = 16 : i64, round_robin}
+  return %s#1 : tensor<?xi32>
+}
+
 // CHECK-LABEL: func @split_kv
 // CHECK: pa.plan_split_kv pages(%{{.*}}, %{{.*}} : tensor<5xi32>, tensor<4xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {chunk_size = 256 : i64, page_size = 16 : i64}
 // CHECK: pa.decode_partial q(%{{.*}} : tensor<4x32x128xf16>) kv({{.*}}) pages({{.*}}) work(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%{{.*}}, %{{.*}} : tensor<?x32x128xf32>, tensor<?x32xf32>)

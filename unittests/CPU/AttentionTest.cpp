@@ -1122,6 +1122,31 @@ TEST(PACPUDifferential, DecodeSplitKVPipeline) {
                 "pa.decode (split-kv-chunk > 0)");
 }
 
+TEST(PACPUDifferential, DecodeSharded) {
+  // Context parallelism (pa-lower-to-cpu{shard-devices=N}): every decode
+  // split over 1..5 simulated devices by pages (contiguous ranges or round
+  // robin), one decode per device over pa.shard_pages' table and pa.merge of
+  // the states, against the float64 reference over the whole cache; batches
+  // with empty requests and requests of fewer pages than devices. Window
+  // and ALiBi are cleared (a shard renumbers its keys: pa-shard-kv rejects
+  // them, test/Transforms/shard-kv-invalid.mlir).
+  OpStats stats("pa.decode (shard-devices > 0)");
+  runDifferentialTest(
+      "DecodeSharded", 8, kConfigSalt, 24, 8, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomDecodeConfig(crng, ci);
+        c.window.reset();
+        c.alibi = false;
+        PipelineConfig pc;
+        pc.shardDevices = 1 + ci % 5;
+        pc.shardRoundRobin = crng.chance(0.5);
+        return DiffConfig{c.str(), decodeModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runDecodeCase(m, c, rng, k, stats);
+                          }};
+      });
+}
+
 TEST(PACPUDifferential, PlanSplitKV) {
   OpStats stats("pa.plan_split_kv", false);
   runDifferentialTest(

@@ -243,6 +243,9 @@ std::string PipelineConfig::str() const {
      << " split-kv-chunk=" << splitKVChunk;
   if (tileQ > 0)
     os << " tile-attention=1 tile-q=" << tileQ << " tile-kv=" << tileKV;
+  if (shardDevices > 0)
+    os << " shard-devices=" << shardDevices
+       << " shard-round-robin=" << (shardRoundRobin ? 1 : 0);
   os << "}";
   return os.str();
 }
@@ -486,6 +489,8 @@ JitModule *compile(const std::string &mlirText, const PipelineConfig &cfg,
     opts.tileQ = cfg.tileQ;
     opts.tileKV = cfg.tileKV;
   }
+  opts.shardDevices = cfg.shardDevices;
+  opts.shardRoundRobin = cfg.shardRoundRobin;
   mlir::pa::buildLowerToCPUPipeline(pm, opts);
   if (mlir::failed(pm.run(*module)))
     return finish(nullptr, "pa-lower-to-cpu (" + cfg.str() + ") failed:\n" +

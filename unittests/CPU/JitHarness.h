@@ -124,6 +124,9 @@ struct PipelineConfig {
   int64_t splitKVChunk = 0;
   /// pa-tile-attention with these tile sizes (0: prefill straight to loops).
   int64_t tileQ = 0, tileKV = 0;
+  /// pa-shard-kv over this many simulated devices (0: off).
+  int64_t shardDevices = 0;
+  bool shardRoundRobin = false;
   std::string str() const;
 };
 

@@ -573,6 +573,50 @@ def PA_PlanSplitKVOp : PA_Op<"plan_split_kv"> {
   }];
 }
 
+def PA_ShardPagesOp : PA_Op<"shard_pages"> {
+  let summary = "the page table of one device's share of every request's pages";
+  let description = [{
+    Context parallelism (docs/ContextParallel.md): the pages of every request
+    are split over `devices` devices and device `device` attends to its
+    share only; the merge of the devices' states is the whole attention
+    (the merge operator is commutative and associative). From the page table
+    `pages(kv_indptr[B+1], kv_indices[nnz], kv_last_page_len[B])` (page size
+    `page_size`) this op writes device `device`'s page table
+    `(indptr[B+1], indices[nnz], last_page_len[B])`: request `b` with `n`
+    pages keeps its pages `j` that device `d` owns, in their order. With
+    contiguous ownership (the default) device `d` owns
+    `[floor(n d / N), floor((n (d + 1)) / N))`, a range within one page of
+    `n / N`; with `round_robin` the pages `j` with `j mod N = d`. Its
+    `last_page_len[b]` is the request's when it owns the request's last page,
+    else `page_size` (every other page is full; a request with no page on
+    the device has no tokens there, whatever its `last_page_len`).
+    `indices` holds `indptr[B]` entries; the rest of it (the other devices'
+    share of `nnz`) is written 0. Every key keeps its content but not its
+    position (a shard renumbers its keys from 0), so only position-free
+    attention (no sliding window, no ALiBi) may run on a shard.
+
+    ```mlir
+    %ip1, %ix1, %lp1 = pa.shard_pages pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        outs(%ip0, %ix0, %lp0 : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        {device = 1 : i64, devices = 4 : i64, page_size = 16 : i64}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$kv_indptr,
+                       PA_TensorOrMemRef:$kv_indices,
+                       PA_TensorOrMemRef:$kv_last_page_len,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       I64Attr:$page_size,
+                       I64Attr:$devices,
+                       I64Attr:$device,
+                       UnitAttr:$round_robin);
+  let assemblyFormat = [{
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
 def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
     PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "decode attention over the KV chunks of a work list";

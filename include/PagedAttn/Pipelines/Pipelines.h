@@ -59,6 +59,17 @@ struct LowerToCPUOptions : public SplitKVPipelineOptions<LowerToCPUOptions> {
       *this, "tile-kv",
       llvm::cl::desc("With tile-attention: tokens of a K/V tile"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> shardDevices{
+      *this, "shard-devices",
+      llvm::cl::desc("Context parallelism (pa-shard-kv): every pa.decode's "
+                     "pages over this many simulated devices, run one after "
+                     "the other (0: off)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<bool> shardRoundRobin{
+      *this, "shard-round-robin",
+      llvm::cl::desc("With shard-devices: page j of a request on device j "
+                     "mod N (default: contiguous ranges)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes of `pa-lower-to-cpu` to `pm` (a module pass manager):

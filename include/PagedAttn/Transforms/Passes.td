@@ -71,6 +71,39 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def PAShardKV : Pass<"pa-shard-kv", "::mlir::func::FuncOp"> {
+  let summary = "Context parallelism: shard every pa.decode's pages over devices, merge the states";
+  let description = [{
+    Every tensor-form `pa.decode` becomes `devices` decodes, device `d`'s over
+    its share of every request's pages (`pa.shard_pages`: contiguous ranges,
+    or `round-robin=true`), tagged `pa.device = d`, and a `pa.merge` of their
+    `(o, lse)` states into the decode's outs (docs/ContextParallel.md). The
+    merge is commutative and associative and a request with no page on a
+    device contributes its identity `(0, -inf)`, so the result is the
+    decode's; the partial states are in the decode's output type (what a
+    device sends to the others). The CPU pipeline runs the devices one
+    after the other in one process. Errors at the op: the memref form, a
+    sliding window or ALiBi (a shard renumbers its keys from 0).
+
+    ```mlir
+    %t:3 = pa.shard_pages pages(%ip, %ix, %lp : ...) outs(...)
+        {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+    %d0:2 = pa.decode q(%q : ...) kv(%kv : ...) pages(%t#0, %t#1, %t#2 : ...)
+        outs(...) {cache = ..., pa.device = 0 : i64}
+    ... device 1 ...
+    %r:2 = pa.merge states(%d0#0, %d0#1, %d1#0, %d1#1 : ...) outs(%o, %l : ...)
+    ```
+  }];
+  let options = [
+    Option<"devices", "devices", "int64_t", "2",
+           "Devices the pages are sharded over (>= 1)">,
+    Option<"roundRobin", "round-robin", "bool", "false",
+           "Page j of a request on device j mod devices (default: "
+           "contiguous ranges of pages)">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def PATileAttention : Pass<"pa-tile-attention", "::mlir::func::FuncOp"> {
   let summary = "Tile memref-form pa.prefill, pa.prefill_partial, pa.decode and pa.decode_partial into tile-level pa.tile ops";
   let description = [{

@@ -176,9 +176,67 @@ struct PlanSplitKVToLoops final : OpRewritePattern<PlanSplitKVOp> {
   }
 };
 
+/// pa.shard_pages: one pass over the requests, each copying the entries of
+/// the pages the device owns (a strided range: [n d / N, n (d + 1) / N)
+/// step 1, or [d, n) step N round robin), then zeros past them.
+struct ShardPagesToLoops final : OpRewritePattern<ShardPagesOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShardPagesOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    using Pred = arith::CmpIPredicate;
+    int64_t pageSize = op.getPageSize();
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 pageSize};
+    Value ip = op.getOuts()[0], ix = op.getOuts()[1], lp = op.getOuts()[2];
+    pt.emitChecks(e);
+    Value n = e.idx(op.getDevices()), d = e.idx(op.getDevice());
+    Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
+    Value total = e.forLoop(e.idx(0), batch, {e.idx(0)}, [&](Value b,
+                                                              ValueRange w) {
+      e.store(e.toI32(w[0]), ip, {b});
+      Value base = pt.pageBase(e, b);
+      Value pages = e.sub(e.loadIdx(op.getKvIndptr(), e.add(b, e.idx(1))),
+                          base);
+      Value lo, hi, step;
+      if (op.getRoundRobin()) {
+        lo = d;
+        hi = pages;
+        step = n;
+      } else {
+        lo = e.divui(e.mul(pages, d), n);
+        hi = e.divui(e.mul(pages, e.add(d, e.idx(1))), n);
+        step = e.idx(1);
+      }
+      // The request's last page (pages - 1) is the device's: its
+      // last_page_len; every other page of the device is full.
+      Value lastPage = e.sub(pages, e.idx(1));
+      Value ownsLast =
+          op.getRoundRobin()
+              ? e.cmpi(Pred::eq, e.remui(lastPage, n), d)
+              : e.andi(e.cmpi(Pred::ult, lo, hi), e.cmpi(Pred::eq, hi, pages));
+      ownsLast = e.andi(e.cmpi(Pred::ugt, pages, e.idx(0)), ownsLast);
+      Value last = e.load(op.getKvLastPageLen(), {b});
+      e.store(e.select(ownsLast, last, e.i32(pageSize)), lp, {b});
+      scf::ForOp copy = e.forLoop(lo, hi, step, {w[0]}, [&](Value j,
+                                                        ValueRange cw) {
+        e.store(e.load(op.getKvIndices(), {e.add(base, j)}), ix, {cw[0]});
+        return SmallVector<Value>{e.add(cw[0], e.idx(1))};
+      });
+      return SmallVector<Value>{copy.getResult(0)};
+    }).getResult(0);
+    e.store(e.toI32(total), ip, {batch});
+    e.forEach(total, e.dim(ix, 0), [&](Value k) { e.store(e.i32(0), ix, {k}); });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::pa::populatePACacheToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<AppendKVToLoops, AppendKVSlotsToLoops, ScatterKVToLoops,
-               PlanSplitKVToLoops>(patterns.getContext());
+               PlanSplitKVToLoops, ShardPagesToLoops>(patterns.getContext());
 }
