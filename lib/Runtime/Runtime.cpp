@@ -918,6 +918,17 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
                 " but the bundle's prefill kernel takes no custom mask");
   if (p.batch > 0 && !a.qo_indptr)
     return fail("argument 'qo_indptr' is null");
+  // The kernels copy q and write o in 16-byte chunks (cp.async, and o
+  // through shared memory, docs/GPU.md).
+  if (a.num_query_rows > 0)
+    for (const auto &[name, ptr] : {std::pair{"q", a.q}, std::pair{"o", a.o}}) {
+      if (!ptr)
+        return fail("argument '", name, "' is null");
+      if (ptr % 16 != 0)
+        return fail("argument '", name, "' = 0x", std::hex, ptr,
+                    " is not 16-byte aligned (the prefill kernels read q and "
+                    "write o in 16-byte chunks)");
+    }
 
   if (a.checked && p.batch > 0) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));

@@ -25,7 +25,14 @@
 // CHECK: nvgpu.ldmatrix %[[SMEM]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // CHECK: scf.if %{{.*}} -> (i32, i32, f32, f32, f32, f32, f32, f32, f32, f32, vector<2x2xf32>,
 // CHECK: gpu.subgroup_reduce add %[[LOOP]]#6 cluster(size = 4) : (f32) -> f32
-// CHECK: vector.store {{.*}} {alignment = 4 : i64} : memref<?x32x128xf16>, vector<2xf16>
+// The store goes through the warp's Q rows in shared memory: every lane
+// done reading them, the o pairs written there, the warp's lanes synced,
+// then whole rows out in 16-byte chunks.
+// CHECK: nvvm.bar.warp.sync
+// CHECK: vector.store {{.*}}, %[[SMEM]][{{.*}}] {alignment = 4 : i64} : memref<384x136xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK: nvvm.bar.warp.sync
+// CHECK: vector.load %[[SMEM]][{{.*}}] {alignment = 16 : i64} : memref<384x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x32x128xf16>, vector<8xf16>
 // CHECK-NOT: pa.tile.
 
 // With 16 rows a warp and D = 128 the Q fragments (8 k steps) are loaded

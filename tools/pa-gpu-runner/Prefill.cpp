@@ -465,6 +465,12 @@ void testPrefillRejections(pa_bundle *bundle, const PrefillKernel &k,
       [&](pa_prefill_args &a) { a.num_query_rows = cs.rows + 1; }, nullptr,
       nullptr, "num_query_rows = " + str(cs.rows + 1));
   expect(
+      "o not 16-byte aligned", [&](pa_prefill_args &a) { a.o += 2; }, nullptr,
+      nullptr, "argument 'o' = 0x");
+  expect(
+      "q not 16-byte aligned", [&](pa_prefill_args &a) { a.q += 4; }, nullptr,
+      nullptr, "argument 'q' = 0x");
+  expect(
       "qo_indptr on the device != plan", nullptr,
       [&] { setInt(d.qoIndptr, 1, cs.qoIndptr[1] - 1); },
       [&] { setInt(d.qoIndptr, 1, cs.qoIndptr[1]); },

@@ -228,7 +228,8 @@ typedef struct pa_prefill_plan_info {
  *  compiled with them: pa-compile --positions, --custom-mask, --alibi) and
  *  be 0 otherwise. */
 typedef struct pa_prefill_args {
-  pa_deviceptr q;                /**< [Nq, Hq, D], bundle dtype */
+  pa_deviceptr q;                /**< [Nq, Hq, D], bundle dtype, 16-byte
+                                      aligned (as o) */
   pa_deviceptr qo_indptr;        /**< [B+1] int32: query rows per request */
   pa_deviceptr kv;               /**< joint cache, or 0 for kv split */
   pa_deviceptr k, v;             /**< split caches, or 0 for kv joint */

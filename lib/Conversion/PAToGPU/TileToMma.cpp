@@ -39,6 +39,7 @@
 #include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -158,6 +159,10 @@ private:
   SmallVector<Row> rowInfo;
   /// Q fragments held in registers (qFrag[mt * kSteps + kk]), or empty.
   SmallVector<Value> qFrag;
+  /// The Q tile in shared memory (of the kernel's first pa.tile.qk, found
+  /// by the prelude before the tile ops are lowered): the staged store
+  /// reuses its rows.
+  std::optional<SharedTile> qTile;
   /// What the masks read, from the kernel's (first) pa.tile.mask.
   Value kvLen, maskBase;
   TileMaskOp maskOp;
@@ -200,6 +205,9 @@ private:
   void softmaxUpdate(Env &env);
   void pv(TilePVOp op, Env &env);
   void store(TileStoreOp op, Env &env);
+  /// The store through the warp's Q rows in shared memory (see store()).
+  void storeStaged(TileStoreOp op, const SharedTile &q, ArrayRef<Value> m,
+                   ArrayRef<Value> l, ArrayRef<Value> acc, Type oElem);
   /// Key split: merges the warps' states of each row block into the
   /// state of its warp with key offset 0, through shared memory; `m`, `l`
   /// (quad-reduced) and `acc` are the thread's, replaced by the merged
@@ -256,6 +264,8 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
     if (!first)
       first = op;
   });
+  if (first)
+    qTile = *sharedTile(first, first.getQ());
   if (first && c.mTiles * c.headDim <= 128) {
     SharedTile q = *sharedTile(first, first.getQ());
     for (int64_t mt = 0; mt < c.mTiles; ++mt)
@@ -568,6 +578,16 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
   SmallVector<Value> acc(state.drop_front(2 * halves));
   // o's element type: the data type, or f32 for partial states.
   Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
+  // Staged store: a warp of a row split (kv_warps = 1) owns its Q rows in
+  // shared memory, which it no longer reads; its o rows go there first and
+  // then out as 16-byte chunks, a warp writing whole rows (rather than 4
+  // bytes per lane, half of every 32-byte sector). f16 / bf16 outputs of
+  // the whole-row kernels (not the f32 partial states).
+  if (c.kvWarps == 1 && !oElem.isF32() && !op.getRowStride() && qTile &&
+      c.headDim % 8 == 0) {
+    storeStaged(op, *qTile, m, l, acc, oElem);
+    return;
+  }
   auto finish = [&]() {
     computeRows(/*forStore=*/true, op.getRow0(), op.getRows(),
                 op.getKvHead(), Value(), Value(), op.getRowStride());
@@ -607,6 +627,78 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
     mergeKeyWarps(m, l, acc, finish);
   else
     finish();
+}
+
+void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
+                              ArrayRef<Value> m, ArrayRef<Value> l,
+                              ArrayRef<Value> acc, Type oElem) {
+  // Rows of the warp's block in the Q tile (recomputed from the thread id,
+  // as computeRows does for stores, rather than kept live).
+  Value t32 = e.toI32(tid);
+  Value warpRow0 = e.toIndex(
+      e.mul(arith::DivUIOp::create(b, loc, t32, e.i32(32)),
+            e.i32(16 * c.mTiles)));
+  Value lane0 = e.toIndex(arith::RemUIOp::create(b, loc, t32, e.i32(32)));
+  Value quadRow = e.divui(lane0, e.idx(4));
+  Value col2 = e.mul(e.remui(lane0, e.idx(4)), e.idx(2));
+  Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+  Value quad0 = e.cmpi(Pred::eq, e.remui(lane0, e.idx(4)), e.idx(0));
+  computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
+              Value(), Value());
+  // Every lane's last read of the warp's Q rows (the loop's ldmatrix) before
+  // any lane overwrites them: lanes need not run in lockstep.
+  NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
+  VectorType pair = VectorType::get({2}, oElem);
+  for (int64_t mt = 0; mt < c.mTiles; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      int64_t r = 2 * mt + h;
+      Value some = e.cmpf(FPred::OGT, l[r], e.f32(0));
+      Value inv = e.select(
+          some, e.divf(c.vScale ? c.vScale : e.f32(1), l[r]), e.f32(0));
+      Value lseV = e.select(some, e.mul(e.add(m[r], e.lg2(l[r])), toBase),
+                            e.negInf());
+      e.ifThen(e.andi(rowInfo[r].valid, quad0), [&]() {
+        e.store(lseV, op.getLse(), {rowInfo[r].row, rowInfo[r].head});
+      });
+      Value srow = e.add(e.idx(q.row0),
+                         e.add(warpRow0, e.add(quadRow, e.idx(16 * mt + 8 * h))));
+      for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+        Value a = acc[mt * c.dTiles() + dn];
+        Value v = vector::FromElementsOp::create(
+            b, loc, pair,
+            ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
+                       e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+        vector::StoreOp::create(
+            b, loc, v, q.base,
+            ValueRange{srow, e.add(e.idx(q.col0 + dn * 8), col2)},
+            /*nontemporal=*/false, llvm::MaybeAlign(4));
+      }
+    }
+  // The warp's lanes read each other's rows.
+  NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
+  int64_t cpr = c.headDim / 8, rows = 16 * c.mTiles;
+  VectorType chunk = VectorType::get({8}, oElem);
+  for (int64_t i = 0; i < rows * cpr / 32; ++i) {
+    Value id = e.add(lane0, e.idx(32 * i));
+    Value rloc = e.divui(id, e.idx(cpr));
+    Value col = e.mul(e.remui(id, e.idx(cpr)), e.idx(8));
+    Value v = vector::LoadOp::create(
+        b, loc, chunk, q.base,
+        ValueRange{e.add(e.idx(q.row0), e.add(warpRow0, rloc)),
+                   e.add(e.idx(q.col0), col)},
+        /*nontemporal=*/false, llvm::MaybeAlign(16));
+    // Tile row -> (query, head), as computeRows.
+    Value r = e.add(warpRow0, rloc);
+    Value qi = e.divui(r, e.idx(c.group));
+    Value head = e.add(e.mul(op.getKvHead(), e.idx(c.group)),
+                       e.remui(r, e.idx(c.group)));
+    Value valid = e.cmpi(Pred::ult, qi, op.getRows());
+    e.ifThen(valid, [&]() {
+      vector::StoreOp::create(b, loc, v, op.getO(),
+                              ValueRange{e.add(op.getRow0(), qi), head, col},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+  }
 }
 
 void MmaLowering::mergeKeyWarps(SmallVectorImpl<Value> &m,
