@@ -233,6 +233,13 @@ std::string pa::runner::PagePlacement::describe(const rt::BundleConfig &c,
              devicePages * stride, above31, above32);
 }
 
+std::string pa::runner::poolNote(int64_t poolElements) {
+  return poolElements > 0
+             ? fmt(", large pool of %" PRId64 " elements per tensor",
+                   poolElements)
+             : std::string();
+}
+
 PagePlacement pa::runner::identityPlacement(int64_t pages) {
   PagePlacement pl;
   pl.devicePages = pages;
@@ -1159,11 +1166,7 @@ int pa::runner::runCheck(const CheckOptions &opts) {
               " (replay with --seed %" PRIu64 ")%s%s\n",
               opts.seed, opts.seed,
               opts.finiteSlack ? ", finite slack" : ", NaN slack",
-              opts.poolElements > 0
-                  ? fmt(", large pool of %" PRId64 " elements per tensor",
-                        opts.poolElements)
-                        .c_str()
-                  : "");
+              poolNote(opts.poolElements).c_str());
   if (pa_init(opts.device) != PA_SUCCESS) {
     std::printf("FATAL: pa_init: %s\n", pa_last_error());
     return 2;

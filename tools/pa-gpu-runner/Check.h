@@ -102,6 +102,8 @@ struct PagePlacement {
 
 /// The placement of a pool of `pages` pages on the device as on the host.
 PagePlacement identityPlacement(int64_t pages);
+/// The run header's note of --pool-elements (empty without it).
+std::string poolNote(int64_t poolElements);
 
 /// The device page count of a pool of at least `poolElements` elements per
 /// cache tensor of `c` (K and V, or the joint tensor), after checking that

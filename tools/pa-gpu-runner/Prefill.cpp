@@ -689,11 +689,7 @@ int pa::runner::runCheckPrefill(const CheckPrefillOptions &opts) {
               " (replay one with --seed S --seeds 1)%s%s\n",
               opts.seed, opts.seed + opts.seeds - 1,
               opts.finiteSlack ? ", finite slack" : ", NaN slack",
-              opts.poolElements > 0
-                  ? fmt(", large pool of %" PRId64 " elements per tensor",
-                        opts.poolElements)
-                        .c_str()
-                  : "");
+              poolNote(opts.poolElements).c_str());
   if (pa_init(opts.device) != PA_SUCCESS) {
     std::printf("FATAL: pa_init: %s\n", pa_last_error());
     return 2;

@@ -205,6 +205,24 @@ private:
   void softmaxUpdate(Env &env);
   void pv(TilePVOp op, Env &env);
   void store(TileStoreOp op, Env &env);
+  /// A row's output scale 1 / l (times the V scale; 0 without a visible
+  /// key) and its lse (m + log2 l in the lse's base; -inf without a key).
+  std::pair<Value, Value> finalRow(Value m, Value l, Value toBase) {
+    Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+    Value inv =
+        e.select(some, e.divf(c.vScale ? c.vScale : e.f32(1), l), e.f32(0));
+    Value lse =
+        e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
+    return {inv, lse};
+  }
+  /// Row half h of accumulator fragment `a` times `inv`, as two elements
+  /// of o's type.
+  Value outPair(Value a, int64_t h, Value inv, Type oElem) {
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, oElem),
+        ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
+                   e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+  }
   /// The store through the warp's Q rows in shared memory (see store()).
   void storeStaged(TileStoreOp op, const SharedTile &q, ArrayRef<Value> m,
                    ArrayRef<Value> l, ArrayRef<Value> acc, Type oElem);
@@ -597,19 +615,10 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
       for (int64_t h = 0; h < 2; ++h) {
         int64_t r = 2 * mt + h;
         const Row &row = rowInfo[r];
-        Value some = e.cmpf(FPred::OGT, l[r], e.f32(0));
-        Value inv = e.select(
-            some, e.divf(c.vScale ? c.vScale : e.f32(1), l[r]), e.f32(0));
-        Value lseV = e.select(
-            some, e.mul(e.add(m[r], e.lg2(l[r])), toBase), e.negInf());
+        auto [inv, lseV] = finalRow(m[r], l[r], toBase);
         e.ifThen(row.valid, [&]() {
-          VectorType out = VectorType::get({2}, oElem);
           for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-            Value a = acc[mt * c.dTiles() + dn];
-            Value v = vector::FromElementsOp::create(
-                b, loc, out,
-                ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
-                           e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+            Value v = outPair(acc[mt * c.dTiles() + dn], h, inv, oElem);
             // Two elements at an even column: aligned to two elements.
             vector::StoreOp::create(
                 b, loc, v, op.getO(),
@@ -648,26 +657,17 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
   // Every lane's last read of the warp's Q rows (the loop's ldmatrix) before
   // any lane overwrites them: lanes need not run in lockstep.
   NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
-  VectorType pair = VectorType::get({2}, oElem);
   for (int64_t mt = 0; mt < c.mTiles; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       int64_t r = 2 * mt + h;
-      Value some = e.cmpf(FPred::OGT, l[r], e.f32(0));
-      Value inv = e.select(
-          some, e.divf(c.vScale ? c.vScale : e.f32(1), l[r]), e.f32(0));
-      Value lseV = e.select(some, e.mul(e.add(m[r], e.lg2(l[r])), toBase),
-                            e.negInf());
+      auto [inv, lseV] = finalRow(m[r], l[r], toBase);
       e.ifThen(e.andi(rowInfo[r].valid, quad0), [&]() {
         e.store(lseV, op.getLse(), {rowInfo[r].row, rowInfo[r].head});
       });
       Value srow = e.add(e.idx(q.row0),
                          e.add(warpRow0, e.add(quadRow, e.idx(16 * mt + 8 * h))));
       for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-        Value a = acc[mt * c.dTiles() + dn];
-        Value v = vector::FromElementsOp::create(
-            b, loc, pair,
-            ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
-                       e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
+        Value v = outPair(acc[mt * c.dTiles() + dn], h, inv, oElem);
         vector::StoreOp::create(
             b, loc, v, q.base,
             ValueRange{srow, e.add(e.idx(q.col0 + dn * 8), col2)},
