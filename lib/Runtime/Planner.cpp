@@ -346,6 +346,18 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
     if (lens[b] > std::numeric_limits<int32_t>::max())
       return fail("kv_len[", b, "] = ", lens[b], " exceeds INT32_MAX");
 
+  // A plan lists its tiles (and split items and partial rows) on the host
+  // and uploads them: more than kMaxPrefillPlanEntries of any would be a
+  // batch no GPU holds the queries of, and host memory the planner must
+  // not exhaust (found by pa-runtime-fuzz, 2026-11-26).
+  int64_t tileCount = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    tileCount += ceilDiv(qoIndptr[b + 1] - qoIndptr[b], queriesPerTile);
+  if (tileCount > kMaxPrefillPlanEntries)
+    return fail("the batch has ", tileCount, " query tiles of ",
+                queriesPerTile, " queries, more than the ",
+                kMaxPrefillPlanEntries, " a prefill plan holds");
+
   // The tiles and the keys each can see.
   struct Tile {
     int64_t request, q0, q1, keys;
@@ -405,6 +417,16 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
   result.split = forcePartial && !tiles.empty();
   for (const Tile &t : tiles)
     result.split |= t.keys > chunk;
+  int64_t items = 0, partialRows = 0;
+  for (const Tile &t : tiles) {
+    int64_t chunks = std::max<int64_t>(ceilDiv(t.keys, chunk), 1);
+    items += chunks;
+    partialRows += result.split ? (t.q1 - t.q0) * chunks : 0;
+  }
+  if (items > kMaxPrefillPlanEntries || partialRows > kMaxPrefillPlanEntries)
+    return fail("the plan needs ", items, " work items and ", partialRows,
+                " partial rows (KV chunk ", chunk, "), more than the ",
+                kMaxPrefillPlanEntries, " a prefill plan holds");
 
   PrefillWorkList &w = result.work;
   if (result.split)

@@ -979,6 +979,38 @@ TEST(PrefillPlan, RejectsBadQueries) {
               "queries_per_tile (0)");
 }
 
+TEST(PrefillPlan, RejectsPlansBeyondTheirCapacity) {
+  // Found by pa-runtime-fuzz (fuzz/corpus/pa-runtime-fuzz/
+  // regression-prefill-plan-oom): a batch of 2^30 query rows (explicit
+  // positions, so qo_len may exceed kv_len) in tiles of 16 made the planner
+  // list 2^26 tiles on the host until it ran out of memory; it now refuses
+  // past kMaxPrefillPlanEntries with the count.
+  std::vector<int64_t> lens = {40};
+  Rng rng(3);
+  pa::ref::PageTable t = makeTable(rng, lens, 16);
+  int32_t rows = 1 << 30;
+  std::vector<int32_t> qo = {0, rows};
+  PrefillPlan plan;
+  Status s = planPrefill(qo, t.indptr, t.lastPageLen, 1, rows, 16, 8, 16,
+                         /*causal=*/false, /*explicitPositions=*/true, 132, 2,
+                         plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message.find("67108864 query tiles of 16 queries, more than "
+                           "the 16777216 a prefill plan holds"),
+            std::string::npos)
+      << s.message;
+  // Few tiles (2^24 / 4096 of 4096 queries) but a forced 16-key chunk over
+  // 2^20 keys of a split plan: 2^16 items a tile.
+  std::vector<int64_t> big = {1 << 20};
+  pa::ref::PageTable tb = makeTable(rng, big, 16);
+  std::vector<int32_t> qo2 = {0, 1 << 12};
+  s = planPrefill(qo2, tb.indptr, tb.lastPageLen, 1, 1 << 12, 16, 8, 16,
+                  /*causal=*/false, false, 132, 2, plan, 1, /*forceChunk=*/16);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message.find("work items and"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("a prefill plan holds"), std::string::npos);
+}
+
 TEST(PrefillPlan, RandomCoverage) {
   for (uint32_t seed = 1; seed <= 600; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -271,6 +271,10 @@ struct PrefillPlan {
   int64_t numPartialRows = 0;
 };
 
+/// The most query tiles, work items or partial rows one prefill plan
+/// holds (2^24: far past what a GPU holds the queries of).
+inline constexpr int64_t kMaxPrefillPlanEntries = int64_t(1) << 24;
+
 /// Plans a batch prefill (FlashInfer's BatchPrefillWithPagedKVCache plan):
 /// validates qo_indptr against the page table (validateQueries), cuts every
 /// request's queries into tiles of `queriesPerTile`, gives each tile the
@@ -286,7 +290,9 @@ struct PrefillPlan {
 /// qo_len may exceed kv_len and every tile sees all keys. `forceChunk` > 0
 /// fixes the chunk (rounded up to the page size) instead of the choice
 /// above; `forcePartial` makes the plan a split plan (partial rows and merge
-/// segments) even when no tile has more than one chunk.
+/// segments) even when no tile has more than one chunk. A plan holds at
+/// most kMaxPrefillPlanEntries tiles, work items and partial rows each
+/// (an error names the count otherwise).
 Status planPrefill(I32Span qoIndptr, I32Span kvIndptr, I32Span lastPageLen,
                    int64_t batch, int64_t numQueryRows, int64_t pageSize,
                    int64_t numKVHeads, int64_t queriesPerTile, bool causal,
