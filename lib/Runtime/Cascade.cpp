@@ -103,21 +103,10 @@ Status checkLse(CUdeviceptr src, int64_t count, CUstream stream,
 Status checkAligned(
     std::initializer_list<std::pair<const char *, pa_deviceptr>> os,
     std::initializer_list<std::pair<const char *, pa_deviceptr>> lses) {
-  for (const auto &[name, p] : os) {
-    if (!p)
-      return fail("argument '", name, "' is null");
-    if (p % 16 != 0)
-      return fail("argument '", name, "' = 0x", std::hex, p,
-                  " is not 16-byte aligned (the merge kernels use 16-byte "
-                  "vectors)");
-  }
-  for (const auto &[name, p] : lses) {
-    if (!p)
-      return fail("argument '", name, "' is null");
-    if (p % 4 != 0)
-      return fail("argument '", name, "' = 0x", std::hex, p,
-                  " is not 4-byte aligned (float)");
-  }
+  for (const auto &[name, p] : os)
+    PA_TRY(checkAlignedArg(name, p, 16, "the merge kernels use 16-byte vectors"));
+  for (const auto &[name, p] : lses)
+    PA_TRY(checkAlignedArg(name, p, 4, "float"));
   return Status::success();
 }
 

@@ -442,6 +442,16 @@ Status checkRequired(std::initializer_list<RequiredArg> args) {
   return Status::success();
 }
 
+Status checkAlignedArg(const char *name, pa_deviceptr ptr, int64_t alignment,
+                       const char *why) {
+  if (!ptr)
+    return fail("argument '", name, "' is null");
+  if (ptr % static_cast<pa_deviceptr>(alignment) != 0)
+    return fail("argument '", name, "' = 0x", std::hex, ptr, std::dec,
+                " is not ", alignment, "-byte aligned (", why, ")");
+  return Status::success();
+}
+
 /// The checks every run makes before anything else: the plan's bundle
 /// config, batch and nnz against the plan, heads and head_dim against the
 /// bundle, joint vs split cache, and (when `batch > 0`) non-null pointers
@@ -921,14 +931,10 @@ Status runPrefill(pa_bundle &b, const pa_prefill_plan_t &p,
   // The kernels copy q and write o in 16-byte chunks (cp.async, and o
   // through shared memory, docs/GPU.md).
   if (a.num_query_rows > 0)
-    for (const auto &[name, ptr] : {std::pair{"q", a.q}, std::pair{"o", a.o}}) {
-      if (!ptr)
-        return fail("argument '", name, "' is null");
-      if (ptr % 16 != 0)
-        return fail("argument '", name, "' = 0x", std::hex, ptr,
-                    " is not 16-byte aligned (the prefill kernels read q and "
-                    "write o in 16-byte chunks)");
-    }
+    for (const auto &[name, ptr] : {std::pair{"q", a.q}, std::pair{"o", a.o}})
+      PA_TRY(checkAlignedArg(name, ptr, 16,
+                             "the prefill kernels read q and write o in "
+                             "16-byte chunks"));
 
   if (a.checked && p.batch > 0) {
     PA_TRY(checkPageTable(c, p.kvLens, ca, stream));

@@ -232,6 +232,11 @@ struct RequiredArg {
 /// "argument 'NAME' is null" for the first needed argument that is null.
 Status checkRequired(std::initializer_list<RequiredArg> args);
 
+/// "argument 'NAME' is null", or "argument 'NAME' = 0x... is not
+/// ALIGNMENT-byte aligned (WHY)".
+Status checkAlignedArg(const char *name, pa_deviceptr ptr, int64_t alignment,
+                       const char *why);
+
 /// Binds the cache (kv, or k and v) and an fp8 cache's scales.
 void bindCache(const BundleConfig &c, pa_deviceptr kv, pa_deviceptr k,
                pa_deviceptr v, pa_deviceptr kScale, pa_deviceptr vScale,

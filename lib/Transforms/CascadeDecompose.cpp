@@ -1,5 +1,7 @@
 //===- CascadeDecompose.cpp - pa.cascade -> per-level attention + merge ----===//
 
+#include "TensorUtils.h"
+
 #include "PagedAttn/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -14,17 +16,6 @@ using namespace mlir;
 using namespace mlir::pa;
 
 namespace {
-/// An empty tensor of `like`'s type (dynamic sizes taken from `like`).
-Value emptyLike(OpBuilder &b, Location loc, Value like) {
-  auto t = cast<RankedTensorType>(like.getType());
-  SmallVector<Value> dyn;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (t.isDynamicDim(d))
-      dyn.push_back(tensor::DimOp::create(b, loc, like, d));
-  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType(),
-                                 dyn);
-}
-
 /// pa.cascade (L levels) -> L x pa.prefill + pa.merge (tensor form).
 struct DecomposeCascade final : OpRewritePattern<CascadeOp> {
   using OpRewritePattern::OpRewritePattern;

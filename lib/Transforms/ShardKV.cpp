@@ -11,9 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TensorUtils.h"
+
 #include "PagedAttn/Transforms/Passes.h"
 
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::pa {
@@ -25,17 +26,6 @@ using namespace mlir;
 using namespace mlir::pa;
 
 namespace {
-
-/// An empty tensor of `v`'s type (its dynamic sizes read off `v`).
-Value emptyLike(OpBuilder &b, Location loc, Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  SmallVector<Value> dyn;
-  for (int64_t i = 0; i < t.getRank(); ++i)
-    if (t.isDynamicDim(i))
-      dyn.push_back(tensor::DimOp::create(b, loc, v, i));
-  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType(),
-                                 dyn);
-}
 
 struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
   using Base::Base;

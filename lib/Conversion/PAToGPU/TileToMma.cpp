@@ -193,6 +193,22 @@ private:
   /// Computes what every KV tile reuses (the rows a thread holds for the
   /// masks, Q fragments) once, before `before`.
   LogicalResult emitPrelude(Operation *before);
+  /// Where tile row `r` (a packed (query, group head) row) goes: query i = r
+  /// / group of the tile, valid when i < `rows`, head kvHead * group + r %
+  /// group, row row0 + i * stride (stride 1 when `rowStride` is null; i = 0
+  /// for an invalid row, also returned in `qiSafe`).
+  Row tileRow(Value r, Value row0, Value rows, Value kvHead, Value rowStride,
+              Value *qiSafe = nullptr) {
+    Row row;
+    Value qi = e.divui(r, e.idx(c.group));
+    row.head = e.add(e.mul(kvHead, e.idx(c.group)), e.remui(r, e.idx(c.group)));
+    row.valid = e.cmpi(Pred::ult, qi, rows);
+    Value safe = e.select(row.valid, qi, e.idx(0));
+    row.row = e.add(row0, rowStride ? e.mul(safe, rowStride) : safe);
+    if (qiSafe)
+      *qiSafe = safe;
+    return row;
+  }
   /// The rows a thread holds: tile query i writes row row0 + i * stride
   /// (stride 1 when `rowStride` is null; stores only).
   void computeRows(bool forStore, Value row0, Value rows, Value kvHead,
@@ -316,12 +332,8 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
       r = e.add(e.mul(warpRow, e.idx(16 * c.mTiles)),
                 e.add(e.divui(lane, e.idx(4)), e.idx(8 * h)));
     }
-    Value qi = e.divui(r, e.idx(c.group));
-    row.head = e.add(e.mul(kvHead, e.idx(c.group)),
-                     e.remui(r, e.idx(c.group)));
-    row.valid = e.cmpi(Pred::ult, qi, rows);
-    Value qiSafe = e.select(row.valid, qi, e.idx(0));
-    row.row = e.add(row0, rowStride ? e.mul(qiSafe, rowStride) : qiSafe);
+    Value qiSafe;
+    row = tileRow(r, row0, rows, kvHead, rowStride, &qiSafe);
     if (forStore)
       continue;
     row.pos32 = e.toI32(maskOp.getQPositions()
@@ -687,15 +699,11 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
         ValueRange{e.add(e.idx(q.row0), e.add(warpRow0, rloc)),
                    e.add(e.idx(q.col0), col)},
         /*nontemporal=*/false, llvm::MaybeAlign(16));
-    // Tile row -> (query, head), as computeRows.
-    Value r = e.add(warpRow0, rloc);
-    Value qi = e.divui(r, e.idx(c.group));
-    Value head = e.add(e.mul(op.getKvHead(), e.idx(c.group)),
-                       e.remui(r, e.idx(c.group)));
-    Value valid = e.cmpi(Pred::ult, qi, op.getRows());
-    e.ifThen(valid, [&]() {
+    Row row = tileRow(e.add(warpRow0, rloc), op.getRow0(), op.getRows(),
+                      op.getKvHead(), Value());
+    e.ifThen(row.valid, [&]() {
       vector::StoreOp::create(b, loc, v, op.getO(),
-                              ValueRange{e.add(op.getRow0(), qi), head, col},
+                              ValueRange{row.row, row.head, col},
                               /*nontemporal=*/false, llvm::MaybeAlign(16));
     });
   }
