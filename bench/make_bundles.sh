@@ -95,6 +95,7 @@ prefill=(
   "prefill_g1_d192_p16_f16_nhd_joint_softcap 2 1 192 16 f16 nhd joint --causal --logits-soft-cap 30"
   "prefill_g4_d128_p64_f16_hnd_joint_alibi 2 4 128 64 f16 hnd joint --causal --alibi"
   "prefill_g4_d128_p16_f16_nhd_joint_positions 2 4 128 16 f16 nhd joint --causal --positions"
+  "prefill_g1_d128_p16_bf16_nhd_joint_positions_window 4 1 128 16 bf16 nhd joint --causal --positions --window 300"
   "prefill_g8_d64_p5_bf16_nhd_joint_custommask 1 8 64 5 bf16 nhd joint --custom-mask"
   "prefill_g1_d128_p16_f16_hnd_split_lsebase2 4 1 128 16 f16 hnd split --causal --lse-base2 --sm-scale 0.1"
   "prefill_g4_d256_p1_f16_nhd_joint_window_none 2 4 256 1 f16 nhd joint --window 64"
