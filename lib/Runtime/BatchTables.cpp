@@ -401,3 +401,42 @@ Status pa::rt::ttToVllm(I32Span pageTable, I32Span curPos, int64_t batch,
   out = std::move(t);
   return Status::success();
 }
+
+Status pa::rt::shardPages(I32Span indptr, I32Span indices, I32Span lastPageLen,
+                          int64_t batch, int64_t pageSize, int64_t numPages,
+                          int64_t devices, int64_t device, bool roundRobin,
+                          CsrTable &out) {
+  if (devices < 1)
+    return fail("shard_pages: devices = ", devices, " must be at least 1");
+  if (device < 0 || device >= devices)
+    return fail("shard_pages: device = ", device, " not in [0, ", devices,
+                ")");
+  std::vector<int64_t> lens;
+  if (Status s = csrLens(indptr, indices, lastPageLen, batch, pageSize,
+                         numPages, lens);
+      !s)
+    return fail("shard_pages: ", s.message);
+  CsrTable t;
+  t.indptr.push_back(0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t lo = indptr[b], n = indptr[b + 1] - lo;
+    // Pages j of the request that the device owns: [first, end) by step.
+    int64_t first = n * device / devices, end = n * (device + 1) / devices,
+            step = 1;
+    if (roundRobin) {
+      first = device;
+      end = n;
+      step = devices;
+    }
+    bool ownsLast = false;
+    for (int64_t j = first; j < end; j += step) {
+      t.indices.push_back(indices[lo + j]);
+      ownsLast = j == n - 1;
+    }
+    t.indptr.push_back(static_cast<int32_t>(t.indices.size()));
+    t.lastPageLen.push_back(ownsLast ? lastPageLen[b]
+                                     : static_cast<int32_t>(pageSize));
+  }
+  out = std::move(t);
+  return Status::success();
+}

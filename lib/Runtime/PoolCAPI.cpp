@@ -420,6 +420,27 @@ PA_POOL_EXPORT int pa_csr_to_vllm(const int32_t *indptr,
                      seq_lens);
 }
 
+PA_POOL_EXPORT int
+pa_shard_pages(const int32_t *indptr, const int32_t *indices,
+               int64_t num_indices, const int32_t *last_page_len,
+               int64_t batch, int64_t page_size, int64_t num_pages,
+               int64_t devices, int64_t device, int round_robin,
+               int32_t *out_indptr, int32_t *out_indices,
+               int64_t indices_capacity, int32_t *out_last_page_len) {
+  if (Status s = checkCsrBatch("pa_shard_pages", batch); !s)
+    return report(s);
+  CsrTable t;
+  if (Status s = shardPages(
+          I32Span(indptr, batch >= 0 ? batch + 1 : 0),
+          I32Span(indices, num_indices),
+          I32Span(last_page_len, std::max<int64_t>(batch, 0)), batch,
+          page_size, num_pages, devices, device, round_robin != 0, t);
+      !s)
+    return report(s);
+  return writeCsr("pa_shard_pages", t, out_indptr, out_indices,
+                  indices_capacity, out_last_page_len);
+}
+
 PA_POOL_EXPORT int pa_vllm_to_csr(const int32_t *block_tables,
                                   const int32_t *seq_lens, int64_t batch,
                                   int64_t width, int64_t page_size,

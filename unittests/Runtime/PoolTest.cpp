@@ -930,6 +930,96 @@ TEST(BatchTables, ConvertersRoundTripRandomTables) {
   }
 }
 
+TEST(BatchTables, ShardPagesPartitionsEveryRequestsPages) {
+  // Sharded over N devices, each request's pages are split into disjoint
+  // shares whose concatenation (contiguous) or interleaving (round robin)
+  // is the request's list, the device with the last page keeps its
+  // last_page_len and the shards' key counts add up to the request's.
+  const uint64_t seed = pa::test::baseSeed("BatchTables.ShardPages", 5);
+  std::cout << "[pa-pool] shard_pages seed " << seed << "\n";
+  Rng rng(seed);
+  for (int it = 0; it < 400; ++it) {
+    const int64_t P = rng.uniformInt(1, 9), N = rng.uniformInt(1, 50),
+                  B = rng.uniformInt(0, 6), devices = rng.uniformInt(1, 5);
+    const bool roundRobin = rng.uniformInt(0, 1) == 1;
+    std::vector<int64_t> lens = pa::test::randomLens(rng, B, P, 40);
+    CsrTable csr;
+    csr.indptr.assign(1, 0);
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t n = ceilDiv(lens[b], P);
+      for (int64_t j = 0; j < n; ++j)
+        csr.indices.push_back(static_cast<int32_t>(rng.uniformInt(0, N - 1)));
+      csr.indptr.push_back(static_cast<int32_t>(csr.indices.size()));
+      csr.lastPageLen.push_back(n ? static_cast<int32_t>(lens[b] - (n - 1) * P)
+                                  : 0);
+    }
+    SCOPED_TRACE("seed " + std::to_string(seed) + " iteration " +
+                 std::to_string(it) + (roundRobin ? " round robin" : ""));
+    std::vector<CsrTable> shards(devices);
+    for (int64_t d = 0; d < devices; ++d)
+      ASSERT_TRUE(shardPages(csr.indptr, csr.indices, csr.lastPageLen, B, P,
+                             N, devices, d, roundRobin, shards[d])
+                      .ok);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t lo = csr.indptr[b], n = csr.indptr[b + 1] - lo;
+      std::vector<int32_t> joined(n, -1);
+      int64_t keys = 0, owners = 0;
+      for (int64_t d = 0; d < devices; ++d) {
+        const CsrTable &t = shards[d];
+        const int64_t first = t.indptr[b], m = t.indptr[b + 1] - first;
+        // Page j of the share is the request's page at this position.
+        for (int64_t j = 0; j < m; ++j) {
+          int64_t pos = roundRobin ? d + j * devices : n * d / devices + j;
+          ASSERT_LT(pos, n);
+          EXPECT_EQ(joined[pos], -1) << "page " << pos << " owned twice";
+          joined[pos] = t.indices[first + j];
+        }
+        if (m > 0)
+          keys += (m - 1) * P + t.lastPageLen[b];
+        owners += m > 0 && t.lastPageLen[b] == csr.lastPageLen[b] &&
+                  (roundRobin ? (n - 1) % devices == d
+                              : n * d / devices <= n - 1 &&
+                                    n - 1 < n * (d + 1) / devices);
+      }
+      EXPECT_EQ(joined, std::vector<int32_t>(csr.indices.begin() + lo,
+                                             csr.indices.begin() + lo + n));
+      EXPECT_EQ(keys, lens[b]);
+      EXPECT_EQ(owners, n > 0 ? 1 : 0);
+    }
+  }
+}
+
+TEST(BatchTables, ShardPagesRejectsBadArguments) {
+  std::vector<int32_t> ip{0, 2}, ix{1, 2}, lp{3};
+  CsrTable t;
+  auto msg = [](const Status &s) { return s.ok ? std::string("ok") : s.message; };
+  EXPECT_EQ(msg(shardPages(ip, ix, lp, 1, 4, 10, 0, 0, false, t)),
+            "shard_pages: devices = 0 must be at least 1");
+  EXPECT_EQ(msg(shardPages(ip, ix, lp, 1, 4, 10, 2, 2, false, t)),
+            "shard_pages: device = 2 not in [0, 2)");
+  EXPECT_EQ(msg(shardPages(ip, ix, std::vector<int32_t>{5}, 1, 4, 10, 2, 0,
+                           false, t)),
+            "shard_pages: kv_last_page_len[0] = 5 not in [1, 4]");
+  // The C API: two pages over two devices, device 1 owns the last one.
+  int32_t oip[2] = {-1, -1}, oix[2] = {-1, -1}, olp[1] = {-1};
+  ASSERT_EQ(pa_shard_pages(ip.data(), ix.data(), 2, lp.data(), 1, 4, 10, 2, 1,
+                           0, oip, oix, 2, olp),
+            PA_SUCCESS);
+  EXPECT_EQ(oip[1], 1);
+  EXPECT_EQ(oix[0], 2);
+  EXPECT_EQ(olp[0], 3);
+  ASSERT_EQ(pa_shard_pages(ip.data(), ix.data(), 2, lp.data(), 1, 4, 10, 2, 0,
+                           0, oip, oix, 2, olp),
+            PA_SUCCESS);
+  EXPECT_EQ(oix[0], 1);
+  EXPECT_EQ(olp[0], 4); // not the last page: a full one
+  EXPECT_NE(pa_shard_pages(ip.data(), ix.data(), 2, lp.data(), 1, 4, 10, 2, 0,
+                           0, oip, oix, 0, olp),
+            PA_SUCCESS);
+  EXPECT_NE(std::string(pa_pool_last_error()).find("indices holds 0"),
+            std::string::npos);
+}
+
 TEST(BatchTables, ConvertersRejectBadInputWithClearErrors) {
   const int64_t P = 4, N = 10;
   std::vector<int32_t> ip{0, 2, 3}, ix{1, 2, 3}, lp{4, 1};

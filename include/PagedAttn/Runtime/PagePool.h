@@ -294,6 +294,19 @@ Status ttToVllm(I32Span pageTable, I32Span curPos, int64_t batch,
                 int64_t width, int64_t pageSize, int64_t numPages,
                 VllmTable &out);
 
+/// Context parallelism (docs/ContextParallel.md; pa.shard_pages of
+/// docs/Semantics.md section 14): device `device` of `devices` owns, of a
+/// request with n pages, pages [floor(n d / N), floor(n (d + 1) / N))
+/// (contiguous) or those with j mod N = d (`roundRobin`); `out` lists them
+/// in request and page order, with last_page_len[b] the request's own if
+/// the device owns its last page, else P (a request without owned pages
+/// has no entries). The input is validated first (validatePageTable with
+/// `numPages`).
+Status shardPages(I32Span indptr, I32Span indices, I32Span lastPageLen,
+                  int64_t batch, int64_t pageSize, int64_t numPages,
+                  int64_t devices, int64_t device, bool roundRobin,
+                  CsrTable &out);
+
 //===----------------------------------------------------------------------===//
 // Automatic cascade (AutoCascade.cpp)
 //===----------------------------------------------------------------------===//

@@ -207,6 +207,26 @@ int pa_tt_to_vllm(const int32_t *page_table, const int32_t *cur_pos,
                   int64_t num_pages, int32_t *block_tables,
                   int32_t *seq_lens);
 
+/* ---- Context parallelism ----------------------------------------------- */
+
+/** Device `device`'s share of a CSR page table sharded over `devices` GPUs
+ *  (docs/ContextParallel.md; pa.shard_pages of docs/Semantics.md section
+ *  14): of request b's n pages it owns pages j in [floor(n d / N),
+ *  floor(n (d + 1) / N)) (contiguous, round_robin = 0) or those with j mod
+ *  N = d (round_robin != 0), listed in request and page order in indices
+ *  (capacity indices_capacity >= their count, at most the input's);
+ *  last_page_len[b] is the request's own if the device owns its last page,
+ *  else page_size. The entries are the input's page ids: where each
+ *  device stores them is the caller's (pa_cp_decode_run reads the cache
+ *  given for each device). Validates the input as the converters above do
+ *  and writes nothing on error. */
+int pa_shard_pages(const int32_t *indptr, const int32_t *indices,
+                   int64_t num_indices, const int32_t *last_page_len,
+                   int64_t batch, int64_t page_size, int64_t num_pages,
+                   int64_t devices, int64_t device, int round_robin,
+                   int32_t *out_indptr, int32_t *out_indices,
+                   int64_t indices_capacity, int32_t *out_last_page_len);
+
 /* ---- Automatic cascade ------------------------------------------------- */
 
 /** Options; zeros mean the defaults (2 requests, 1 page, 8 levels). */

@@ -715,6 +715,68 @@ int pa_mla_decode(pa_bundle *bundle, const pa_mla_decode_args *args,
 int pa_mla_workspace_bytes(const pa_bundle *bundle, int64_t batch,
                            int64_t num_splits, int64_t *out);
 
+/* ---- Context parallelism: one request's KV over several GPUs ----------- */
+
+/** A group of GPUs of this host driven by one process, with an NCCL
+ *  communicator over them (docs/ContextParallel.md). libnccl.so.2 is
+ *  loaded when the first group is made: from $PAGEDATTN_NCCL (a path) if
+ *  set, else by the dynamic loader's search; nothing else in the runtime
+ *  needs it. Opaque. */
+typedef struct pa_cp_group pa_cp_group;
+
+/** Makes a group of `num_devices` (>= 1) distinct CUDA device ordinals:
+ *  pa_init()s each (retaining its primary context) and creates the NCCL
+ *  communicators (ncclCommInitAll; none for one device). Leaves device
+ *  devices[0]'s context current. */
+int pa_cp_group_create(const int *devices, int num_devices,
+                       pa_cp_group **out);
+
+/** Destroys the communicators. NULL is ignored. Synchronize first. */
+void pa_cp_group_free(pa_cp_group *group);
+
+/** The NCCL version the group loaded (e.g. 22703 for 2.27.3). */
+int pa_cp_nccl_version(const pa_cp_group *group, int *out);
+
+/** Bytes of the workspace each device needs for pa_cp_decode_run of
+ *  `batch` requests with the bundle's configuration: the gathered states
+ *  of every device (num_devices x (batch x Hq x D o in the bundle dtype +
+ *  batch x Hq lse), each part 16-byte aligned) and one state for the
+ *  merges. */
+int pa_cp_workspace_bytes(const pa_cp_group *group, const pa_bundle *bundle,
+                          int64_t batch, int64_t *out);
+
+/** One device's part of a context-parallel decode step. */
+typedef struct pa_cp_device_args {
+  pa_bundle *bundle;      /**< loaded on this device (pa_init(device) before
+                               pa_bundle_load); with two or more devices
+                               it needs the merge kernel (pa-compile
+                               --kernels all) */
+  const pa_plan *plan;    /**< pa_decode_plan of this device's table */
+  /** This device's decode: the same queries (q, on this device) over its
+   *  shard of the page table (pa_shard_pages) and its cache; o and lse
+   *  receive the merged state of all devices (every device gets it). */
+  pa_decode_args args;
+  pa_stream stream;       /**< a stream of this device (0: its default) */
+  pa_deviceptr workspace; /**< pa_cp_workspace_bytes on this device,
+                               16-byte aligned */
+  int64_t workspace_bytes;
+} pa_cp_device_args;
+
+/** Enqueues a context-parallel decode step on the group's devices: each
+ *  device runs pa_decode_run over its shard into its slot of the gathered
+ *  states, an NCCL all-gather (one grouped call) gives every device every
+ *  slot, and each device merges them (pa_merge, in device order) into its
+ *  args.o / args.lse. `devices[i]` is the group's i-th device. The
+ *  sharding identity (docs/Semantics.md section 14) makes the result the
+ *  decode over the whole table (a bundle's decode has no window or ALiBi,
+ *  whose scores would depend on the key positions a shard renumbers). The
+ *  states cross devices in the bundle's dtype. Checks every device's arguments (batch, heads, head
+ *  dim equal across devices, workspace size) before any launch; checked
+ *  mode (args.checked of device 0) also validates each table and
+ *  synchronizes every stream at the end. Does not synchronize otherwise. */
+int pa_cp_decode_run(pa_cp_group *group, const pa_cp_device_args *devices,
+                     int num_devices);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
