@@ -8,13 +8,16 @@
 //   pa-gpu-runner bench [options] BUNDLE_DIR
 //   pa-gpu-runner check-prefill [options] BUNDLE_DIR...
 //   pa-gpu-runner bench-prefill [options] BUNDLE_DIR
+//   pa-gpu-runner check-cp [options] BUNDLE_DIR...
+//   pa-gpu-runner bench-cp [options] BUNDLE_DIR
 //
 // The driver: parses the command line with one option parser (Options.h) and
 // dispatches. `check` (Check.cpp) runs each bundle's decode step against the
 // float64 oracle and tests checked mode; `bench` (Bench.cpp) times the decode
 // step against the read and copy ceilings; `check-prefill` / `bench-prefill`
-// (Prefill.cpp) do the same for a bundle's prefill kernel. See
-// docs/Runtime.md.
+// (Prefill.cpp) do the same for a bundle's prefill kernel; `check-cp` /
+// `bench-cp` (ContextParallel.cpp) do it for a decode step sharded over
+// several GPUs (docs/ContextParallel.md). See docs/Runtime.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 #include "Cascade.h"
 #include "Bench.h"
 #include "Check.h"
+#include "ContextParallel.h"
 #include "Options.h"
 #include "Prefill.h"
 
@@ -270,6 +274,48 @@ void addBenchMLAOptions(OptionParser &p, BenchMLAOptions &o,
   p.operands("BUNDLE_DIR", operands, 1, 1);
 }
 
+/// The flags of `check-cp`, bound to `o`.
+void addCheckCPOptions(OptionParser &p, CheckCPOptions &o) {
+  p.integer("--devices", o.devices, 1, std::numeric_limits<int>::max(),
+            "GPUs of the group, devices 0..N-1 (default: every visible "
+            "device)");
+  p.flag("--round-robin", o.roundRobin,
+         "round-robin page ownership (page j of a request on device j mod "
+         "N) instead of contiguous ranges");
+  p.integer("--seed", o.seed, 0, kMaxI64,
+            "first seed of the random batches (default: from the clock; "
+            "printed)");
+  p.integer("--seeds", o.seeds, 1, 1000000, "random batches per bundle");
+  p.operands("BUNDLE_DIR", o.bundles, 1, SIZE_MAX);
+}
+
+/// The flags of `bench-cp`, bound to `o`; the bundle goes to `operands`.
+void addBenchCPOptions(OptionParser &p, BenchCPOptions &o,
+                       std::vector<std::string> &operands) {
+  p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
+  p.text("--roofs", "CUBIN", o.roofs,
+         "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
+         "executable)");
+  p.positiveList("--devices-list", o.deviceCounts,
+                 "device counts n (devices 0..n-1; counts above the visible "
+                 "devices are skipped)");
+  p.positiveList("--batches", o.batches, "batch sizes");
+  p.positiveList("--lens", o.lengths, "kv lengths");
+  p.flag("--round-robin", o.roundRobin,
+         "round-robin page ownership instead of contiguous ranges");
+  p.integer("--reps", o.reps, 1, std::numeric_limits<int>::max(),
+            "timed steps per configuration");
+  p.integer("--warmup", o.warmup, 1, std::numeric_limits<int>::max(),
+            "untimed steps first");
+  p.positiveReal("--max-kv-gib", o.maxKVGiB,
+                 "skip configurations whose KV shard on one device is larger");
+  p.positiveReal("--ceiling-gib", o.ceilingGiB,
+                 "bytes of the read roof's buffer (device 0)");
+  p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
+            "seed of the random fill and page order");
+  p.operands("BUNDLE_DIR", operands, 1, 1);
+}
+
 /// A seed from the clock for a check run without --seed (not
 /// std::random_device: it needs glibc 2.36).
 uint64_t clockSeed() {
@@ -314,7 +360,12 @@ void printUsage(std::FILE *f) {
   OptionParser checkMLAParser("check-mla"), benchMLAParser("bench-mla");
   addCheckMLAOptions(checkMLAParser, checkMLA);
   addBenchMLAOptions(benchMLAParser, benchMLA, operands);
-  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s%s%s%s%s",
+  CheckCPOptions checkCP;
+  BenchCPOptions benchCP;
+  OptionParser checkCPParser("check-cp"), benchCPParser("bench-cp");
+  addCheckCPOptions(checkCPParser, checkCP);
+  addBenchCPOptions(benchCPParser, benchCP, operands);
+  std::fprintf(f, "usage:\n%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
                checkParser.usage().c_str(),
                benchParser.usage().c_str(), checkPrefillParser.usage().c_str(),
                benchPrefillParser.usage().c_str(),
@@ -324,7 +375,8 @@ void printUsage(std::FILE *f) {
                benchCascadeParser.usage().c_str(),
                checkBlendParser.usage().c_str(),
                benchBlendParser.usage().c_str(),
-               checkMLAParser.usage().c_str(), benchMLAParser.usage().c_str());
+               checkMLAParser.usage().c_str(), benchMLAParser.usage().c_str(),
+               checkCPParser.usage().c_str(), benchCPParser.usage().c_str());
   std::fprintf(f, "environment: PA_FORCE_CHUNK (as --force-chunk), "
                   "PA_ROOFS_CUBIN\n");
 }
@@ -502,11 +554,32 @@ int main(int argc, char **argv) {
     opts.bundle = operands[0];
     return runBenchMLA(opts);
   }
+  if (cmd == "check-cp") {
+    CheckCPOptions opts;
+    OptionParser p("check-cp");
+    addCheckCPOptions(p, opts);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    if (!p.seen("--seed"))
+      opts.seed = clockSeed();
+    return runCheckCP(opts);
+  }
+  if (cmd == "bench-cp") {
+    BenchCPOptions opts;
+    std::vector<std::string> operands;
+    OptionParser p("bench-cp");
+    addBenchCPOptions(p, opts, operands);
+    if (int rc = parseCommand(p, argc, argv); rc >= 0)
+      return rc;
+    opts.bundle = operands[0];
+    return runBenchCP(opts);
+  }
   std::fprintf(stderr,
                "pa-gpu-runner: unknown command '%s' (expected check, bench, "
                "check-prefill, bench-prefill, check-append, bench-append, "
                "check-cascade, bench-cascade, check-cacheblend, "
-               "bench-cacheblend, check-mla or bench-mla)\n",
+               "bench-cacheblend, check-mla, bench-mla, check-cp or "
+               "bench-cp)\n",
                cmd.c_str());
   printUsage(stderr);
   return 2;
