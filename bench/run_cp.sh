@@ -13,7 +13,8 @@
 # bench/make_bundles.sh's decode-only bundle (same decode kernel). Stage it
 # with `PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*`, carry
 # build/gpu. PA_CP_BUNDLE overrides the bundle; PA_PARTS="check bench" (the
-# default: both) picks the parts; PAGEDATTN_NCCL, if set, is kept.
+# default; also "chunks": one GPU's B = 1 decode under forced chunks) picks
+# the parts; PAGEDATTN_NCCL, if set, is kept.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ "${1:-}" == make ]]; then
@@ -93,6 +94,16 @@ part check && {
     done
   done
   (( ngpu < 2 )) && echo "check-cp --devices 2: skipped ($ngpu GPU)"
+}
+
+# The per-device decode of a sharded B = 1 step on one GPU: the planner's
+# chunk beside forced ones and a larger CTA budget (issue 14's B = 1 rows).
+part chunks && {
+  for flags in "" "--force-chunk 4096" "--force-chunk 2048" "--force-chunk 1024" "--ctas-per-sm 4"; do
+    # shellcheck disable=SC2086
+    timeout 120 "$R" bench --batches 1 --lens 65536,262144,1048576 $flags "$bundle" > "$out/chunks.log" 2>&1
+    echo "== bench B=1 ${flags:-(planner)}"; grep -E "^\| *1 \|" "$out/chunks.log" | head -6
+  done
 }
 
 part bench && {

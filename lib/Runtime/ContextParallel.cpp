@@ -8,7 +8,7 @@
 // process drives the GPUs of a group; each decodes its shard of the page
 // table (pa_shard_pages) into its slot of a gathered-states buffer, one
 // grouped NCCL all-gather gives every GPU every slot, and each GPU merges
-// the slots in device order with the bundle's merge kernel. NCCL is loaded
+// the slots in device order with the bundle's merge kernels. NCCL is loaded
 // with dlopen when a group of two or more GPUs is made, so that nothing else
 // in the runtime (or a single-GPU user) needs libnccl.
 //
@@ -92,19 +92,32 @@ Status ncclCheck(const NcclApi &api, NcclResult r, const char *what) {
   return fail(what, " failed: ", api.getErrorString(r), " (NCCL ", r, ")");
 }
 
-/// Bytes of one device's state (o then lse, each 16-byte aligned).
+/// The workspace of a group of n devices: the o of every device's state
+/// ([n] slots of oBytes), then their lse ([n] slots of lseBytes), then a
+/// spare state (o, lse) for the merges; each slot 16-byte aligned. With one
+/// request and no padding the o and lse slots are merge_states' [1, n, Hq,
+/// D] and [1, n, Hq] stacks.
 struct StateLayout {
-  int64_t oBytes = 0, lseBytes = 0;
+  int64_t oBytes = 0, lseBytes = 0, n = 0;
   int64_t slot() const { return oBytes + lseBytes; }
+  int64_t total() const { return n > 1 ? (n + 1) * slot() : 0; }
+  CUdeviceptr o(CUdeviceptr ws, int64_t s) const { return ws + s * oBytes; }
+  CUdeviceptr lse(CUdeviceptr ws, int64_t s) const {
+    return ws + n * oBytes + s * lseBytes;
+  }
+  CUdeviceptr spareO(CUdeviceptr ws) const { return ws + n * slot(); }
+  CUdeviceptr spareLse(CUdeviceptr ws) const {
+    return spareO(ws) + oBytes;
+  }
 };
 
 int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
-StateLayout stateLayout(const pa_bundle &b, int64_t batch) {
+StateLayout stateLayout(const pa_bundle &b, int64_t batch, int64_t n) {
   const BundleConfig &c = b.manifest.config;
   int64_t rows = batch * c.numQHeads();
   return {align16(rows * c.headDim * elementBytes(c.dtype)),
-          align16(rows * int64_t(sizeof(float)))};
+          align16(rows * int64_t(sizeof(float))), n};
 }
 
 /// Restores the calling thread's context when it goes out of scope.
@@ -208,8 +221,8 @@ Status checkRun(const pa_cp_group &g, const pa_cp_device_args *d, int n,
   }
   if (first.args.batch < 0)
     return fail("batch = ", first.args.batch, " is negative");
-  layout = stateLayout(*first.bundle, first.args.batch);
-  const int64_t need = n > 1 ? (n + 1) * layout.slot() : 0;
+  layout = stateLayout(*first.bundle, first.args.batch, n);
+  const int64_t need = layout.total();
   for (int i = 0; i < n; ++i)
     if (d[i].workspace_bytes < need)
       return fail("device ", i, ": workspace_bytes = ", d[i].workspace_bytes,
@@ -225,26 +238,40 @@ Status api(int rc) {
   return fail(pa_last_error());
 }
 
-/// Device i's merges of the gathered slots s_0 .. s_{n-1} (device order)
-/// into its args.o / args.lse: merge(s_0, s_1), then the result with s_2,
-/// ..., alternating between the workspace's spare state and the output so
-/// that no merge writes one of its inputs, ending at the output.
+/// Device i's merge of the gathered slots s_0 .. s_{n-1} (device order)
+/// into its args.o / args.lse: one merge_states launch where the slots are
+/// its stacks (one request, unpadded slots, the bundle has the kernel),
+/// else merge(s_0, s_1), then the result with s_2, ..., alternating between
+/// the spare state and the output so that no merge writes one of its
+/// inputs, ending at the output.
 Status mergeSlots(const pa_cp_device_args &a, int n,
                   const StateLayout &layout) {
-  const CUdeviceptr base = a.workspace;
-  auto slotO = [&](int s) { return base + s * layout.slot(); };
-  auto slotLse = [&](int s) { return slotO(s) + layout.oBytes; };
-  const CUdeviceptr spareO = slotO(n), spareLse = slotLse(n);
-  CUdeviceptr accO = slotO(0), accLse = slotLse(0);
+  const CUdeviceptr ws = a.workspace;
+  const BundleConfig &c = a.bundle->manifest.config;
+  const int64_t rows = a.args.batch * c.numQHeads();
+  if (a.args.batch == 1 && a.bundle->function(KernelKind::MergeStates) &&
+      layout.oBytes == rows * c.headDim * elementBytes(c.dtype) &&
+      layout.lseBytes == rows * int64_t(sizeof(float))) {
+    pa_merge_states_args m{};
+    m.o_states = layout.o(ws, 0);
+    m.lse_states = layout.lse(ws, 0);
+    m.o = a.args.o;
+    m.lse = a.args.lse;
+    m.num_rows = 1;
+    m.num_states = n;
+    m.checked = a.args.checked;
+    return api(pa_merge_states(a.bundle, &m, a.stream));
+  }
+  CUdeviceptr accO = layout.o(ws, 0), accLse = layout.lse(ws, 0);
   for (int s = 1; s < n; ++s) {
     bool toOutput = (n - 1 - s) % 2 == 0;
     pa_merge_args m{};
     m.o_a = accO;
     m.lse_a = accLse;
-    m.o_b = slotO(s);
-    m.lse_b = slotLse(s);
-    m.o = toOutput ? a.args.o : spareO;
-    m.lse = toOutput ? a.args.lse : spareLse;
+    m.o_b = layout.o(ws, s);
+    m.lse_b = layout.lse(ws, s);
+    m.o = toOutput ? a.args.o : layout.spareO(ws);
+    m.lse = toOutput ? a.args.lse : layout.spareLse(ws);
     m.num_rows = a.args.batch;
     m.checked = a.args.checked;
     PA_TRY(api(pa_merge(a.bundle, &m, a.stream)));
@@ -270,24 +297,28 @@ Status runCPDecode(pa_cp_group &g, const pa_cp_device_args *d, int n) {
   for (int i = 0; i < n; ++i) {
     PA_CU(cuCtxSetCurrent(g.contexts[i]));
     pa_decode_args a = d[i].args;
-    a.o = d[i].workspace + i * layout.slot();
-    a.lse = a.o + layout.oBytes;
+    a.o = layout.o(d[i].workspace, i);
+    a.lse = layout.lse(d[i].workspace, i);
     if (Status s = api(pa_decode_run(d[i].bundle, d[i].plan, &a, d[i].stream));
         !s)
       return fail("device ", i, ": ", s.message);
   }
-  // Every slot to every device: in place (device i sends slot i).
+  // Every slot to every device, o and lse, in place (device i sends its
+  // slots i), in one NCCL group.
   PA_TRY(ncclCheck(*g.nccl, g.nccl->groupStart(), "ncclGroupStart"));
   for (int i = 0; i < n; ++i) {
-    CUdeviceptr slot = d[i].workspace + i * layout.slot();
-    NcclResult r = g.nccl->allGather(
-        reinterpret_cast<const void *>(slot),
-        reinterpret_cast<void *>(d[i].workspace),
-        static_cast<size_t>(layout.slot()), kNcclUint8, g.comms[i],
-        static_cast<CUstream>(d[i].stream));
-    if (r != kNcclSuccess) {
-      g.nccl->groupEnd();
-      return ncclCheck(*g.nccl, r, "ncclAllGather");
+    const CUdeviceptr ws = d[i].workspace;
+    for (auto [slot, bytes] : {std::pair{layout.o(ws, i), layout.oBytes},
+                               std::pair{layout.lse(ws, i), layout.lseBytes}}) {
+      CUdeviceptr base = slot - i * bytes;
+      NcclResult r = g.nccl->allGather(
+          reinterpret_cast<const void *>(slot), reinterpret_cast<void *>(base),
+          static_cast<size_t>(bytes), kNcclUint8, g.comms[i],
+          static_cast<CUstream>(d[i].stream));
+      if (r != kNcclSuccess) {
+        g.nccl->groupEnd();
+        return ncclCheck(*g.nccl, r, "ncclAllGather");
+      }
     }
   }
   PA_TRY(ncclCheck(*g.nccl, g.nccl->groupEnd(), "ncclGroupEnd"));
@@ -351,7 +382,7 @@ int pa_cp_workspace_bytes(const pa_cp_group *group, const pa_bundle *bundle,
     return report(
         fail("pa_cp_workspace_bytes: batch = ", batch, " is negative"));
   const int64_t n = static_cast<int64_t>(group->devices.size());
-  *out = n > 1 ? (n + 1) * stateLayout(*bundle, batch).slot() : 0;
+  *out = stateLayout(*bundle, batch, n).total();
   return PA_SUCCESS;
 }
 

@@ -294,11 +294,15 @@ std::vector<int64_t> cpLens(test::Rng &rng, int64_t N, int64_t P) {
   return lens;
 }
 
-CPCase makeCPCase(uint64_t seed, int64_t N, const rt::BundleConfig &c) {
+/// A random case; `single`: one request of 6000-20000 tokens (the
+/// runtime's one-launch merge_states path) instead of cpLens's batch.
+CPCase makeCPCase(uint64_t seed, int64_t N, const rt::BundleConfig &c,
+                  bool single) {
   CPCase cs;
   cs.seed = seed;
   test::Rng rng(test::mixSeed(seed, 0x6370)); // "cp"
-  cs.lens = cpLens(rng, N, c.pageSize);
+  cs.lens = single ? std::vector<int64_t>{rng.uniformInt(6000, 20000) | 1}
+                   : cpLens(rng, N, c.pageSize);
   cs.hc = makeHostCache(cs.lens, c, rng, /*finiteSlack=*/false);
   const int64_t Hq = c.numQHeads();
   std::vector<double> q =
@@ -581,8 +585,10 @@ CPSummary checkCPBundle(const std::string &dir, int64_t N,
                 dir.c_str(), c.str().c_str(), c.numQHeads(), N,
                 opts.roundRobin ? "round-robin" : "contiguous",
                 group.ncclVersion().c_str());
-    for (int64_t i = 0; i < opts.seeds; ++i) {
-      CPCase cs = makeCPCase(opts.seed + static_cast<uint64_t>(i), N, c);
+    // The seeds' batches, then one request alone (seed + seeds).
+    for (int64_t i = 0; i <= opts.seeds; ++i) {
+      CPCase cs = makeCPCase(opts.seed + static_cast<uint64_t>(i), N, c,
+                             /*single=*/i == opts.seeds);
       std::string shardInfo;
       CheckShards shards =
           uploadCheckShards(devs, group, c, cs, opts.roundRobin, shardInfo);

@@ -739,9 +739,9 @@ int pa_cp_nccl_version(const pa_cp_group *group, int *out);
 
 /** Bytes of the workspace each device needs for pa_cp_decode_run of
  *  `batch` requests with the bundle's configuration: the gathered states
- *  of every device (num_devices x (batch x Hq x D o in the bundle dtype +
- *  batch x Hq lse), each part 16-byte aligned) and one state for the
- *  merges. */
+ *  of every device (num_devices o slots of batch x Hq x D in the bundle
+ *  dtype, then num_devices lse slots of batch x Hq floats, each slot
+ *  16-byte aligned) and one state for the merges; 0 for one device. */
 int pa_cp_workspace_bytes(const pa_cp_group *group, const pa_bundle *bundle,
                           int64_t batch, int64_t *out);
 
@@ -763,10 +763,11 @@ typedef struct pa_cp_device_args {
 } pa_cp_device_args;
 
 /** Enqueues a context-parallel decode step on the group's devices: each
- *  device runs pa_decode_run over its shard into its slot of the gathered
- *  states, an NCCL all-gather (one grouped call) gives every device every
- *  slot, and each device merges them (pa_merge, in device order) into its
- *  args.o / args.lse. `devices[i]` is the group's i-th device. The
+ *  device runs pa_decode_run over its shard into its slots of the gathered
+ *  states, NCCL all-gathers (one group) give every device every slot, and
+ *  each device merges them in device order into its args.o / args.lse
+ *  (one pa_merge_states launch for a single request, else a chain of
+ *  pa_merge). `devices[i]` is the group's i-th device. The
  *  sharding identity (docs/Semantics.md section 14) makes the result the
  *  decode over the whole table (a bundle's decode has no window or ALiBi,
  *  whose scores would depend on the key positions a shard renumbers). The
