@@ -91,7 +91,8 @@ struct FoldSingleStateMerge final : OpRewritePattern<MergeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!hasTensorSemantics(op) || op.getNumStates() != 1)
+    if (!hasTensorSemantics(op) || op.getNumStates() != 1 ||
+        op.getStateO(0).getType() != op.getResult(0).getType())
       return failure();
     rewriter.replaceOp(op, {op.getStateO(0), op.getStateLse(0)});
     return success();

@@ -708,6 +708,40 @@ LogicalResult ShardPagesOp::verify() {
   return success();
 }
 
+LogicalResult ShardWorkOp::verify() {
+  Checker c(*this);
+  if (failed(c.sameForm()))
+    return failure();
+  if (getPageSize() <= 0)
+    return emitOpError() << "page_size must be > 0, got " << getPageSize();
+  int64_t n = getDevices(), d = getDevice();
+  if (n < 1)
+    return emitOpError() << "devices must be >= 1, got " << n;
+  if (d < 0 || d >= n)
+    return emitOpError() << "device must lie in [0, devices = " << n
+                         << "), got " << d;
+  if (getOuts().size() != 7)
+    return emitOpError() << "expects 7 outs (the work list of "
+                            "pa.prefill_partial), got "
+                         << getOuts().size();
+  if (failed(c.indexArray(getKvIndptr(), "kv_indptr")) ||
+      failed(c.bind("batch", getKvIndptr(), "kv_indptr", 0, -1)) ||
+      failed(c.indexArray(getKvIndices(), "kv_indices")) ||
+      failed(c.indexArray(getKvLastPageLen(), "kv_last_page_len")) ||
+      failed(c.bind("batch", getKvLastPageLen(), "kv_last_page_len", 0)) ||
+      failed(c.indexArray(getQoIndptr(), "qo_indptr")) ||
+      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)))
+    return failure();
+  for (auto [i, out] : llvm::enumerate(getOuts())) {
+    std::string name = "outs[" + std::to_string(i) + "] (" +
+                       PrefillPartialOp::kWorkListNames[i] + ")";
+    if (failed(c.indexArray(out, name)) ||
+        failed(c.bind("batch", out, name, 0)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult PlanSplitKVOp::verify() {
   Checker c(*this);
   if (failed(c.sameForm()))
@@ -806,9 +840,10 @@ LogicalResult MergeOp::verify() {
     ShapedType si = Checker::shaped(getStateO(i));
     ShapedType li = Checker::shaped(getStateLse(i));
     if (failed(verifyCompatibleShape(si.getShape(), ot.getShape())) ||
-        si.getElementType() != ot.getElementType())
-      return emitOpError() << "state " << i << ": o must have the shape and "
-                           << "element type of the o out, got " << si;
+        !isa<FloatType>(si.getElementType()))
+      return emitOpError() << "state " << i << ": o must have the shape of "
+                           << "the o out and a float element type, got "
+                           << si;
     if (failed(verifyCompatibleShape(li.getShape(), lt.getShape())) ||
         !li.getElementType().isF32())
       return emitOpError() << "state " << i << ": lse must have the shape of "

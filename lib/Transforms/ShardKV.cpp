@@ -9,6 +9,14 @@
 // the decode's; the partial states are in the decode's output type (what a
 // device would send), so the sharded result agrees to that precision.
 //
+// Every pa.prefill becomes `devices` pa.prefill_partial over work lists
+// that keep the keys' positions (pa.shard_work: all of a request's queries
+// over the keys of the device's contiguous page range, read through the
+// whole page table), f32 partial states with a row per query, merged by a
+// pa.merge into the prefill's outs: causal, window, custom-mask and ALiBi
+// prefill shard as well (round-robin ownership is rejected there: it would
+// take an item per page).
+//
 //===----------------------------------------------------------------------===//
 
 #include "TensorUtils.h"
@@ -37,11 +45,62 @@ struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
           << static_cast<int64_t>(devices);
       return signalPassFailure();
     }
-    SmallVector<DecodeOp> decodes;
-    getOperation().walk([&](DecodeOp op) { decodes.push_back(op); });
-    for (DecodeOp op : decodes)
-      if (failed(shard(op)))
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<DecodeOp, PrefillOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      LogicalResult done = isa<DecodeOp>(op) ? shard(cast<DecodeOp>(op))
+                                             : shard(cast<PrefillOp>(op));
+      if (failed(done))
         return signalPassFailure();
+    }
+  }
+
+  LogicalResult shard(PrefillOp op) {
+    if (!isa<RankedTensorType>(op.getQ().getType()))
+      return op.emitOpError()
+             << "pa-shard-kv runs on the tensor form (before bufferization)";
+    if (roundRobin)
+      return op.emitOpError()
+             << "pa-shard-kv shards pa.prefill by contiguous page ranges only "
+                "(each device's keys are one range of the request's positions, "
+                "one work item; round robin would take an item per page)";
+    IRRewriter rewriter(op);
+    Location loc = op.getLoc();
+    PageTableOperands table = op.getPageTable();
+    Type f32 = rewriter.getF32Type();
+    Value o = op.getOuts()[0], lse = op.getOuts()[1];
+    SmallVector<Value> states;
+    for (int64_t d = 0; d < devices; ++d) {
+      SmallVector<Value> workOuts;
+      for (int i = 0; i < 7; ++i)
+        workOuts.push_back(emptyLike(rewriter, loc, table.lastPageLen));
+      auto work = ShardWorkOp::create(
+          rewriter, loc, ValueRange(workOuts).getTypes(), table.indptr,
+          table.indices, table.lastPageLen, op.getQoIndptr(), workOuts,
+          rewriter.getI64IntegerAttr(op.getCache().getPageSize()),
+          rewriter.getI64IntegerAttr(devices), rewriter.getI64IntegerAttr(d));
+      Value oPart = emptyLike(rewriter, loc, o, f32);
+      Value lsePart = emptyLike(rewriter, loc, lse);
+      ValueRange w = work.getResults();
+      auto part = PrefillPartialOp::create(
+          rewriter, loc, TypeRange{oPart.getType(), lsePart.getType()},
+          op.getQ(), op.getQoIndptr(), op.getKvCache(), op.getKScale(),
+          op.getVScale(), table.indptr, table.indices, table.lastPageLen,
+          w[0], w[1], w[2], w[3], w[4], w[5], w[6], op.getQPositions(),
+          op.getCustomMask(), op.getMaskIndptr(), op.getAlibiSlopes(),
+          ValueRange{oPart, lsePart}, op.getCacheAttr(), op.getCausalAttr(),
+          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(), op.getWindowAttr(),
+          op.getLseBase2Attr());
+      part->setAttr("pa.device", rewriter.getI64IntegerAttr(d));
+      states.append(part->result_begin(), part->result_end());
+    }
+    auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,
+                                 op.getOuts(), op.getLseBase2Attr());
+    rewriter.replaceOp(op, merge);
+    return success();
   }
 
   LogicalResult shard(DecodeOp op) {

@@ -8,11 +8,14 @@
 
 namespace mlir::pa {
 
-/// An empty tensor of `like`'s type, its dynamic sizes read off `like`: the
-/// outs of an op a rewrite creates beside an existing one.
-inline Value emptyLike(OpBuilder &b, Location loc, Value like) {
-  return tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, like),
-                                 getElementTypeOrSelf(like.getType()));
+/// An empty tensor of `like`'s shape and element type (or `elem`), its
+/// dynamic sizes read off `like`: the outs of an op a rewrite creates beside
+/// an existing one.
+inline Value emptyLike(OpBuilder &b, Location loc, Value like,
+                       Type elem = Type()) {
+  return tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, like),
+      elem ? elem : getElementTypeOrSelf(like.getType()));
 }
 
 } // namespace mlir::pa

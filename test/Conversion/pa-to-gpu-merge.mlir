@@ -94,3 +94,14 @@ func.func @merge_dynamic_d(%oa: memref<?x4x?xf16>, %la: memref<?x4xf32>, %o: mem
   pa.merge states(%oa, %la : memref<?x4x?xf16>, memref<?x4xf32>) outs(%o, %l : memref<?x4x?xf16>, memref<?x4xf32>)
   return
 }
+
+// -----
+
+// The merge kernel's ABI has states of o's element type: wider states (which
+// the op allows, e.g. f32 partial states of a sharded prefill) are an error
+// at the op.
+func.func @merge_wider_states(%oa: memref<?x4x64xf32>, %la: memref<?x4xf32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  // expected-error @+1 {{pa.merge on the GPU needs states of the o out's element type (the kernel's ABI), got 'memref<?x4x64xf32>' for state 0}}
+  pa.merge states(%oa, %la : memref<?x4x64xf32>, memref<?x4xf32>) outs(%o, %l : memref<?x4x64xf16>, memref<?x4xf32>)
+  return
+}

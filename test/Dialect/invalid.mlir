@@ -443,9 +443,11 @@ func.func @case54(%s0: tensor<4x32x128xf16>, %s1: tensor<4x16xf32>, %o0: tensor<
 
 // -----
 
-func.func @case55(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %s2: tensor<4x32x128xf32>, %s3: tensor<4x32xf32>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf32>) {
-  // expected-error @+1 {{state 1: o must have the shape and element type of the o out}}
-  %r:2 = pa.merge states(%s0, %s1, %s2, %s3 : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xf32>, tensor<4x32xf32>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf32>)
+// A state's o may have another float type (f32 partial states merged into
+// an f16 out), not another shape or a non-float type.
+func.func @case55(%s0: tensor<4x32x128xf16>, %s1: tensor<4x32xf32>, %s2: tensor<4x32x128xi16>, %s3: tensor<4x32xf32>, %o0: tensor<4x32x128xf16>, %o1: tensor<4x32xf32>) {
+  // expected-error @+1 {{state 1: o must have the shape of the o out and a float element type}}
+  %r:2 = pa.merge states(%s0, %s1, %s2, %s3 : tensor<4x32x128xf16>, tensor<4x32xf32>, tensor<4x32x128xi16>, tensor<4x32xf32>) outs(%o0, %o1 : tensor<4x32x128xf16>, tensor<4x32xf32>)
   return
 }
 
@@ -1049,5 +1051,37 @@ func.func @shard_batch(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32
 func.func @shard_nnz(%ip: tensor<5xi32>, %ix: tensor<9xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<8xi32>, %c: tensor<4xi32>) {
   // expected-error @+1 {{nnz mismatch: 'outs[1] (kv_indices)' dim 0 gives 8 but kv_indices dim 0 gives 9}}
   %s:3 = pa.shard_pages pages(%ip, %ix, %lp : tensor<5xi32>, tensor<9xi32>, tensor<4xi32>) outs(%a, %b, %c : tensor<5xi32>, tensor<8xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_work_outs(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %qo: tensor<5xi32>, %a: tensor<4xi32>) {
+  // expected-error @+1 {{expects 7 outs (the work list of pa.prefill_partial), got 2}}
+  %s:2 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) queries(%qo : tensor<5xi32>) outs(%a, %a : tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_work_device(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %qo: tensor<5xi32>, %a: tensor<4xi32>) {
+  // expected-error @+1 {{device must lie in [0, devices = 2), got 2}}
+  %s:7 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) queries(%qo : tensor<5xi32>) outs(%a, %a, %a, %a, %a, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 2 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_work_batch(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %qo: tensor<4xi32>, %a: tensor<4xi32>) {
+  // expected-error @+1 {{batch mismatch: 'qo_indptr' dim 0 gives 3 but kv_indptr dim 0 gives 4}}
+  %s:7 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) queries(%qo : tensor<4xi32>) outs(%a, %a, %a, %a, %a, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_work_out_type(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %qo: tensor<5xi32>, %a: tensor<4xi32>, %f: tensor<4xf32>) {
+  // expected-error @+1 {{'outs[4] (work_kv_end)' must be a 1-D array of i32}}
+  %s:7 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) queries(%qo : tensor<5xi32>) outs(%a, %a, %a, %a, %f, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
   return
 }

@@ -1147,6 +1147,30 @@ TEST(PACPUDifferential, DecodeSharded) {
       });
 }
 
+TEST(PACPUDifferential, PrefillSharded) {
+  // Context parallelism that keeps positions (pa-lower-to-cpu{shard-devices=N}
+  // on pa.prefill): every prefill split over 1..5 simulated devices by
+  // contiguous page ranges, one pa.prefill_partial per device over
+  // pa.shard_work's work list (its keys in their own positions) and pa.merge
+  // of the f32 states into the prefill's outs, against the float64
+  // reference over the whole cache: every mask mode (causal, window,
+  // custom mask, ALiBi, soft cap, q_positions) of the prefill configurations.
+  OpStats stats("pa.prefill (shard-devices > 0)");
+  runDifferentialTest(
+      "PrefillSharded", 9, kConfigSalt, 20, kCasesPerConfig, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomPrefillConfig(crng, ci); // mask mode ci % 5
+        PipelineConfig pc;
+        pc.shardDevices = crng.uniformInt(1, 5);
+        return DiffConfig{c.str() + " devices=" +
+                              std::to_string(pc.shardDevices),
+                          prefillModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runPrefillCase(m, c, rng, k, stats);
+                          }};
+      });
+}
+
 TEST(PACPUDifferential, PlanSplitKV) {
   OpStats stats("pa.plan_split_kv", false);
   runDifferentialTest(

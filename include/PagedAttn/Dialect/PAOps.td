@@ -617,6 +617,51 @@ def PA_ShardPagesOp : PA_Op<"shard_pages"> {
   }];
 }
 
+def PA_ShardWorkOp : PA_Op<"shard_work"> {
+  let summary = "one device's share of every request's keys as a work list in the request's own positions";
+  let description = [{
+    Context parallelism that keeps key positions (docs/ContextParallel.md):
+    where `pa.shard_pages` renumbers a device's keys from 0, this op writes
+    device `device`'s share of every request as a `pa.prefill_partial`
+    work list over the whole page table, one item per request `b` (so
+    the seven outs are `[B]` `i32`): all of its queries
+    (`work_qo_start = 0`, `work_qo_end = qo_len[b]`, rows from
+    `work_partial_row = qo_indptr[b]` with `work_partial_stride = 1`) over
+    the keys of the pages the device owns with contiguous ownership
+    (`pa.shard_pages`: pages `[floor(n d / N), floor(n (d + 1) / N))` of
+    the request's `n`), i.e. `work_kv_start = min(floor(n d / N) P,
+    kv_len[b])` and `work_kv_end = min(floor(n (d + 1) / N) P,
+    kv_len[b])`. The keys keep their positions, so causal, window,
+    custom-mask and ALiBi attention may run on the share; device `d` reads
+    only its own pages. The devices' items cover every request's keys
+    disjointly, so the merge of the devices' partial states is the whole
+    prefill.
+
+    ```mlir
+    %r, %qs, %qe, %ks, %ke, %row, %st = pa.shard_work
+        pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+        queries(%qo_indptr : tensor<5xi32>)
+        outs(%w0, %w1, %w2, %w3, %w4, %w5, %w6 : tensor<4xi32>, ...)
+        {device = 1 : i64, devices = 4 : i64, page_size = 16 : i64}
+    ```
+  }];
+  let arguments = (ins PA_TensorOrMemRef:$kv_indptr,
+                       PA_TensorOrMemRef:$kv_indices,
+                       PA_TensorOrMemRef:$kv_last_page_len,
+                       PA_TensorOrMemRef:$qo_indptr,
+                       Variadic<PA_TensorOrMemRef>:$outs,
+                       I64Attr:$page_size,
+                       I64Attr:$devices,
+                       I64Attr:$device);
+  let assemblyFormat = [{
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `queries` `(` $qo_indptr `:` type($qo_indptr) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+  }];
+}
+
 def PA_DecodePartialOp : PA_Op<"decode_partial", [AttrSizedOperandSegments,
     PA_AttentionOpInterface, PA_PagedOpInterface]> {
   let summary = "decode attention over the KV chunks of a work list";
@@ -736,7 +781,8 @@ def PA_MergeOp : PA_Op<"merge", [AttrSizedOperandSegments]> {
   let summary = "merge of N >= 1 attention states";
   let description = [{
     `states(%o_0, %lse_0, %o_1, %lse_1, ...)` lists the states as (o, lse)
-    pairs of identical shapes: `o[..., D]` and `lse[...]` (f32). The result is
+    pairs of identical shapes: `o[..., D]` (any float type, e.g. f32
+    partial states merged into an f16 out) and `lse[...]` (f32). The result is
     the left fold of the binary merge
     `(o_a, lse_a) (+) (o_b, lse_b)`: `m = max(lse_a, lse_b)`; `m == -inf`
     gives `(0, -inf)`; else `w = exp(lse - m)`,

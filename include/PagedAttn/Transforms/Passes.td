@@ -72,7 +72,7 @@ def PASplitKV : Pass<"pa-split-kv", "::mlir::ModuleOp"> {
 }
 
 def PAShardKV : Pass<"pa-shard-kv", "::mlir::func::FuncOp"> {
-  let summary = "Context parallelism: shard every pa.decode's pages over devices, merge the states";
+  let summary = "Context parallelism: shard every pa.decode's and pa.prefill's pages over devices, merge the states";
   let description = [{
     Every tensor-form `pa.decode` becomes `devices` decodes, device `d`'s over
     its share of every request's pages (`pa.shard_pages`: contiguous ranges,
@@ -84,6 +84,15 @@ def PAShardKV : Pass<"pa-shard-kv", "::mlir::func::FuncOp"> {
     device sends to the others). The CPU pipeline runs the devices one
     after the other in one process. Errors at the op: the memref form, a
     sliding window or ALiBi (a shard renumbers its keys from 0).
+
+    Every tensor-form `pa.prefill` becomes `devices` `pa.prefill_partial`
+    (tagged `pa.device = d`) over `pa.shard_work`'s work list of device
+    `d`: all of a request's queries over the keys of its contiguous page
+    range, read through the whole table so that the keys keep their
+    positions (causal, window, custom mask and ALiBi shard too), into f32
+    partial states with a row per query, and a `pa.merge` of the devices'
+    states into the prefill's outs. Error at the op: `round-robin=true`
+    (an item per page would be needed).
 
     ```mlir
     %t:3 = pa.shard_pages pages(%ip, %ix, %lp : ...) outs(...)

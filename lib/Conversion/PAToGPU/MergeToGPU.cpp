@@ -181,6 +181,12 @@ LogicalResult gpukernel::buildMerge(MergeOp op, gpu::GPUModuleOp kmod,
   if (threads % 32 != 0 || threads <= 0)
     return op.emitOpError() << "cta-threads must be a positive multiple of 32";
   auto ot = cast<MemRefType>(op.getOuts()[0].getType());
+  for (int64_t i = 0; i < op.getNumStates(); ++i)
+    if (getElementTypeOrSelf(op.getStateO(i)) != ot.getElementType())
+      return op.emitOpError()
+             << "pa.merge on the GPU needs states of the o out's element "
+                "type (the kernel's ABI), got "
+             << op.getStateO(i).getType() << " for state " << i;
   int64_t rank = ot.getRank() - 1;
   int64_t headDim = ot.getDimSize(rank);
   if (ShapedType::isDynamic(headDim))

@@ -234,9 +234,52 @@ struct ShardPagesToLoops final : OpRewritePattern<ShardPagesOp> {
   }
 };
 
+struct ShardWorkToLoops final : OpRewritePattern<ShardWorkOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShardWorkOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasMemRefSemantics(op))
+      return rewriter.notifyMatchFailure(op, "expects the memref form");
+    Emitter e{rewriter, op.getLoc()};
+    int64_t pageSize = op.getPageSize();
+    PageTable pt{op.getKvIndptr(), op.getKvIndices(), op.getKvLastPageLen(),
+                 pageSize};
+    pt.emitChecks(e);
+    Value qo = op.getQoIndptr();
+    Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
+    emitEntryCount(e, qo, "qo_indptr", e.add(batch, e.idx(1)),
+                   "batch + 1 (kv_indptr's entries)");
+    Value n = e.idx(op.getDevices()), d = e.idx(op.getDevice());
+    ValueRange w = op.getOuts();
+    e.forEach(e.idx(0), batch, [&](Value b) {
+      Value base = pt.pageBase(e, b);
+      Value pages =
+          e.sub(e.loadIdx(op.getKvIndptr(), e.add(b, e.idx(1))), base);
+      Value len = pt.kvLen(e, b);
+      Value p = e.idx(pageSize);
+      auto minIdx = [&](Value x, Value y) {
+        return e.select(e.cmpi(arith::CmpIPredicate::ult, x, y), x, y);
+      };
+      // Tokens of pages [floor(n d / N), floor(n (d + 1) / N)), clipped
+      // to the request's length (its last page may be partial).
+      Value lo = minIdx(e.mul(e.divui(e.mul(pages, d), n), p), len);
+      Value hi = minIdx(
+          e.mul(e.divui(e.mul(pages, e.add(d, e.idx(1))), n), p), len);
+      Value q0 = e.loadIdx(qo, b), q1 = e.loadIdx(qo, e.add(b, e.idx(1)));
+      Value vals[7] = {b,  e.idx(0), e.sub(q1, q0), lo,
+                       hi, q0,       e.idx(1)};
+      for (auto [out, v] : llvm::zip(w, vals))
+        e.store(e.toI32(v), out, {b});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::pa::populatePACacheToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<AppendKVToLoops, AppendKVSlotsToLoops, ScatterKVToLoops,
-               PlanSplitKVToLoops, ShardPagesToLoops>(patterns.getContext());
+               PlanSplitKVToLoops, ShardPagesToLoops, ShardWorkToLoops>(
+      patterns.getContext());
 }

@@ -1,0 +1,10 @@
+// RUN: pa-opt %s --pa-shard-kv="devices=2 round-robin=true" -verify-diagnostics
+
+// Prefill shards by contiguous page ranges only: each device's keys are one
+// range of the request's positions, one work item.
+#cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
+func.func @prefill_round_robin(%q: tensor<?x32x128xf16>, %qo: tensor<?xi32>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  // expected-error @+1 {{pa-shard-kv shards pa.prefill by contiguous page ranges only}}
+  %r:2 = pa.prefill q(%q, %qo : tensor<?x32x128xf16>, tensor<?xi32>) kv(%kv : tensor<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%o, %l : tensor<?x32x128xf16>, tensor<?x32xf32>) {cache = #cache, causal}
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
