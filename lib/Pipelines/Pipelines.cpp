@@ -20,7 +20,8 @@ void mlir::pa::addFrontPasses(OpPassManager &pm, bool cascadeDecompose,
                               int64_t splitKVChunk, bool splitKVWorkList,
                               int64_t shardDevices, bool shardRoundRobin) {
   pm.addPass(createCanonicalizerPass());
-  if (cascadeDecompose)
+  // Sharding runs on a cascade's levels (pa-shard-kv rejects pa.cascade).
+  if (cascadeDecompose || shardDevices > 0)
     pm.addNestedPass<func::FuncOp>(createPACascadeDecompose());
   if (shardDevices > 0) {
     PAShardKVOptions shard;

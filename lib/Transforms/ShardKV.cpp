@@ -46,10 +46,18 @@ struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
       return signalPassFailure();
     }
     SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
+    WalkResult cascade = getOperation().walk([&](Operation *op) {
+      if (isa<CascadeOp>(op)) {
+        op->emitOpError() << "pa-shard-kv shards a cascade's levels: run "
+                             "pa-cascade-decompose first";
+        return WalkResult::interrupt();
+      }
       if (isa<DecodeOp, PrefillOp>(op))
         ops.push_back(op);
+      return WalkResult::advance();
     });
+    if (cascade.wasInterrupted())
+      return signalPassFailure();
     for (Operation *op : ops) {
       LogicalResult done = isa<DecodeOp>(op) ? shard(cast<DecodeOp>(op))
                                              : shard(cast<PrefillOp>(op));

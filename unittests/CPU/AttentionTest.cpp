@@ -1116,6 +1116,17 @@ TEST(PACPUDifferential, CascadeDecomposed) {
                  "pa.cascade (cascade-decompose=true)");
 }
 
+TEST(PACPUDifferential, CascadeSharded) {
+  // pa-lower-to-cpu{shard-devices=3}: the cascade decomposed into its levels
+  // (a prefill or decode each, and merges), every level sharded over 3
+  // simulated devices (prefill levels by pa.shard_work, decode levels by
+  // pa.shard_pages), against the float64 reference of the whole cascade.
+  PipelineConfig pc;
+  pc.shardDevices = 3;
+  runCascadeTest("CascadeSharded", pc, 12, 8,
+                 "pa.cascade (shard-devices = 3)");
+}
+
 TEST(PACPUDifferential, DecodeSplitKVPipeline) {
   runDecodeTest("DecodeSplitKVPipeline", PipelineConfig{},
                 /*randomChunk=*/true, 20, 12,

@@ -62,8 +62,9 @@ struct LowerToCPUOptions : public SplitKVPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> shardDevices{
       *this, "shard-devices",
       llvm::cl::desc("Context parallelism (pa-shard-kv): every pa.decode's "
-                     "pages over this many simulated devices, run one after "
-                     "the other (0: off)"),
+                     "and pa.prefill's pages (a cascade's levels: "
+                     "decomposed first) over this many simulated devices, "
+                     "run one after the other (0: off)"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> shardRoundRobin{
       *this, "shard-round-robin",

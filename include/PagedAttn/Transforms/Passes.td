@@ -91,8 +91,10 @@ def PAShardKV : Pass<"pa-shard-kv", "::mlir::func::FuncOp"> {
     range, read through the whole table so that the keys keep their
     positions (causal, window, custom mask and ALiBi shard too), into f32
     partial states with a row per query, and a `pa.merge` of the devices'
-    states into the prefill's outs. Error at the op: `round-robin=true`
-    (an item per page would be needed).
+    states into the prefill's outs. Errors at the op: `round-robin=true`
+    (an item per page would be needed); a `pa.cascade` (shard its levels:
+    run `pa-cascade-decompose` first, as `pa-lower-to-cpu{shard-devices}`
+    does).
 
     ```mlir
     %t:3 = pa.shard_pages pages(%ip, %ix, %lp : ...) outs(...)
