@@ -134,7 +134,8 @@ static cl::opt<int64_t> pageListRounds(
     "page-list-rounds", cl::init(8),
     cl::desc("Tiled kernels: chunk rounds per thread and K / V tile from "
              "which a tile's page-table entries go through a page list in "
-             "shared memory rather than registers (0: never)"),
+             "shared memory (the tensor-core decode's warp-local tiles: "
+             "warp shuffles) rather than registers (0: never)"),
     cl::cat(category));
 static cl::opt<int64_t> prefillWarpRows(
     "prefill-warp-rows", cl::init(0),

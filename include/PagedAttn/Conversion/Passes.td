@@ -259,13 +259,19 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     page (at most `(P + BN - 2) / P + 1` of them), carries that one entry,
     and stores it before the next step's barrier into a page list of the
     stage (`[S][entries]` i32 after the tiles); the copies read their
-    entries from it. R = 0 keeps every entry in registers.
+    entries from it. Warp-local tiles (the tensor-core decode) whose
+    threads copy R rounds or more shuffle instead: lane j looks up the j-th
+    of the at most `(P + K/W - 2) / P + 1` pages its warp's `K/W` keys
+    touch (at most 32), carries that one entry, and each round's copy takes
+    its page's entry from that lane (`gpu.shuffle idx`). R = 0 keeps every
+    entry in registers.
   }];
   let options = [
     Option<"pageListRounds", "page-list-rounds", "int64_t", "8",
            "Chunk rounds per thread and K / V tile from which the tile's "
            "page-table entries go through a page list in shared memory "
-           "rather than registers (0: never)">
+           "(warp-local tiles: warp shuffles) rather than registers (0: "
+           "never)">
   ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",

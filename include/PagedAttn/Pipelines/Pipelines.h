@@ -136,7 +136,8 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       *this, "page-list-rounds",
       llvm::cl::desc("pa-promote-tiles: chunk rounds per thread and K / V "
                      "tile from which a tile's page-table entries go "
-                     "through a page list in shared memory (0: never)"),
+                     "through a page list in shared memory (warp-local "
+                     "tiles: warp shuffles) (0: never)"),
       llvm::cl::init(8)};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",

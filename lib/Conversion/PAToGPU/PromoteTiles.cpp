@@ -40,6 +40,11 @@
 // goes to ([S][entries] i32 after the tiles); the copies read their pages
 // from it. 4 warps over 64-key tiles at D = 128 spill 96 bytes with the
 // list instead of 172-184 and run 4-7% faster (H200, 2026-11-26).
+// Warp-local tiles copying R rounds or more shuffle instead: lane j looks
+// up the j-th page its warp's keys touch and each round's copy takes its
+// entry from that lane (gpu.shuffle idx); the tensor-core decode (16 keys a
+// warp, 8 rounds) went from 8 lookups a lane and tile to 1 and from 253 to
+// 217 registers.
 //
 // An fp8 cache (f8E4M3FN / f8E5M2) is copied as bytes, 16 elements a
 // cp.async, into S stages of [2 S BN][D + 16] bytes placed after one pair
@@ -100,6 +105,11 @@ struct Layout {
   /// Entries of a K / V tile's page list in shared memory (0: none, every
   /// thread carries the pages of its chunk rounds in registers).
   int64_t listEntries = 0;
+  /// Warp-local tiles: lane j < warpPages looks up the j-th page its warp's
+  /// keys touch and carries that one entry; each chunk round takes its
+  /// page's entry from that lane (gpu.shuffle idx). 0: every thread looks
+  /// up the pages of its own rounds.
+  int64_t warpPages = 0;
 
   bool fp8() const { return isFP8CacheType(cacheElem); }
   /// Every warp owns a block of keys of each tile (kv_warps = the CTA's
@@ -233,6 +243,14 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   if (pageListRounds > 0 && !l.warpLocal() &&
       l.chunkRounds() >= pageListRounds && entries <= l.threads)
     l.listEntries = entries;
+  // A warp's K / V rounds read the few pages its keys touch (e.g. 16 keys
+  // of 16-token pages: at most 2): one lookup a lane and shuffles, rather
+  // than one load per round family, each lane looking up the same pages.
+  int64_t warpKeys = l.warpLocal() ? l.keys / l.kvWarps : 0;
+  int64_t warpEntries = (pageSize + warpKeys - 2) / pageSize + 1;
+  if (pageListRounds > 0 && l.warpLocal() &&
+      l.chunkRounds() >= pageListRounds && warpEntries <= 32)
+    l.warpPages = warpEntries;
   for (Operation *user : m.loadQ.getTile().getUsers())
     if (user != m.loadQ && !isa<TileQKOp>(user))
       return user->emitOpError()
@@ -343,6 +361,10 @@ private:
     int64_t n = l.warpLocal() ? 32 : l.threads;
     return n % cpr == 0 ? n / cpr : 0;
   }
+  /// The first K / V row of this thread's warp with warp-local tiles.
+  Value warpKeyRow0() {
+    return e.mul(e.divui(tid, e.idx(32)), e.idx(l.keys / l.kvWarps));
+  }
   /// K / V chunk round `i` of this thread: its row and first column. With
   /// warp-local tiles warp w takes the rows of its keys, [w K / W, (w + 1)
   /// K / W), lane l chunk l + 32 i of them; otherwise chunk(i, ...).
@@ -410,7 +432,7 @@ std::pair<Value, Value> Promoter::kvChunkAt(int64_t i) {
   if (!l.warpLocal())
     return chunk(i, elems);
   int64_t cpr = l.headDim / elems;
-  Value row0 = e.mul(e.divui(tid, e.idx(32)), e.idx(l.keys / l.kvWarps));
+  Value row0 = warpKeyRow0();
   if (int64_t step = kvRowStep()) {
     auto [r, col] = chunk0(e.remui(tid, e.idx(32)), cpr, elems);
     return {e.add(row0, e.add(r, e.idx(i * step))), col};
@@ -427,6 +449,25 @@ void Promoter::kvBarrier() {
 }
 
 SmallVector<Value> Promoter::lookupPages(Value start) {
+  if (l.warpPages) {
+    // Lane j: the warp's j-th page, whose first key in the warp's rows is
+    // the warp's first (j = 0) or the page's first; none past the keys.
+    Value lane = e.remui(tid, e.idx(32)), p = e.idx(pages.pageSize);
+    Value first = e.add(start, warpKeyRow0());
+    Value key0 = e.select(e.cmpi(Pred::eq, lane, e.idx(0)), first,
+                          e.mul(e.add(e.divui(first, p), lane), p));
+    Value valid = e.andi(
+        e.cmpi(Pred::ult, lane, e.idx(l.warpPages)),
+        e.andi(e.cmpi(Pred::ult, key0, end),
+               e.cmpi(Pred::ult, key0,
+                      e.add(first, e.idx(l.keys / l.kvWarps)))));
+    return e.ifThenElse(
+        valid, b.getI32Type(),
+        [&]() -> SmallVector<Value> {
+          return {pages.pageEntry(e, pageBase, key0)};
+        },
+        [&]() -> SmallVector<Value> { return {e.i32(0)}; });
+  }
   SmallVector<Value> out;
   // Rounds q = pagePeriod() apart lie a whole number of pages apart, so
   // that their entries are those of the first q rounds plus constants: one
@@ -486,10 +527,24 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
   // number of pages further).
   SmallVector<Value> slots, entries;
   Value firstPage = e.divui(start, e.idx(pages.pageSize));
+  // Warp-shuffled lookups: the lane holding the page of a round's key.
+  bool shuffled = l.warpPages && !fromList;
+  Value warpFirstPage =
+      shuffled ? e.divui(e.add(start, warpKeyRow0()), e.idx(pages.pageSize))
+               : Value();
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
     auto [r, col] = kvChunkAt(i);
     Value t = e.add(start, r);
     Value valid = kvChunkValid(i, t);
+    // Every lane shuffles (before any round that only some lanes copy).
+    Value shuffledPage;
+    if (shuffled) {
+      Value from = e.toI32(
+          e.sub(e.divui(t, e.idx(pages.pageSize)), warpFirstPage));
+      shuffledPage = gpu::ShuffleOp::create(b, loc, tilePages[0], from,
+                                            e.i32(32), gpu::ShuffleMode::IDX)
+                         .getShuffleResult();
+    }
     if (!q || i < q) {
       slots.push_back(e.remui(t, e.idx(pages.pageSize)));
       if (fromList)
@@ -506,7 +561,7 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
                         : entries[i];
         page = e.toIndex(e.load(pageList, {e.idx(stage), entry}));
       } else {
-        page = e.toIndex(tilePages[i]);
+        page = e.toIndex(shuffled ? shuffledPage : tilePages[i]);
       }
       for (bool isV : {false, true})
         out.push_back(copy16(
