@@ -127,6 +127,8 @@ def lib():
             "pa_tt_to_csr": [_P32, _P32, i64, i64, i64, i64, _P32, _P32, i64,
                              _P32],
             "pa_vllm_to_tt": [_P32, _P32, i64, i64, i64, i64, _P32, _P32],
+            "pa_shard_pages": [_P32, _P32, i64, _P32, i64, i64, i64, i64, i64,
+                               c_int, _P32, _P32, i64, _P32],
             "pa_tt_to_vllm": [_P32, _P32, i64, i64, i64, i64, _P32, _P32],
             "pa_auto_cascade_build": [_P32, _P32, i64, _P32, i64, i64, i64,
                                       _P32, ctypes.POINTER(_CascadeOptions),
@@ -509,6 +511,26 @@ def csr_to_tt(indptr, indices, last_page_len, page_size, num_pages,
     """CSR -> (page_table [B, width], cur_pos [B])."""
     return _csr_to_padded(lib().pa_csr_to_tt, "csr_to_tt", indptr, indices,
                           last_page_len, page_size, num_pages, width, pad)
+
+
+def shard_pages(indptr, indices, last_page_len, page_size, num_pages,
+                devices, device, round_robin=False):
+    """Device `device`'s share of a CSR table sharded over `devices` GPUs
+    (context parallelism, docs/ContextParallel.md): of a request's n pages
+    it owns [n d / N, n (d + 1) / N) (or j mod N = d with round_robin),
+    listed in order with the input's page ids; last_page_len is the
+    request's where the device owns its last page, else page_size. Returns
+    (indptr, indices, last_page_len)."""
+    ip, ix, lp, batch = _csr_in(indptr, indices, last_page_len)
+    out_ip = np.zeros(batch + 1, np.int32)
+    out_ix = np.zeros(max(ix.size, 1), np.int32)
+    out_lp = np.zeros(max(batch, 1), np.int32)
+    _check(lib().pa_shard_pages(
+        _p32(ip), _p32(ix) if ix.size else None, ix.size,
+        _p32(lp) if lp.size else None, batch, int(page_size), int(num_pages),
+        int(devices), int(device), 1 if round_robin else 0, _p32(out_ip),
+        _p32(out_ix), ix.size, _p32(out_lp)), "shard_pages")
+    return out_ip, out_ix[:int(out_ip[-1])].copy(), out_lp[:batch].copy()
 
 
 def _padded_to_csr(fn, name, table, lens, page_size, num_pages, lens_to_n):

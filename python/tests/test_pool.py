@@ -13,8 +13,8 @@ import reference as ref
 from conftest import make_cache, ref_cache, rel_err
 from pagedattn.errors import PagedAttnError
 from pagedattn.pool import (PagePool, PoolFullError, apply_copies, auto_cascade,
-                            csr_to_tt, csr_to_vllm, tt_to_csr, tt_to_vllm,
-                            vllm_to_csr, vllm_to_tt)
+                            csr_to_tt, csr_to_vllm, shard_pages, tt_to_csr,
+                            tt_to_vllm, vllm_to_csr, vllm_to_tt)
 
 TOL = 2e-3
 
@@ -168,6 +168,38 @@ def test_tables_and_converters():
         vllm_to_csr([1, 2], [4], 4, 16)
     with pytest.raises(PagedAttnError, match="more than the width 1"):
         pool.vllm_table([a], width=1)
+
+
+def test_shard_pages_identity(rng):
+    """Context parallelism: the devices' shards partition each request's
+    pages, and merging the decodes of the shards (float64 oracle) gives the
+    decode of the whole table, for 1-4 devices and both ownerships."""
+    hq, hkv, d, p, n_pages = 4, 2, 16, 4, 40
+    cache = make_cache(rng, n_pages, p, hkv, d, "NHD", joint=True)
+    lens = [0, 1, 5, 13, 30, 4]
+    ip = np.concatenate([[0], np.cumsum([-(-n // p) for n in lens])])
+    ix = rng.permutation(n_pages)[:ip[-1]].astype(np.int32)
+    lp = np.array([n - (-(-n // p) - 1) * p if n else 0 for n in lens],
+                  np.int32)
+    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
+    k, v = ref_cache(cache)
+    want, want_lse = ref.batch_decode(q, k, v, "NHD", ip, ix, lp)
+    for devices in (1, 2, 3, 4):
+        for rr in (False, True):
+            shards = [shard_pages(ip, ix, lp, p, n_pages, devices, dev, rr)
+                      for dev in range(devices)]
+            for b in range(len(lens)):
+                mine = sorted(int(x) for sp, sx, _ in shards
+                              for x in sx[sp[b]:sp[b + 1]])
+                assert mine == sorted(int(x) for x in ix[ip[b]:ip[b + 1]])
+            states = [ref.batch_decode(q, k, v, "NHD", *sh) for sh in shards]
+            o, lse = ref.merge_states(
+                np.stack([st[0] for st in states], axis=1),
+                np.stack([st[1] for st in states], axis=1))
+            assert np.abs(o - want).max() < 1e-9, (devices, rr)
+            assert np.allclose(lse, want_lse, atol=1e-9, equal_nan=True)
+    with pytest.raises(PagedAttnError, match="device = 2 not in"):
+        shard_pages(ip, ix, lp, p, n_pages, 2, 2)
 
 
 def test_pool_decode_flow(rng):
