@@ -675,18 +675,26 @@ static LogicalResult verifyWorkList(Checker &c, Value indptr, Value request,
   return success();
 }
 
+/// The attributes of pa.shard_pages / pa.shard_work: a positive page size,
+/// at least one device and `device` among them.
+static LogicalResult verifyShardAttrs(Operation *op, int64_t pageSize,
+                                      int64_t devices, int64_t device) {
+  if (pageSize <= 0)
+    return op->emitOpError() << "page_size must be > 0, got " << pageSize;
+  if (devices < 1)
+    return op->emitOpError() << "devices must be >= 1, got " << devices;
+  if (device < 0 || device >= devices)
+    return op->emitOpError() << "device must lie in [0, devices = " << devices
+                             << "), got " << device;
+  return success();
+}
+
 LogicalResult ShardPagesOp::verify() {
   Checker c(*this);
-  if (failed(c.sameForm()))
+  if (failed(c.sameForm()) ||
+      failed(verifyShardAttrs(*this, getPageSize(), getDevices(),
+                              getDevice())))
     return failure();
-  if (getPageSize() <= 0)
-    return emitOpError() << "page_size must be > 0, got " << getPageSize();
-  int64_t n = getDevices(), d = getDevice();
-  if (n < 1)
-    return emitOpError() << "devices must be >= 1, got " << n;
-  if (d < 0 || d >= n)
-    return emitOpError() << "device must lie in [0, devices = " << n
-                         << "), got " << d;
   if (getOuts().size() != 3)
     return emitOpError() << "expects 3 outs (the device's kv_indptr, "
                             "kv_indices, kv_last_page_len), got "
@@ -710,16 +718,10 @@ LogicalResult ShardPagesOp::verify() {
 
 LogicalResult ShardWorkOp::verify() {
   Checker c(*this);
-  if (failed(c.sameForm()))
+  if (failed(c.sameForm()) ||
+      failed(verifyShardAttrs(*this, getPageSize(), getDevices(),
+                              getDevice())))
     return failure();
-  if (getPageSize() <= 0)
-    return emitOpError() << "page_size must be > 0, got " << getPageSize();
-  int64_t n = getDevices(), d = getDevice();
-  if (n < 1)
-    return emitOpError() << "devices must be >= 1, got " << n;
-  if (d < 0 || d >= n)
-    return emitOpError() << "device must lie in [0, devices = " << n
-                         << "), got " << d;
   if (getOuts().size() != 7)
     return emitOpError() << "expects 7 outs (the work list of "
                             "pa.prefill_partial), got "

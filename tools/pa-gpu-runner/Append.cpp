@@ -31,8 +31,6 @@ namespace test = pa::test;
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 /// One append: the cache before it, the rows, the slots, the scales, and
 /// the cache the append must leave.
 struct AppendCase {

@@ -45,8 +45,6 @@ namespace test = pa::test;
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 /// Owned CUDA events.
 struct EventPairs {
   std::vector<CUevent> start, stop;

@@ -29,6 +29,9 @@
 namespace pa::runner {
 namespace rt = pa::rt;
 
+/// Bytes in a GiB.
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 /// A failed check of the runner.
 class Failure : public std::runtime_error {
 public:
