@@ -722,23 +722,31 @@ LogicalResult ShardWorkOp::verify() {
       failed(verifyShardAttrs(*this, getPageSize(), getDevices(),
                               getDevice())))
     return failure();
-  if (getOuts().size() != 7)
-    return emitOpError() << "expects 7 outs (the work list of "
-                            "pa.prefill_partial), got "
-                         << getOuts().size();
+  Value qo = getQoIndptr();
+  if (getOuts().size() != (qo ? 7u : 4u))
+    return emitOpError() << "expects " << (qo ? 7 : 4)
+                         << " outs (the work list of "
+                         << (qo ? "pa.prefill_partial" : "pa.decode_partial")
+                         << "), got " << getOuts().size();
   if (failed(c.indexArray(getKvIndptr(), "kv_indptr")) ||
       failed(c.bind("batch", getKvIndptr(), "kv_indptr", 0, -1)) ||
       failed(c.indexArray(getKvIndices(), "kv_indices")) ||
       failed(c.indexArray(getKvLastPageLen(), "kv_last_page_len")) ||
-      failed(c.bind("batch", getKvLastPageLen(), "kv_last_page_len", 0)) ||
-      failed(c.indexArray(getQoIndptr(), "qo_indptr")) ||
-      failed(c.bind("batch", getQoIndptr(), "qo_indptr", 0, -1)))
+      failed(c.bind("batch", getKvLastPageLen(), "kv_last_page_len", 0)))
     return failure();
+  if (qo && (failed(c.indexArray(qo, "qo_indptr")) ||
+             failed(c.bind("batch", qo, "qo_indptr", 0, -1))))
+    return failure();
+  static constexpr const char *kDecodeNames[4] = {
+      "work_indptr", "work_request", "work_start", "work_end"};
   for (auto [i, out] : llvm::enumerate(getOuts())) {
     std::string name = "outs[" + std::to_string(i) + "] (" +
-                       PrefillPartialOp::kWorkListNames[i] + ")";
+                       (qo ? PrefillPartialOp::kWorkListNames[i]
+                           : kDecodeNames[i]) +
+                       ")";
+    // The decode form's work_indptr has B + 1 entries.
     if (failed(c.indexArray(out, name)) ||
-        failed(c.bind("batch", out, name, 0)))
+        failed(c.bind("batch", out, name, 0, !qo && i == 0 ? -1 : 0)))
       return failure();
   }
   return success();

@@ -66,6 +66,43 @@ struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
     }
   }
 
+  /// A decode with a window or ALiBi: a pa.decode_partial per device over
+  /// pa.shard_work's list (one item per request, its keys in their own
+  /// positions, the whole table), f32 states merged into the decode's outs.
+  LogicalResult shardPositional(DecodeOp op) {
+    if (roundRobin)
+      return op.emitOpError()
+             << "pa-shard-kv shards a decode with a window or ALiBi by "
+                "contiguous page ranges only (its keys keep their positions "
+                "in one work item; round robin would take an item per page)";
+    IRRewriter rewriter(op);
+    Location loc = op.getLoc();
+    PageTableOperands table = op.getPageTable();
+    Value o = op.getOuts()[0], lse = op.getOuts()[1];
+    SmallVector<Value> states;
+    for (int64_t d = 0; d < devices; ++d) {
+      SmallVector<Value> workOuts{emptyLike(rewriter, loc, table.indptr)};
+      for (int i = 0; i < 3; ++i)
+        workOuts.push_back(emptyLike(rewriter, loc, table.lastPageLen));
+      auto work = ShardWorkOp::create(
+          rewriter, loc, ValueRange(workOuts).getTypes(), table.indptr,
+          table.indices, table.lastPageLen, /*qo_indptr=*/Value(), workOuts,
+          rewriter.getI64IntegerAttr(op.getCache().getPageSize()),
+          rewriter.getI64IntegerAttr(devices), rewriter.getI64IntegerAttr(d));
+      Value oPart = emptyLike(rewriter, loc, o, rewriter.getF32Type());
+      Value lsePart = emptyLike(rewriter, loc, lse);
+      auto part = DecodePartialOp::create(
+          rewriter, loc, op, table, WorkListOperands::get(work.getResults()),
+          ValueRange{oPart, lsePart});
+      part->setAttr("pa.device", rewriter.getI64IntegerAttr(d));
+      states.append(part->result_begin(), part->result_end());
+    }
+    auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,
+                                 op.getOuts(), op.getLseBase2Attr());
+    rewriter.replaceOp(op, merge);
+    return success();
+  }
+
   LogicalResult shard(PrefillOp op) {
     if (!isa<RankedTensorType>(op.getQ().getType()))
       return op.emitOpError()
@@ -115,16 +152,10 @@ struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
     if (!isa<RankedTensorType>(op.getQ().getType()))
       return op.emitOpError()
              << "pa-shard-kv runs on the tensor form (before bufferization)";
-    // A shard renumbers its keys from 0: position-dependent attention
-    // cannot run on one.
-    if (op.getWindow())
-      return op.emitOpError()
-             << "pa-shard-kv: a sliding window needs the keys' positions, "
-                "which a device's share of the pages renumbers";
-    if (op.getAlibiSlopes())
-      return op.emitOpError()
-             << "pa-shard-kv: ALiBi needs the keys' positions, which a "
-                "device's share of the pages renumbers";
+    // A shard renumbers its keys from 0: position-dependent attention runs
+    // on work lists in the request's own positions instead.
+    if (op.getWindow() || op.getAlibiSlopes())
+      return shardPositional(op);
     IRRewriter rewriter(op);
     Location loc = op.getLoc();
     PageTableOperands table = op.getPageTable();

@@ -1085,3 +1085,20 @@ func.func @shard_work_out_type(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tens
   %s:7 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) queries(%qo : tensor<5xi32>) outs(%a, %a, %a, %a, %f, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xf32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
   return
 }
+
+// -----
+
+func.func @shard_work_decode_outs(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<4xi32>) {
+  // expected-error @+1 {{expects 4 outs (the work list of pa.decode_partial), got 7}}
+  %s:7 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %a, %a, %a, %a, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @shard_work_decode_indptr(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<4xi32>) {
+  // expected-error @+1 {{batch mismatch: 'outs[0] (work_indptr)' dim 0 gives 3 but kv_indptr dim 0 gives 4}}
+  %s:4 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%a, %a, %a, %a : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return
+}
+

@@ -108,6 +108,13 @@ func.func @shard_work(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>
   return %s#3 : tensor<4xi32>
 }
 
+// CHECK-LABEL: func @shard_work_decode
+// CHECK: pa.shard_work pages(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs({{.*}} : tensor<5xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+func.func @shard_work_decode(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<4xi32>) -> tensor<4xi32> {
+  %s:4 = pa.shard_work pages(%ip, %ix, %lp : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%ip, %a, %a, %a : tensor<5xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {device = 0 : i64, devices = 2 : i64, page_size = 16 : i64}
+  return %s#2 : tensor<4xi32>
+}
+
 // CHECK-LABEL: func @shard_pages
 // CHECK: pa.shard_pages pages(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>) {device = 1 : i64, devices = 4 : i64, page_size = 16 : i64, round_robin}
 func.func @shard_pages(%ip: tensor<5xi32>, %ix: tensor<?xi32>, %lp: tensor<4xi32>, %a: tensor<5xi32>, %b: tensor<?xi32>, %c: tensor<4xi32>) -> tensor<?xi32> {

@@ -1139,8 +1139,8 @@ TEST(PACPUDifferential, DecodeSharded) {
   // robin), one decode per device over pa.shard_pages' table and pa.merge of
   // the states, against the float64 reference over the whole cache; batches
   // with empty requests and requests of fewer pages than devices. Window
-  // and ALiBi are cleared (a shard renumbers its keys: pa-shard-kv rejects
-  // them, test/Transforms/shard-kv-invalid.mlir).
+  // and ALiBi are cleared (a shard renumbers its keys; those decodes shard
+  // with their positions: DecodeShardedPositional, contiguous only).
   OpStats stats("pa.decode (shard-devices > 0)");
   runDifferentialTest(
       "DecodeSharded", 8, kConfigSalt, 24, 8, {&stats},
@@ -1152,6 +1152,33 @@ TEST(PACPUDifferential, DecodeSharded) {
         pc.shardDevices = 1 + ci % 5;
         pc.shardRoundRobin = crng.chance(0.5);
         return DiffConfig{c.str(), decodeModule(c), pc,
+                          [c, &stats](JitModule &m, Rng &rng, int k) {
+                            return runDecodeCase(m, c, rng, k, stats);
+                          }};
+      });
+}
+
+TEST(PACPUDifferential, DecodeShardedPositional) {
+  // Decodes whose scores depend on key positions, sharded over 1..5
+  // simulated devices by contiguous page ranges: a pa.decode_partial per
+  // device over pa.shard_work's decode-form list (keys in their own
+  // positions) and pa.merge of the f32 states, against the float64
+  // reference over the whole cache. Every configuration has a window or
+  // ALiBi (or both).
+  OpStats stats("pa.decode with window / ALiBi (shard-devices > 0)");
+  runDifferentialTest(
+      "DecodeShardedPositional", 10, kConfigSalt, 16, 8, {&stats},
+      [&](Rng &crng, int ci) {
+        AttnConfig c = randomDecodeConfig(crng, ci);
+        if (!c.window && !c.alibi)
+          c.window = crng.uniformInt(1, 300);
+        if (ci % 2)
+          c.alibi = true;
+        PipelineConfig pc;
+        pc.shardDevices = crng.uniformInt(1, 5);
+        return DiffConfig{c.str() + " devices=" +
+                              std::to_string(pc.shardDevices),
+                          decodeModule(c), pc,
                           [c, &stats](JitModule &m, Rng &rng, int k) {
                             return runDecodeCase(m, c, rng, k, stats);
                           }};

@@ -617,7 +617,7 @@ def PA_ShardPagesOp : PA_Op<"shard_pages"> {
   }];
 }
 
-def PA_ShardWorkOp : PA_Op<"shard_work"> {
+def PA_ShardWorkOp : PA_Op<"shard_work", [AttrSizedOperandSegments]> {
   let summary = "one device's share of every request's keys as a work list in the request's own positions";
   let description = [{
     Context parallelism that keeps key positions (docs/ContextParallel.md):
@@ -637,6 +637,11 @@ def PA_ShardWorkOp : PA_Op<"shard_work"> {
     disjointly, so the merge of the devices' partial states is the whole
     prefill.
 
+    Without `queries` it writes the same key ranges as a
+    `pa.decode_partial` work list of four outs, `work_indptr[B + 1] = b`
+    (item `b` is request `b`) and `work_request`, `work_start`, `work_end`
+    (`[B]`): the positional sharding of a decode with a window or ALiBi.
+
     ```mlir
     %r, %qs, %qe, %ks, %ke, %row, %st = pa.shard_work
         pages(%indptr, %indices, %last : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
@@ -648,7 +653,7 @@ def PA_ShardWorkOp : PA_Op<"shard_work"> {
   let arguments = (ins PA_TensorOrMemRef:$kv_indptr,
                        PA_TensorOrMemRef:$kv_indices,
                        PA_TensorOrMemRef:$kv_last_page_len,
-                       PA_TensorOrMemRef:$qo_indptr,
+                       Optional<PA_TensorOrMemRef>:$qo_indptr,
                        Variadic<PA_TensorOrMemRef>:$outs,
                        I64Attr:$page_size,
                        I64Attr:$devices,
@@ -656,7 +661,7 @@ def PA_ShardWorkOp : PA_Op<"shard_work"> {
   let assemblyFormat = [{
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
-    `queries` `(` $qo_indptr `:` type($qo_indptr) `)`
+    (`queries` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict
   }];

@@ -82,8 +82,11 @@ def PAShardKV : Pass<"pa-shard-kv", "::mlir::func::FuncOp"> {
     device contributes its identity `(0, -inf)`, so the result is the
     decode's; the partial states are in the decode's output type (what a
     device sends to the others). The CPU pipeline runs the devices one
-    after the other in one process. Errors at the op: the memref form, a
-    sliding window or ALiBi (a shard renumbers its keys from 0).
+    after the other in one process. Error at the op: the memref form. A
+    decode with a sliding window or ALiBi (whose scores depend on the key
+    positions a shard's table renumbers) becomes a `pa.decode_partial`
+    per device over `pa.shard_work`'s decode-form list instead, like
+    prefill below (contiguous ownership only).
 
     Every tensor-form `pa.prefill` becomes `devices` `pa.prefill_partial`
     (tagged `pa.device = d`) over `pa.shard_work`'s work list of device

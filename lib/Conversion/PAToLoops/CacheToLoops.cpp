@@ -247,8 +247,9 @@ struct ShardWorkToLoops final : OpRewritePattern<ShardWorkOp> {
     pt.emitChecks(e);
     Value qo = op.getQoIndptr();
     Value batch = e.sub(e.dim(op.getKvIndptr(), 0), e.idx(1));
-    emitEntryCount(e, qo, "qo_indptr", e.add(batch, e.idx(1)),
-                   "batch + 1 (kv_indptr's entries)");
+    if (qo)
+      emitEntryCount(e, qo, "qo_indptr", e.add(batch, e.idx(1)),
+                     "batch + 1 (kv_indptr's entries)");
     Value n = e.idx(op.getDevices()), d = e.idx(op.getDevice());
     ValueRange w = op.getOuts();
     e.forEach(e.idx(0), batch, [&](Value b) {
@@ -265,12 +266,21 @@ struct ShardWorkToLoops final : OpRewritePattern<ShardWorkOp> {
       Value lo = minIdx(e.mul(e.divui(e.mul(pages, d), n), p), len);
       Value hi = minIdx(
           e.mul(e.divui(e.mul(pages, e.add(d, e.idx(1))), n), p), len);
+      if (!qo) {
+        // decode_partial's list: item b is request b.
+        Value vals[4] = {b, b, lo, hi};
+        for (auto [out, v] : llvm::zip(w, vals))
+          e.store(e.toI32(v), out, {b});
+        return;
+      }
       Value q0 = e.loadIdx(qo, b), q1 = e.loadIdx(qo, e.add(b, e.idx(1)));
       Value vals[7] = {b,  e.idx(0), e.sub(q1, q0), lo,
                        hi, q0,       e.idx(1)};
       for (auto [out, v] : llvm::zip(w, vals))
         e.store(e.toI32(v), out, {b});
     });
+    if (!qo)
+      e.store(e.toI32(batch), w[0], {batch});
     rewriter.eraseOp(op);
     return success();
   }
