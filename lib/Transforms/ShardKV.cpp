@@ -66,86 +66,87 @@ struct PAShardKV final : pa::impl::PAShardKVBase<PAShardKV> {
     }
   }
 
-  /// A decode with a window or ALiBi: a pa.decode_partial per device over
-  /// pa.shard_work's list (one item per request, its keys in their own
-  /// positions, the whole table), f32 states merged into the decode's outs.
-  LogicalResult shardPositional(DecodeOp op) {
+  /// The positional sharding shared by prefill and by decode with a window
+  /// or ALiBi: per device d, pa.shard_work's list (the prefill form when
+  /// `qoIndptr` is given, else the decode form) and the partial op that
+  /// `makePart(work, oPart, lsePart)` builds over it with f32 states, tagged
+  /// pa.device = d; a pa.merge of the states replaces `op`.
+  LogicalResult shardPositionally(
+      Operation *op, Value qoIndptr, const PageTableOperands &table,
+      int64_t pageSize, ValueRange outs, UnitAttr lseBase2,
+      function_ref<Operation *(IRRewriter &, ValueRange, Value, Value)>
+          makePart) {
     if (roundRobin)
-      return op.emitOpError()
-             << "pa-shard-kv shards a decode with a window or ALiBi by "
-                "contiguous page ranges only (its keys keep their positions "
-                "in one work item; round robin would take an item per page)";
+      return op->emitOpError()
+             << "pa-shard-kv shards " << (qoIndptr ? "pa.prefill" : "a decode "
+                "with a window or ALiBi")
+             << " by contiguous page ranges only (each device's keys are one "
+                "range of the request's positions, one work item; round robin "
+                "would take an item per page)";
     IRRewriter rewriter(op);
-    Location loc = op.getLoc();
-    PageTableOperands table = op.getPageTable();
-    Value o = op.getOuts()[0], lse = op.getOuts()[1];
+    Location loc = op->getLoc();
     SmallVector<Value> states;
     for (int64_t d = 0; d < devices; ++d) {
-      SmallVector<Value> workOuts{emptyLike(rewriter, loc, table.indptr)};
-      for (int i = 0; i < 3; ++i)
-        workOuts.push_back(emptyLike(rewriter, loc, table.lastPageLen));
+      // The decode form's work_indptr has B + 1 entries, like kv_indptr.
+      SmallVector<Value> workOuts;
+      for (int i = 0; i < (qoIndptr ? 7 : 4); ++i)
+        workOuts.push_back(emptyLike(
+            rewriter, loc, !qoIndptr && i == 0 ? table.indptr
+                                               : table.lastPageLen));
       auto work = ShardWorkOp::create(
           rewriter, loc, ValueRange(workOuts).getTypes(), table.indptr,
-          table.indices, table.lastPageLen, /*qo_indptr=*/Value(), workOuts,
-          rewriter.getI64IntegerAttr(op.getCache().getPageSize()),
+          table.indices, table.lastPageLen, qoIndptr, workOuts,
+          rewriter.getI64IntegerAttr(pageSize),
           rewriter.getI64IntegerAttr(devices), rewriter.getI64IntegerAttr(d));
-      Value oPart = emptyLike(rewriter, loc, o, rewriter.getF32Type());
-      Value lsePart = emptyLike(rewriter, loc, lse);
-      auto part = DecodePartialOp::create(
-          rewriter, loc, op, table, WorkListOperands::get(work.getResults()),
-          ValueRange{oPart, lsePart});
+      Value oPart = emptyLike(rewriter, loc, outs[0], rewriter.getF32Type());
+      Value lsePart = emptyLike(rewriter, loc, outs[1]);
+      Operation *part = makePart(rewriter, work.getResults(), oPart, lsePart);
       part->setAttr("pa.device", rewriter.getI64IntegerAttr(d));
       states.append(part->result_begin(), part->result_end());
     }
-    auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,
-                                 op.getOuts(), op.getLseBase2Attr());
+    auto merge = MergeOp::create(rewriter, loc, op->getResultTypes(), states,
+                                 outs, lseBase2);
     rewriter.replaceOp(op, merge);
     return success();
+  }
+
+  /// A decode with a window or ALiBi: a pa.decode_partial per device.
+  LogicalResult shardPositional(DecodeOp op) {
+    PageTableOperands table = op.getPageTable();
+    return shardPositionally(
+        op, Value(), table, op.getCache().getPageSize(), op.getOuts(),
+        op.getLseBase2Attr(),
+        [&](IRRewriter &b, ValueRange w, Value oPart, Value lsePart) {
+          return DecodePartialOp::create(b, op.getLoc(), op, table,
+                                         WorkListOperands::get(w),
+                                         ValueRange{oPart, lsePart})
+              .getOperation();
+        });
   }
 
   LogicalResult shard(PrefillOp op) {
     if (!isa<RankedTensorType>(op.getQ().getType()))
       return op.emitOpError()
              << "pa-shard-kv runs on the tensor form (before bufferization)";
-    if (roundRobin)
-      return op.emitOpError()
-             << "pa-shard-kv shards pa.prefill by contiguous page ranges only "
-                "(each device's keys are one range of the request's positions, "
-                "one work item; round robin would take an item per page)";
-    IRRewriter rewriter(op);
-    Location loc = op.getLoc();
     PageTableOperands table = op.getPageTable();
-    Type f32 = rewriter.getF32Type();
-    Value o = op.getOuts()[0], lse = op.getOuts()[1];
-    SmallVector<Value> states;
-    for (int64_t d = 0; d < devices; ++d) {
-      SmallVector<Value> workOuts;
-      for (int i = 0; i < 7; ++i)
-        workOuts.push_back(emptyLike(rewriter, loc, table.lastPageLen));
-      auto work = ShardWorkOp::create(
-          rewriter, loc, ValueRange(workOuts).getTypes(), table.indptr,
-          table.indices, table.lastPageLen, op.getQoIndptr(), workOuts,
-          rewriter.getI64IntegerAttr(op.getCache().getPageSize()),
-          rewriter.getI64IntegerAttr(devices), rewriter.getI64IntegerAttr(d));
-      Value oPart = emptyLike(rewriter, loc, o, f32);
-      Value lsePart = emptyLike(rewriter, loc, lse);
-      ValueRange w = work.getResults();
-      auto part = PrefillPartialOp::create(
-          rewriter, loc, TypeRange{oPart.getType(), lsePart.getType()},
-          op.getQ(), op.getQoIndptr(), op.getKvCache(), op.getKScale(),
-          op.getVScale(), table.indptr, table.indices, table.lastPageLen,
-          w[0], w[1], w[2], w[3], w[4], w[5], w[6], op.getQPositions(),
-          op.getCustomMask(), op.getMaskIndptr(), op.getAlibiSlopes(),
-          ValueRange{oPart, lsePart}, op.getCacheAttr(), op.getCausalAttr(),
-          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(), op.getWindowAttr(),
-          op.getLseBase2Attr());
-      part->setAttr("pa.device", rewriter.getI64IntegerAttr(d));
-      states.append(part->result_begin(), part->result_end());
-    }
-    auto merge = MergeOp::create(rewriter, loc, op.getResultTypes(), states,
-                                 op.getOuts(), op.getLseBase2Attr());
-    rewriter.replaceOp(op, merge);
-    return success();
+    return shardPositionally(
+        op, op.getQoIndptr(), table, op.getCache().getPageSize(),
+        op.getOuts(), op.getLseBase2Attr(),
+        [&](IRRewriter &b, ValueRange w, Value oPart, Value lsePart) {
+          return PrefillPartialOp::create(
+                     b, op.getLoc(),
+                     TypeRange{oPart.getType(), lsePart.getType()},
+                     op.getQ(), op.getQoIndptr(), op.getKvCache(),
+                     op.getKScale(), op.getVScale(), table.indptr,
+                     table.indices, table.lastPageLen, w[0], w[1], w[2], w[3],
+                     w[4], w[5], w[6], op.getQPositions(), op.getCustomMask(),
+                     op.getMaskIndptr(), op.getAlibiSlopes(),
+                     ValueRange{oPart, lsePart}, op.getCacheAttr(),
+                     op.getCausalAttr(), op.getSmScaleAttr(),
+                     op.getLogitsSoftCapAttr(), op.getWindowAttr(),
+                     op.getLseBase2Attr())
+              .getOperation();
+        });
   }
 
   LogicalResult shard(DecodeOp op) {
