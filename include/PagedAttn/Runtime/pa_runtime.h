@@ -726,8 +726,9 @@ typedef struct pa_cp_group pa_cp_group;
 
 /** Makes a group of `num_devices` (>= 1) distinct CUDA device ordinals:
  *  pa_init()s each (retaining its primary context) and creates the NCCL
- *  communicators (ncclCommInitAll; none for one device). Leaves device
- *  devices[0]'s context current. */
+ *  communicators (ncclCommInitAll; none for one device). The calling
+ *  thread's current context is left as it was (pa_cp_decode_run restores
+ *  it too). */
 int pa_cp_group_create(const int *devices, int num_devices,
                        pa_cp_group **out);
 
