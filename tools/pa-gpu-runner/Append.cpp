@@ -530,11 +530,7 @@ int pa::runner::runCheckAppend(const CheckAppendOptions &opts) {
 
 int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   int rc = 0;
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;

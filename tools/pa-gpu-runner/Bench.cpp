@@ -333,13 +333,18 @@ bool pa::runner::writeReport(const std::string &path,
   return false;
 }
 
-int pa::runner::runBench(const BenchOptions &o) {
-  std::string report;
-  auto out = [&](const std::string &line) {
+std::function<void(const std::string &)>
+pa::runner::reportSink(std::string &report) {
+  return [&report](const std::string &line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     report += line + "\n";
   };
+}
+
+int pa::runner::runBench(const BenchOptions &o) {
+  std::string report;
+  auto out = reportSink(report);
   int rc = 0;
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;

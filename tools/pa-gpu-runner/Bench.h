@@ -48,6 +48,12 @@ std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /// empty); on failure prints "cannot write PATH" and returns false.
 bool writeReport(const std::string &path, const std::string &report);
 
+/// The line sink of a benchmark's markdown report: each line is printed
+/// (and flushed, so a run cut short still shows what it measured) and
+/// appended to `report`, which writeReport then writes. `report` must
+/// outlive the sink.
+std::function<void(const std::string &)> reportSink(std::string &report);
+
 struct BenchOptions {
   std::string bundle;
   /// Markdown report file ("" = stdout only).

@@ -277,11 +277,7 @@ int pa::runner::runCheckCacheBlend(const CheckCacheBlendOptions &o) {
 
 int pa::runner::runBenchCacheBlend(const BenchCacheBlendOptions &o) {
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   int rc = 0;
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;

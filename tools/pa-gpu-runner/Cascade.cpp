@@ -672,11 +672,7 @@ bool parseCase(const std::string &text, int64_t &S, int64_t &U, int64_t &B) {
 
 int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   int rc = 0;
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;

@@ -25,6 +25,7 @@
 #include "PagedAttn/Reference/Reference.h"
 #include "PagedAttn/Runtime/Bundle.h"
 #include "PagedAttn/Runtime/PagePool.h"
+#include "PagedAttn/Runtime/Planner.h"
 #include "PagedAttn/Runtime/pa_runtime.h"
 #include "PagedAttn/TestSupport/Cache.h"
 #include "PagedAttn/TestSupport/Numbers.h"
@@ -153,32 +154,22 @@ private:
   pa_cp_group *group = nullptr;
 };
 
-/// A device's share of a CSR page table (pa::rt::shardPages): its entries are
-/// the input's page ids, in request and page order.
-struct ShardTable {
-  std::vector<int32_t> indptr, indices, last;
-  int64_t nnz() const { return indptr.back(); }
-};
-
-ShardTable shardTable(const ref::PageTable &pt, int64_t numPages,
-                      int64_t devices, int64_t device, bool roundRobin) {
-  const int64_t B = pt.batch();
+/// Device `device`'s share of a CSR page table (pa::rt::shardPages): its
+/// entries are the input's page ids, in request and page order.
+rt::CsrTable shardTable(const ref::PageTable &pt, int64_t numPages,
+                        int64_t devices, int64_t device, bool roundRobin) {
   rt::CsrTable csr;
-  if (rt::Status s = rt::shardPages(pt.indptr, pt.indices, pt.lastPageLen, B,
-                                    pt.pageSize, numPages, devices, device,
-                                    roundRobin, csr);
+  if (rt::Status s = rt::shardPages(pt.indptr, pt.indices, pt.lastPageLen,
+                                    pt.batch(), pt.pageSize, numPages, devices,
+                                    device, roundRobin, csr);
       !s)
     throw Failure(fmt("shard_pages (device %" PRId64 " of %" PRId64 "): %s",
                       device, devices, s.message.c_str()));
-  return ShardTable{std::move(csr.indptr), std::move(csr.indices),
-                    std::move(csr.lastPageLen)};
+  return csr;
 }
 
-/// kv_len of request b in table `t` (0 without pages).
-int64_t kvLenOf(const ShardTable &t, int64_t b, int64_t P) {
-  int64_t pages = t.indptr[b + 1] - t.indptr[b];
-  return pages ? (pages - 1) * P + t.last[b] : 0;
-}
+/// Pages of a shard.
+int64_t nnzOf(const rt::CsrTable &t) { return t.indptr.back(); }
 
 /// One device's inputs of a step: q, its cache (`Cache`: an owned
 /// DeviceBuffer or a DeviceSpan of an arena), the shard's table with
@@ -205,17 +196,17 @@ template <typename Cache> struct DeviceShard {
 template <typename Cache>
 void prepareShard(DeviceShard<Cache> &s, const GroupDevice &dev,
                   const CPGroup &group, const rt::BundleConfig &c,
-                  const ShardTable &t, const std::vector<int32_t> &local) {
-  const int64_t B = static_cast<int64_t>(t.last.size());
+                  const rt::CsrTable &t, const std::vector<int32_t> &local) {
+  const int64_t B = static_cast<int64_t>(t.lastPageLen.size());
   const int64_t rowElems = B * c.numQHeads();
-  s.nnz = t.nnz();
+  s.nnz = nnzOf(t);
   s.indptr = uploadVector(t.indptr);
   s.indices = uploadVector(local);
-  s.last = uploadVector(t.last);
+  s.last = uploadVector(t.lastPageLen);
   s.o.allocate(
       static_cast<size_t>(rowElems * c.headDim * rt::elementBytes(c.dtype)));
   s.lse.allocate(static_cast<size_t>(rowElems * 4));
-  PA_RT(pa_decode_plan(dev.bundle, t.indptr.data(), t.last.data(), B, nullptr,
+  PA_RT(pa_decode_plan(dev.bundle, t.indptr.data(), t.lastPageLen.data(), B, nullptr,
                        &s.plan));
   PA_RT(pa_cp_workspace_bytes(group.get(), dev.bundle, B, &s.workspaceBytes));
   s.workspace.allocate(static_cast<size_t>(s.workspaceBytes));
@@ -348,19 +339,19 @@ std::unique_ptr<CheckShard> uploadCheckShard(const GroupDevice &dev,
                                              const CPGroup &group,
                                              const rt::BundleConfig &c,
                                              const CPCase &cs,
-                                             const ShardTable &t) {
+                                             const rt::CsrTable &t) {
   useDevice(dev.ordinal);
   auto s = std::make_unique<CheckShard>(dev.ordinal);
   std::vector<std::vector<uint8_t>> cache = localCache(c, cs.hc, t.indices);
   for (size_t i = 0; i < cache.size(); ++i)
     s->cache[i] = uploadVector(cache[i]);
-  s->numPages = t.nnz() + 1;
+  s->numPages = nnzOf(t) + 1;
   if (c.fp8()) {
     s->scales[0] = uploadVector(cs.hc.kScale);
     s->scales[1] = uploadVector(cs.hc.vScale);
   }
   s->q = uploadVector(cs.q);
-  std::vector<int32_t> local(static_cast<size_t>(t.nnz()));
+  std::vector<int32_t> local(static_cast<size_t>(nnzOf(t)));
   std::iota(local.begin(), local.end(), 0);
   prepareShard(*s, dev, group, c, t, local);
   PA_CU(cuCtxSynchronize());
@@ -376,14 +367,20 @@ CheckShards uploadCheckShards(const GroupDevices &devs, const CPGroup &group,
   std::vector<int64_t> sums(cs.lens.size(), 0);
   CheckShards shards;
   for (int64_t d = 0; d < N; ++d) {
-    ShardTable t = shardTable(cs.hc.pt, cs.hc.numPages, N, d, roundRobin);
+    rt::CsrTable t = shardTable(cs.hc.pt, cs.hc.numPages, N, d, roundRobin);
+    std::vector<int64_t> lens;
+    if (rt::Status s = rt::kvLengths(t.indptr, t.lastPageLen, t.batch(), P,
+                                     lens);
+        !s)
+      throw Failure("shard of device " + std::to_string(d) + ": " +
+                    s.message);
     for (int64_t b = 0; b < cs.batch(); ++b)
-      sums[b] += kvLenOf(t, b, P);
+      sums[b] += lens[b];
     shards.push_back(uploadCheckShard(*devs[d], group, c, cs, t));
     pa_plan_info info{};
     PA_RT(pa_plan_get_info(shards.back()->plan, &info));
     summary += fmt("%s%" PRId64 " pages (chunk %" PRId64 ", split %d)",
-                   d ? ", " : "", t.nnz(), info.chunk_size, info.split);
+                   d ? ", " : "", nnzOf(t), info.chunk_size, info.split);
   }
   for (int64_t b = 0; b < cs.batch(); ++b)
     if (sums[b] != cs.lens[b])
@@ -808,12 +805,12 @@ std::unique_ptr<BenchShard> makeBenchShard(const BenchCPOptions &o,
                                            const BenchDevice &bd,
                                            const CPGroup &group,
                                            const rt::BundleConfig &c,
-                                           const ShardTable &t) {
+                                           const rt::CsrTable &t) {
   const GroupDevice &dev = bd.dev;
   useDevice(dev.ordinal);
   auto s = std::make_unique<BenchShard>(dev.ordinal);
-  const int64_t nnz = t.nnz(), kvEb = cacheElementBytes(c);
-  const int64_t B = static_cast<int64_t>(t.last.size());
+  const int64_t nnz = nnzOf(t), kvEb = cacheElementBytes(c);
+  const int64_t B = static_cast<int64_t>(t.lastPageLen.size());
   const bool joint = c.kv == rt::KVStorage::Joint;
   const size_t poolBytes =
       static_cast<size_t>(pageKVBytes(c) * static_cast<double>(nnz));
@@ -857,10 +854,10 @@ BenchShards makeBenchShards(const BenchCPOptions &o, const BenchDevices &devs,
   test::PagePool pool(rng, pages);
   ref::PageTable pt = test::makePageTable(
       rng, P, std::vector<int64_t>(static_cast<size_t>(B), row.len), pool);
-  std::vector<ShardTable> tables;
+  std::vector<rt::CsrTable> tables;
   for (int64_t d = 0; d < n; ++d) {
     tables.push_back(shardTable(pt, pages, n, d, o.roundRobin));
-    row.maxPages = std::max(row.maxPages, tables.back().nnz());
+    row.maxPages = std::max(row.maxPages, nnzOf(tables.back()));
   }
   double bytes = static_cast<double>(row.maxPages) * pageKVBytes(c);
   if (bytes > o.maxKVGiB * kGiB) {
@@ -1075,11 +1072,7 @@ void benchRows(const BenchCPOptions &o, const BenchDevices &devs,
 
 int pa::runner::runBenchCP(const BenchCPOptions &o) {
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   int rc = 0;
   try {
     int visible = visibleDevices();

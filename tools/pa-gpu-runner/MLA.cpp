@@ -245,11 +245,7 @@ int pa::runner::runCheckMLA(const CheckMLAOptions &opts) {
 
 int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   int rc = 0;
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;

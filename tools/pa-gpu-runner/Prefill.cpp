@@ -722,11 +722,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
   pa_bundle *bundle = nullptr;
   CUstream stream = nullptr;
   std::string report;
-  auto out = [&](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    report += line + "\n";
-  };
+  auto out = reportSink(report);
   try {
     PA_RT(pa_init(o.device));
     DeviceInfo dev = queryDevice();

@@ -880,6 +880,22 @@ TEST(BatchTables, ThreeFormsOfAPoolBatch) {
   EXPECT_EQ(s.message, "csr table: seq_ids[0]: sequence 99 is not live");
 }
 
+/// A CSR table of requests of lengths `lens` (page size P) over random
+/// pages of [0, N).
+CsrTable randomCsr(Rng &rng, const std::vector<int64_t> &lens, int64_t P,
+                   int64_t N) {
+  CsrTable csr;
+  csr.indptr.assign(1, 0);
+  for (int64_t len : lens) {
+    int64_t n = ceilDiv(len, P);
+    for (int64_t j = 0; j < n; ++j)
+      csr.indices.push_back(static_cast<int32_t>(rng.uniformInt(0, N - 1)));
+    csr.indptr.push_back(static_cast<int32_t>(csr.indices.size()));
+    csr.lastPageLen.push_back(n ? static_cast<int32_t>(len - (n - 1) * P) : 0);
+  }
+  return csr;
+}
+
 TEST(BatchTables, ConvertersRoundTripRandomTables) {
   const uint64_t seed = pa::test::baseSeed("BatchTables.RoundTrip", 3);
   std::cout << "[pa-pool] converter round trips seed " << seed << "\n";
@@ -888,16 +904,7 @@ TEST(BatchTables, ConvertersRoundTripRandomTables) {
     const int64_t P = rng.uniformInt(1, 9), N = rng.uniformInt(1, 50),
                   B = rng.uniformInt(0, 6);
     std::vector<int64_t> lens = pa::test::randomLens(rng, B, P, 40);
-    CsrTable csr;
-    csr.indptr.assign(1, 0);
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t n = ceilDiv(lens[b], P);
-      for (int64_t j = 0; j < n; ++j)
-        csr.indices.push_back(static_cast<int32_t>(rng.uniformInt(0, N - 1)));
-      csr.indptr.push_back(static_cast<int32_t>(csr.indices.size()));
-      csr.lastPageLen.push_back(n ? static_cast<int32_t>(lens[b] - (n - 1) * P)
-                                  : 0);
-    }
+    CsrTable csr = randomCsr(rng, lens, P, N);
     SCOPED_TRACE("seed " + std::to_string(seed) + " iteration " +
                  std::to_string(it));
     const int64_t extra = rng.uniformInt(0, 2);
@@ -943,16 +950,7 @@ TEST(BatchTables, ShardPagesPartitionsEveryRequestsPages) {
                   B = rng.uniformInt(0, 6), devices = rng.uniformInt(1, 5);
     const bool roundRobin = rng.uniformInt(0, 1) == 1;
     std::vector<int64_t> lens = pa::test::randomLens(rng, B, P, 40);
-    CsrTable csr;
-    csr.indptr.assign(1, 0);
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t n = ceilDiv(lens[b], P);
-      for (int64_t j = 0; j < n; ++j)
-        csr.indices.push_back(static_cast<int32_t>(rng.uniformInt(0, N - 1)));
-      csr.indptr.push_back(static_cast<int32_t>(csr.indices.size()));
-      csr.lastPageLen.push_back(n ? static_cast<int32_t>(lens[b] - (n - 1) * P)
-                                  : 0);
-    }
+    CsrTable csr = randomCsr(rng, lens, P, N);
     SCOPED_TRACE("seed " + std::to_string(seed) + " iteration " +
                  std::to_string(it) + (roundRobin ? " round robin" : ""));
     std::vector<CsrTable> shards(devices);
