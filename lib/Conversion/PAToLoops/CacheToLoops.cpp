@@ -176,6 +176,14 @@ struct PlanSplitKVToLoops final : OpRewritePattern<PlanSplitKVOp> {
   }
 };
 
+/// The pages [floor(n d / N), floor(n (d + 1) / N)) of a request's `pages`
+/// that device `d` of `N` owns with contiguous ownership (pa.shard_pages,
+/// pa.shard_work).
+std::pair<Value, Value> ownedPages(Emitter &e, Value pages, Value d, Value n) {
+  return {e.divui(e.mul(pages, d), n),
+          e.divui(e.mul(pages, e.add(d, e.idx(1))), n)};
+}
+
 /// pa.shard_pages: one pass over the requests, each copying the entries of
 /// the pages the device owns (a strided range: [n d / N, n (d + 1) / N)
 /// step 1, or [d, n) step N round robin), then zeros past them.
@@ -206,8 +214,7 @@ struct ShardPagesToLoops final : OpRewritePattern<ShardPagesOp> {
         hi = pages;
         step = n;
       } else {
-        lo = e.divui(e.mul(pages, d), n);
-        hi = e.divui(e.mul(pages, e.add(d, e.idx(1))), n);
+        std::tie(lo, hi) = ownedPages(e, pages, d, n);
         step = e.idx(1);
       }
       // The request's last page (pages - 1) is the device's: its
@@ -263,9 +270,9 @@ struct ShardWorkToLoops final : OpRewritePattern<ShardWorkOp> {
       };
       // Tokens of pages [floor(n d / N), floor(n (d + 1) / N)), clipped
       // to the request's length (its last page may be partial).
-      Value lo = minIdx(e.mul(e.divui(e.mul(pages, d), n), p), len);
-      Value hi = minIdx(
-          e.mul(e.divui(e.mul(pages, e.add(d, e.idx(1))), n), p), len);
+      auto [first, end] = ownedPages(e, pages, d, n);
+      Value lo = minIdx(e.mul(first, p), len);
+      Value hi = minIdx(e.mul(end, p), len);
       if (!qo) {
         // decode_partial's list: item b is request b.
         Value vals[4] = {b, b, lo, hi};
