@@ -46,6 +46,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   pm.addPass(createConvertPAToGPU(tile));
   pa::PAPromoteTilesOptions promote;
   promote.pageListRounds = opts.pageListRounds;
+  promote.rowPadBytes = opts.rowPadBytes;
   pm.addPass(pa::createPAPromoteTiles(promote));
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;
@@ -60,6 +61,9 @@ void mlir::pa::buildGPUKernelsToBinaryPipeline(
   pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAFP8ToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAMmaSyncBF16ToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
+  pa::PACpAsyncL2PrefetchOptions prefetch;
+  prefetch.bytes = opts.l2PrefetchBytes;
+  pm.addNestedPass<gpu::GPUModuleOp>(pa::createPACpAsyncL2Prefetch(prefetch));
   pm.addNestedPass<gpu::GPUModuleOp>(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64;

@@ -86,6 +86,11 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (o.pageListRounds < 0)
     return "page-list-rounds must be >= 0 (0: page-table entries always in "
            "registers)";
+  if (o.rowPadBytes != 0 && o.rowPadBytes != 16 && o.rowPadBytes != 32)
+    return "row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else 16)";
+  if (o.l2PrefetchBytes != 0 && o.l2PrefetchBytes != 64 &&
+      o.l2PrefetchBytes != 128 && o.l2PrefetchBytes != 256)
+    return "l2-prefetch-bytes must be 64, 128 or 256 (0: none)";
   if (o.prefillWarpRows != 0 && o.prefillWarpRows != 16 &&
       o.prefillWarpRows != 32)
     return "prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)";

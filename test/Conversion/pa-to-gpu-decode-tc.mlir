@@ -41,7 +41,7 @@
 // shared memory) is written; the warps with key offset 0 read the others'
 // (m, l, acc) after a second barrier and store.
 // MMA-LABEL: func.func @decode(
-// MMA: gpu.func @pa_decode({{.*}}smem = 73984 : i64
+// MMA: gpu.func @pa_decode({{.*}}smem = 78336 : i64
 // MMA: nvgpu.mma.sync
 // MMA: %[[NONE:.*]] = nvgpu.device_async_create_group{{ *$}}
 // MMA-NEXT: nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
@@ -59,7 +59,7 @@
 // group, and the loop takes three tiles an iteration (the second and third
 // under scf.if), so shared memory holds Q + 3 x (K, V) tiles.
 // STAGES-LABEL: func.func @decode(
-// STAGES: gpu.func @pa_decode({{.*}}kv_stages = 3 : i64, kv_warps = 4 : i64, smem = 108800 : i64
+// STAGES: gpu.func @pa_decode({{.*}}kv_stages = 3 : i64, kv_warps = 4 : i64, smem = 115200 : i64
 // STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // STAGES: scf.for
 // STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}

@@ -1,10 +1,15 @@
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
+// RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="row-pad-bytes=8" 2>&1 | FileCheck %s --check-prefix=BADPAD
 
 // pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
 // 128, 64-key tiles, 2 stages): shared memory holds Q and one pair of K / V
-// tiles of the queries' type ([16 + 2 x 64][128 + 8] f16 = 39168 bytes),
-// then the fp8 stages as bytes ([2 x 2 x 64][128 + 16] = 36864 bytes):
-// 76032 bytes in all, the launch's dynamic shared memory. The copies move
+// tiles of the queries' type ([16 + 2 x 64][128 + 16] f16 = 41472 bytes),
+// then the fp8 stages as bytes ([2 x 2 x 64][128 + 32] = 40960 bytes):
+// 82432 bytes in all, the launch's dynamic shared memory. Rows are padded
+// by 32 bytes in a decode kernel (sector-aligned copies); row-pad-bytes=16
+// gives the prefill kernels' padding ([16 + 128][136] f16 and [256][144]
+// bytes, 76032 in all). The copies move
 // 16 fp8 elements each into the stages. The decode's warps split each
 // tile's keys (kv_warps 4), so each warp copies, widens and reads only the
 // rows of its 16 keys (rows 16 w + lane / 8 + 4 i, lane % 8 the 16-byte
@@ -16,12 +21,17 @@
 // pa.tile.qk. Q (shared by every warp) is made visible by the CTA barrier
 // before the loop.
 
+// PAD16:       dynamic_shared_memory_size %c76032_i32
+// PAD16:       memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x136xf16, #gpu.address_space<workgroup>>
+// PAD16:       memref.view %{{.*}}[%c39168{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// BADPAD: pa-promote-tiles: row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else 16), got 8
+
 // CHECK:       gpu.launch_func @pa_kernels::@pa_decode
-// CHECK-SAME:    dynamic_shared_memory_size %c76032_i32
+// CHECK-SAME:    dynamic_shared_memory_size %c82432_i32
 // CHECK:       gpu.func @pa_decode
 // CHECK:         %[[RAW:.*]] = gpu.dynamic_shared_memory
-// CHECK:         %[[WIDE:.*]] = memref.view %[[RAW]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x136xf16, #gpu.address_space<workgroup>>
-// CHECK:         %[[BYTES:.*]] = memref.view %[[RAW]][%c39168{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK:         %[[WIDE:.*]] = memref.view %[[RAW]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x144xf16, #gpu.address_space<workgroup>>
+// CHECK:         %[[BYTES:.*]] = memref.view %[[RAW]][%c41472{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x160xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK-DAG:     %[[Q:.*]] = memref.subview %[[WIDE]][0, 0] [16, 128] [1, 1]
 // CHECK-DAG:     %[[K:.*]] = memref.subview %[[WIDE]][16, 0] [64, 128] [1, 1]
 // CHECK-DAG:     %[[V:.*]] = memref.subview %[[WIDE]][80, 0] [64, 128] [1, 1]
@@ -30,16 +40,16 @@
 // CHECK:         %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK:         %[[WARP:.*]] = arith.divui %[[TID]], %c32
 // CHECK-NEXT:    %[[WROW:.*]] = arith.muli %[[WARP]], %c16
-// CHECK:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf8E4M3FN> to memref<256x144xf8E4M3FN
+// CHECK:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf8E4M3FN> to memref<256x160xf8E4M3FN
 // CHECK:         gpu.barrier
 // CHECK:         scf.for
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NOT:       gpu.barrier
 // CHECK:           nvvm.bar.warp.sync %{{.*}} : i32
 // CHECK:           nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
-// CHECK:           %[[X:.*]] = vector.load %[[BYTES]][{{.*}}] {alignment = 16 : i64} : memref<256x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK:           %[[X:.*]] = vector.load %[[BYTES]][{{.*}}] {alignment = 16 : i64} : memref<256x160xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK-NEXT:      %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
-// CHECK:           vector.store %[[W]], %[[WIDE]][{{.*}}] {alignment = 16 : i64} : memref<144x136xf16, #gpu.address_space<workgroup>>, vector<16xf16>
+// CHECK:           vector.store %[[W]], %[[WIDE]][{{.*}}] {alignment = 16 : i64} : memref<144x144xf16, #gpu.address_space<workgroup>>, vector<16xf16>
 // CHECK-NOT:       gpu.barrier
 // CHECK:           nvvm.bar.warp.sync %{{.*}} : i32
 // CHECK-NEXT:      pa.tile.qk ins(%[[Q]], %[[K]] : {{.*}}) k_scale(%[[KS]])

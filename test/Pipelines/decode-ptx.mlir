@@ -7,6 +7,7 @@
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s --check-prefix=TC
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
+// RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa l2-prefetch-bytes=0" | FileCheck %s --check-prefix=NOPREFETCH
 
 // The decode kernel's PTX has what the passes promise: 16-byte global loads
 // of K/V rows (and q), butterfly shuffles for the dot products, shared memory
@@ -26,11 +27,12 @@
 // SM80-SAME: .entry pa_decode(
 // The default (decode-kernel=auto) for this group of 4 at f16 is the
 // tensor-core decode of the tile pipeline: cp.async copies of K/V through
-// the page table, ldmatrix, mma.sync, a warp barrier per K/V tile (each
+// the page table (each with a 128-byte L2 prefetch size,
+// pa-cp-async-l2-prefetch; none with l2-prefetch-bytes=0), ldmatrix, mma.sync, a warp barrier per K/V tile (each
 // warp copies and reads only its keys' rows), and the warps' merge through
 // shared memory behind barriers.
 // TC: .entry pa_decode(
-// TC-SAME: cp.async.cg.shared.global
+// TC-SAME: cp.async.cg.shared.global.L2::128B
 // TC-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // TC-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // TC-SAME: bar.warp.sync
@@ -53,6 +55,10 @@
 // SEP-SAME: shfl.sync.bfly.b32
 // SEP-NOT: atom.global
 // SEP-SAME: .entry pa_merge_segments(
+// NOPREFETCH: .entry pa_decode(
+// NOPREFETCH-NOT: L2::
+// NOPREFETCH: cp.async.cg.shared.global [
+// NOPREFETCH-NOT: L2::
 // TCSPLIT: .entry pa_decode_split(
 // TCSPLIT-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // TCSPLIT-SAME: atom.global.add.u32

@@ -7,6 +7,7 @@
 // RUN: not pa-opt %s --pa-lower-to-nvvm="cta-threads=100" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not pa-opt %s --pa-lower-to-nvvm="tokens-in-flight=-2" 2>&1 | FileCheck %s --check-prefix=TOKENS
 // RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not pa-opt %s --pa-lower-to-nvvm="l2-prefetch-bytes=32" 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // split-kv-chunk allocates the work list inside the program (host
 // buffers): the GPU pipeline refuses the option. The plan op itself has a
 // kernel (pa_plan_split_kv), for work lists the caller allocates.
@@ -26,6 +27,7 @@
 // THREADS: pa-lower-to-nvvm: cta-threads must be a multiple of 32 in [32, 1024]
 // TOKENS: pa-lower-to-nvvm: tokens-in-flight must be >= 0
 // FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
+// PREFETCH: pa-lower-to-nvvm: l2-prefetch-bytes must be 64, 128 or 256 (0: none)
 // PLAN: pa-lower-to-nvvm: split-kv-chunk plans the work list in the IR (pa.plan_split_kv) into buffers the program allocates on the host; on the GPU use split-kv-work-list=true
 // PLANOP: gpu.launch_func @pa_kernels::@pa_plan_split_kv
 // CPUWL: llvm.func @decode(

@@ -137,6 +137,17 @@ static cl::opt<int64_t> pageListRounds(
              "shared memory (the tensor-core decode's warp-local tiles: "
              "warp shuffles) rather than registers (0: never)"),
     cl::cat(category));
+static cl::opt<int64_t> rowPadBytes(
+    "row-pad-bytes", cl::init(0),
+    cl::desc("Padding of the tile kernels' shared-memory rows: 16 "
+             "(conflict-free ldmatrix) or 32 bytes (sector-aligned copies) "
+             "(0: 32 in decode kernels, else 16)"),
+    cl::cat(category));
+static cl::opt<int64_t> l2PrefetchBytes(
+    "l2-prefetch-bytes", cl::init(128),
+    cl::desc("L2 prefetch size of the kernels' cp.async copies (K / V "
+             "tiles): 64, 128 or 256 (0: none)"),
+    cl::cat(category));
 static cl::opt<int64_t> prefillWarpRows(
     "prefill-warp-rows", cl::init(0),
     cl::desc("Query-tile rows per warp of the prefill kernel: 16 or 32 (0: "
@@ -312,6 +323,12 @@ bool checkFlags() {
     fail("--rescale-threshold must lie in [0, 15] (0: whenever the maximum "
          "grows)");
   inRange(pageListRounds, 0, kMaxConfigValue);
+  if (rowPadBytes != 0 && rowPadBytes != 16 && rowPadBytes != 32)
+    fail("--row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else "
+         "16)");
+  if (l2PrefetchBytes != 0 && l2PrefetchBytes != 64 && l2PrefetchBytes != 128 &&
+      l2PrefetchBytes != 256)
+    fail("--l2-prefetch-bytes must be 64, 128 or 256 (0: none)");
   if (prefillWarpRows != 0 && prefillWarpRows != 16 && prefillWarpRows != 32)
     fail("--prefill-warp-rows must be 16 or 32 (0: 32 up to head dim 128, else 16)");
   if (prefillKVWarps != 0 && prefillKVWarps != 1 && prefillKVWarps != 4 &&
@@ -916,6 +933,8 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillTileKV = prefillTileKV;
   opts.rescaleThreshold = rescaleThreshold;
   opts.pageListRounds = pageListRounds;
+  opts.l2PrefetchBytes = l2PrefetchBytes;
+  opts.rowPadBytes = rowPadBytes;
   opts.prefillWarpRows = prefillWarpRows;
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;

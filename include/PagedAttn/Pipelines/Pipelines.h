@@ -139,6 +139,16 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
                      "through a page list in shared memory (warp-local "
                      "tiles: warp shuffles) (0: never)"),
       llvm::cl::init(8)};
+  PassOptions::Option<int64_t> l2PrefetchBytes{
+      *this, "l2-prefetch-bytes",
+      llvm::cl::desc("pa-cp-async-l2-prefetch: L2 prefetch size of the "
+                     "kernels' cp.async copies: 64, 128 or 256 (0: none)"),
+      llvm::cl::init(128)};
+  PassOptions::Option<int64_t> rowPadBytes{
+      *this, "row-pad-bytes",
+      llvm::cl::desc("pa-promote-tiles: padding of a shared-memory row, 16 "
+                     "or 32 bytes (0: 32 in decode kernels, else 16)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",
       llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "
