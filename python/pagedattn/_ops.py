@@ -319,9 +319,14 @@ class PageTable:
         return self.cached_device("last", self.last, like)
 
     def device_ptr(self, which, like):
-        arr = {"indptr": self.indptr_on, "indices": self.indices_on,
-               "last": self.last_on}[which](like)
-        return _tensor.wrap(arr, which).ptr
+        # The copies stay in self._device, so their addresses do too.
+        key = ("ptr", which, like.where)
+        ptr = self._device.get(key)
+        if ptr is None:
+            arr = {"indptr": self.indptr_on, "indices": self.indices_on,
+                   "last": self.last_on}[which](like)
+            ptr = self._device[key] = _tensor.wrap(arr, which).ptr
+        return ptr
 
     def gpu_plan(self, b, kind, qo_indptr_host):
         from . import _gpu

@@ -26,6 +26,10 @@ _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i8": 1, "i1": 1,
           "f8E4M3FN": 1, "f8E5M2": 1}
 
 
+# torch dtype -> manifest spelling, filled on first use.
+_TORCH_DTYPES = {}
+
+
 def is_torch(x):
     return type(x).__module__.startswith("torch")
 
@@ -94,16 +98,25 @@ def wrap(x, name):
             raise ValueError(f"{name}: the array must be C-contiguous")
         return Array(x, "cpu", x.ctypes.data, x.shape, _NUMPY[x.dtype])
     if is_torch(x):
-        dt = str(x.dtype).replace("torch.", "")
-        if dt not in _TORCH_NAMES:
-            raise TypeError(f"{name}: torch dtype {x.dtype} is not supported")
+        # Per call: a dict lookup of the dtype object (run() wraps several
+        # tensors a call; the string spelling is made once per dtype).
+        dt = _TORCH_DTYPES.get(x.dtype)
+        if dt is None:
+            s = str(x.dtype).replace("torch.", "")
+            if s not in _TORCH_NAMES:
+                raise TypeError(f"{name}: torch dtype {x.dtype} is not "
+                                f"supported")
+            dt = _TORCH_DTYPES[x.dtype] = _TORCH_NAMES[s]
         if not x.is_contiguous():
             raise ValueError(f"{name}: the tensor must be contiguous")
-        dev = "cuda" if x.is_cuda else "cpu"
-        if dev == "cpu" and x.device.type != "cpu":
-            raise ValueError(f"{name}: device {x.device} is not supported")
-        where = f"cuda:{x.device.index or 0}" if dev == "cuda" else "cpu"
-        return Array(x, dev, x.data_ptr(), x.shape, _TORCH_NAMES[dt], where)
+        device = x.device
+        if device.type == "cuda":
+            dev, where = "cuda", f"cuda:{device.index or 0}"
+        elif device.type == "cpu":
+            dev = where = "cpu"
+        else:
+            raise ValueError(f"{name}: device {device} is not supported")
+        return Array(x, dev, x.data_ptr(), x.shape, dt, where)
     if getattr(x, "__cuda_array_interface__", None) is not None:
         raise NotImplementedError(
             f"{name}: CUDA arrays other than torch tensors are not supported "

@@ -96,12 +96,14 @@ def _register(wrapper):
 
 
 def _torch_op_applies(q, out, lse):
-    """Torch tensors without caller outs run through the registered torch
-    op (pagedattn::run_plan), which torch.compile can trace."""
+    """While torch.compile traces, torch tensors without caller outs run
+    through the registered torch op (pagedattn::run_plan), which it sees
+    as one opaque call. Eagerly the wrapper runs directly: the op's
+    dispatch cost about 330 us of host time a call (torch 2.11, H100,
+    2026-11-26, docs/Python.md), more than a decode kernel takes."""
     if out is not None or lse is not None or not _tensor.is_torch(q):
         return False
-    ops = _torch_ops()
-    return ops.compiling() or not ops.inside_op()
+    return _torch_ops().compiling()
 
 
 _TORCH_OPS = None  # pagedattn.torch_ops once imported (it sets this)

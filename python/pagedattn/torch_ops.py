@@ -1,12 +1,12 @@
 """The wrappers' runs as a torch custom op, `pagedattn::run_plan`, with a
 fake (meta) implementation, so that a model calling them traces under
 torch.compile without a graph break. A wrapper's plan() stays in Python
-(host planning, as in FlashInfer); run() on torch tensors calls
-torch.ops.pagedattn.run_plan(q, kv, v, plan_id), whose id names the
-planned wrapper. Imported on the first run() with torch tensors."""
+(host planning, as in FlashInfer); run() on torch tensors under
+torch.compile calls torch.ops.pagedattn.run_plan(q, kv, v, plan_id), whose
+id names the planned wrapper (eager calls skip the op's dispatch). Imported
+on the first run() with torch tensors."""
 
 import sys
-import threading
 from typing import Optional, Tuple
 
 import torch
@@ -14,19 +14,12 @@ import torch
 from . import flashinfer
 from .flashinfer import WRAPPERS
 
-_LOCAL = threading.local()
-
 LOG2E = 1.4426950408889634
 
 
 def compiling():
     """True while torch.compile traces (the op is then opaque)."""
     return torch.compiler.is_compiling()
-
-
-def inside_op():
-    """True inside run_plan's eager body (its wrapper runs eagerly)."""
-    return getattr(_LOCAL, "depth", 0) > 0
 
 
 @torch.library.custom_op("pagedattn::run_plan", mutates_args=())
@@ -37,11 +30,7 @@ def run_plan(q: torch.Tensor, kv: torch.Tensor, v: Optional[torch.Tensor],
         raise RuntimeError(f"pagedattn::run_plan: plan {plan} is gone (its "
                            f"wrapper was freed)")
     cache = kv if v is None else (kv, v)
-    _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
-    try:
-        out, lse = wrapper._run_eager(q, cache)
-    finally:
-        _LOCAL.depth -= 1
+    out, lse = wrapper._run_eager(q, cache)
     return out, lse.mul_(LOG2E)
 
 
