@@ -74,7 +74,8 @@ S="$out/summary.md"
   done
 } > "$S" 2>&1
 grid=(--batches 1,16,64,256 --lens 512,2048,8192,32768 --max-kv-gib 9)
-# PA_VARIANTS: the bundles to time (default all); PA_REPS: 1 or 2.
+# PA_VARIANTS: the bundles to time (default all); PA_REPS: 1 or 2;
+# PA_NO_CHECKS=1, PA_NO_FI=1, PA_NO_PYTHON=1 skip those parts.
 read -r -a vs <<< "${PA_VARIANTS:-gqa4_new gqa4_old gqa4_pad16 g8_new g8_old fp8_new fp8_old mha_cc}"
 for rep in $(seq 1 "${PA_REPS:-2}"); do
   for v in "${vs[@]}"; do
@@ -94,6 +95,7 @@ done
   echo; echo "## prefill (bench-prefill: shape | B | q | kv | kernel | median us | min us | TFLOP/s)"
   [[ -d "$B/prefill_gqa4_new" ]] && timeout 120 "$R" bench-prefill "$B/prefill_gqa4_new" 2>&1 | grep -E "^\| (causal|append)"
 } >> "$S" 2>&1
+[[ "${PA_NO_FI:-0}" == 1 ]] && { cat "$S"; exit 0; }
 eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null
 {
   echo; echo "## FlashInfer tensor-core decode (Hkv 8, 32)"
