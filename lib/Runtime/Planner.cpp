@@ -536,6 +536,29 @@ int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
   return noSplit;
 }
 
+int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
+                            int64_t chunk, int64_t pageSize) {
+  pageSize = std::max<int64_t>(pageSize, 1);
+  int64_t maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  if (chunk <= 0 || chunk >= noSplit)
+    return chunk;
+  auto modelled = [&](int64_t c) {
+    return c + kMergeCostPerItem * ceilDiv(maxLen, c);
+  };
+  int64_t best = chunk, bestTime = modelled(chunk);
+  for (int64_t c : {2 * chunk, 4 * chunk}) {
+    c = std::min(c, noSplit);
+    if (int64_t t = modelled(c); t < bestTime) {
+      best = c;
+      bestTime = t;
+    }
+  }
+  return best;
+}
+
 Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                           int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
                           int64_t ctasPerSM, DecodePlan &plan,
@@ -561,6 +584,8 @@ Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
   if (batch * numKVHeads >= numSMs * ctasPerSM)
     result.chunkSize = balanceWaves(lens, numKVHeads, numSMs * ctasPerSM,
                                     pageSize, minChunk);
+  else
+    result.chunkSize = fewerMerges(lens, result.chunkSize, pageSize);
   result.work = planFixedChunks(lens, result.chunkSize);
   int64_t totalTokens = 0;
   for (int64_t b = 0; b < batch; ++b) {

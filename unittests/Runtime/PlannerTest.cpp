@@ -655,6 +655,37 @@ TEST(BalanceWaves, NeverModelsSlowerThanNoSplit) {
   }
 }
 
+TEST(FewerMerges, ModelledChoice) {
+  // One request of GQA 4 (8 KV heads) on 132 SMs x 2 CTAs, page size 16:
+  // chooseChunkSize's smallest fitting chunk, then C + 8 n over C, 2C, 4C.
+  auto refined = [](int64_t len) {
+    std::vector<int64_t> lens = {len};
+    return fewerMerges(lens, chooseChunkSize(lens, 8, 264, 16, kDefaultMinChunk), 16);
+  };
+  EXPECT_EQ(chooseChunkSize({2048}, 8, 264, 16, kDefaultMinChunk), 64);
+  EXPECT_EQ(refined(2048), 128); // 64 + 8 x 32 = 320 > 128 + 8 x 16 = 256
+  EXPECT_EQ(refined(512), 64);   // 64 + 64 = 128 < 128 + 32 = 160
+  EXPECT_EQ(refined(8192), 256); // 256 + 256 = 512 < 512 + 128 = 640
+  EXPECT_EQ(refined(32768), chooseChunkSize({32768}, 8, 264, 16, kDefaultMinChunk)); // 1008
+  // Never past the no-split chunk; a no-split chunk stays.
+  EXPECT_EQ(fewerMerges({100}, 16, 16), 32); // 16 + 56, 32 + 32, 64 + 16
+  EXPECT_EQ(fewerMerges({1000}, 16, 16), 64); // 4 x 16 is the last tried
+  EXPECT_LE(fewerMerges({40}, 16, 16), 48);   // 48: no split
+  EXPECT_EQ(fewerMerges({100}, 112, 16), 112);
+  EXPECT_EQ(fewerMerges({}, 64, 16), 64);
+}
+
+TEST(PlanDecode, FewerMergesBelowOneWave) {
+  // 1 x 2048 tokens, 8 KV heads, 132 SMs x 2 CTAs: 16 items of 128 tokens
+  // a head rather than 32 of 64.
+  std::vector<int32_t> indptr = {0, 128}, last = {16};
+  DecodePlan plan;
+  ASSERT_TRUE(planDecode(indptr, last, 1, 16, 8, 132, 2, plan).ok);
+  EXPECT_EQ(plan.chunkSize, 128);
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.work.size(), 16);
+}
+
 TEST(PlanDecode, BalancesWaves) {
   // planDecode applies balanceWaves where chooseChunkSize does not split.
   std::vector<int32_t> indptr(65), last(64, 16);
@@ -742,8 +773,10 @@ TEST(PlanDecode, RandomMatchesParts) {
               batch * kvHeads >= sms * perSM
                   ? balanceWaves(lens, kvHeads, sms * perSM, pageSize,
                                  kDefaultMinChunk)
-                  : chooseChunkSize(lens, kvHeads, sms * perSM, pageSize,
-                                    kDefaultMinChunk));
+                  : fewerMerges(lens,
+                                chooseChunkSize(lens, kvHeads, sms * perSM,
+                                                pageSize, kDefaultMinChunk),
+                                pageSize));
     ASSERT_TRUE(checkWorkList(plan.work, lens, plan.chunkSize));
     bool split = false;
     for (int64_t b = 0; b < batch; ++b)

@@ -213,6 +213,23 @@ inline constexpr int64_t kWaveMaxSplit = 8, kWaveMinGainPercent = 15;
 int64_t balanceWaves(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
                      int64_t maxCTAs, int64_t pageSize, int64_t minChunk);
 
+/// The merge cost of a split below one wave, in tokens of one work item's
+/// stream per item of a request (the last CTA of a request reads every
+/// partial state and merges them alone): fewerMerges() weighs it.
+inline constexpr int64_t kMergeCostPerItem = 8;
+
+/// The merge refinement of a split chosen by chooseChunkSize() (one wave,
+/// B * numKVHeads < maxCTAs): a request of n items runs in one wave in
+/// about C + kMergeCostPerItem * n, so a chunk of a tile or two (many
+/// items, a long merge) loses to a larger one. Returns the chunk of least
+/// modelled time among `chunk`, 2 `chunk` and 4 `chunk` (n = ceil(maxLen /
+/// C), ties to the smaller chunk), never past the no-split chunk. H200,
+/// 2026-11-26 (bench/sweep_decode_b1_chunk.sh): 1 x 2048 at GQA 4 ran 14.0
+/// µs with chunk 128 (16 items) against 15.6 with 64 (32); 1 x 512 (8
+/// items of 64), 1 x 8192 and 1 x 32768 keep theirs.
+int64_t fewerMerges(const std::vector<int64_t> &kvLens, int64_t chunk,
+                    int64_t pageSize);
+
 /// The result of planDecode().
 struct DecodePlan {
   /// KV tokens per work item (the last item of a request may be shorter).
@@ -233,8 +250,8 @@ inline constexpr int64_t kDefaultMinChunk = 64;
 
 /// Plans a split-KV decode step: kvLengths(), then
 /// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize,
-/// minChunk) (refined by balanceWaves() where it does not split), then
-/// planFixedChunks(). Fails on an invalid page table (see
+/// minChunk) (refined by fewerMerges() where it splits, by balanceWaves()
+/// where it does not), then planFixedChunks(). Fails on an invalid page table (see
 /// kvLengths()), on a kv_len above INT32_MAX, or on non-positive numKVHeads,
 /// numSMs or ctasPerSM; `plan` is only written on success.
 Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
