@@ -26,6 +26,20 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 /// The smallest multiple of m (m >= 1) that is >= a (a >= 0).
 int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
 
+/// The longest of `kvLens` (0 for none).
+int64_t maxLength(const std::vector<int64_t> &kvLens) {
+  int64_t maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  return maxLen;
+}
+
+/// The chunk of one item a request: the longest, rounded up to the page
+/// size (at least one page).
+int64_t noSplitChunk(int64_t maxLen, int64_t pageSize) {
+  return roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+}
+
 /// numKVHeads * sum_b ceil(kvLens[b] / chunk).
 int64_t countCTAs(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
                   int64_t chunk) {
@@ -467,10 +481,8 @@ int64_t pa::rt::chooseChunkSize(const std::vector<int64_t> &kvLens,
                                 int64_t pageSize, int64_t minChunk) {
   pageSize = std::max<int64_t>(pageSize, 1);
   int64_t batch = static_cast<int64_t>(kvLens.size());
-  int64_t maxLen = 0;
-  for (int64_t len : kvLens)
-    maxLen = std::max(maxLen, len);
-  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  int64_t maxLen = maxLength(kvLens);
+  int64_t noSplit = noSplitChunk(maxLen, pageSize);
   int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
   if (numKVHeads <= 0 || maxCTAs <= 0 || batch * numKVHeads >= maxCTAs ||
       maxLen <= minC)
@@ -484,12 +496,10 @@ int64_t pa::rt::smallestFittingChunk(const std::vector<int64_t> &kvLens,
                                      int64_t numKVHeads, int64_t maxCTAs,
                                      int64_t pageSize, int64_t minChunk) {
   pageSize = std::max<int64_t>(pageSize, 1);
-  int64_t maxLen = 0;
-  for (int64_t len : kvLens)
-    maxLen = std::max(maxLen, len);
+  int64_t maxLen = maxLength(kvLens);
   // Smallest k in [lo, hi] with countCTAs(k * pageSize) <= maxCTAs (ctas
   // is non-increasing in the chunk), hi = the no-split chunk's.
-  int64_t hi = roundUp(std::max<int64_t>(maxLen, 1), pageSize) / pageSize;
+  int64_t hi = noSplitChunk(maxLen, pageSize) / pageSize;
   int64_t lo = std::min(roundUp(std::max<int64_t>(minChunk, 1), pageSize) /
                             pageSize,
                         hi);
@@ -507,10 +517,9 @@ int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
                              int64_t numKVHeads, int64_t maxCTAs,
                              int64_t pageSize, int64_t minChunk) {
   pageSize = std::max<int64_t>(pageSize, 1);
-  int64_t batch = static_cast<int64_t>(kvLens.size()), maxLen = 0;
-  for (int64_t len : kvLens)
-    maxLen = std::max(maxLen, len);
-  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  int64_t batch = static_cast<int64_t>(kvLens.size());
+  int64_t maxLen = maxLength(kvLens);
+  int64_t noSplit = noSplitChunk(maxLen, pageSize);
   if (numKVHeads <= 0 || maxCTAs <= 0 || batch * numKVHeads < maxCTAs)
     return noSplit;
   int64_t minC = roundUp(std::max<int64_t>(minChunk, 1), pageSize);
@@ -539,10 +548,8 @@ int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
 int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
                             int64_t chunk, int64_t pageSize) {
   pageSize = std::max<int64_t>(pageSize, 1);
-  int64_t maxLen = 0;
-  for (int64_t len : kvLens)
-    maxLen = std::max(maxLen, len);
-  int64_t noSplit = roundUp(std::max<int64_t>(maxLen, 1), pageSize);
+  int64_t maxLen = maxLength(kvLens);
+  int64_t noSplit = noSplitChunk(maxLen, pageSize);
   if (chunk <= 0 || chunk >= noSplit)
     return chunk;
   auto modelled = [&](int64_t c) {

@@ -346,7 +346,7 @@ def PACpAsyncL2Prefetch : Pass<"pa-cp-async-l2-prefetch"> {
     32-bit window offset, the global one as 64 bits, the zero-fill source
     size kept when the copy has one. `bytes=0` leaves the copies alone.
     Measured on an H200 (docs/PERFORMANCE.md): the tensor-core decode
-    streams 1.5-2% faster at large batches and contexts with 128 bytes;
+    streams 1-2.5% faster at large batches and contexts with 128 bytes;
     prefill does not change.
 
     ```mlir
