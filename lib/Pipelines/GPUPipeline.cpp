@@ -47,6 +47,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   pa::PAPromoteTilesOptions promote;
   promote.pageListRounds = opts.pageListRounds;
   promote.rowPadBytes = opts.rowPadBytes;
+  promote.smemLayout = opts.smemLayout;
   pm.addPass(pa::createPAPromoteTiles(promote));
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;

@@ -442,6 +442,13 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
                 " partial rows (KV chunk ", chunk, "), more than the ",
                 kMaxPrefillPlanEntries, " a prefill plan holds");
 
+  // The items in tile order: partial rows are numbered in query-row order,
+  // as the merge segments (mergeIndptr, a CSR over the rows) need.
+  struct Item {
+    int64_t request, q0, q1, kv0, kv1, partialRow, partialStride;
+  };
+  std::vector<Item> list;
+  list.reserve(static_cast<size_t>(items));
   PrefillWorkList &w = result.work;
   if (result.split)
     w.mergeIndptr.assign(static_cast<size_t>(numQueryRows + 1), 0);
@@ -449,17 +456,11 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
   for (const Tile &t : tiles) {
     int64_t chunks = std::max<int64_t>(ceilDiv(t.keys, chunk), 1);
     int64_t rowBase = qoIndptr[t.request];
-    for (int64_t c = 0; c < chunks; ++c) {
-      w.request.push_back(static_cast<int32_t>(t.request));
-      w.qoStart.push_back(static_cast<int32_t>(t.q0));
-      w.qoEnd.push_back(static_cast<int32_t>(t.q1));
-      w.kvStart.push_back(static_cast<int32_t>(std::min(c * chunk, t.keys)));
-      w.kvEnd.push_back(static_cast<int32_t>(std::min((c + 1) * chunk, t.keys)));
-      if (result.split) {
-        w.partialRow.push_back(static_cast<int32_t>(partial + c));
-        w.partialStride.push_back(static_cast<int32_t>(chunks));
-      }
-    }
+    for (int64_t c = 0; c < chunks; ++c)
+      list.push_back({t.request, t.q0, t.q1, std::min(c * chunk, t.keys),
+                      std::min((c + 1) * chunk, t.keys),
+                      result.split ? partial + c : 0,
+                      result.split ? chunks : 0});
     if (result.split)
       for (int64_t i = t.q0; i < t.q1; ++i) {
         partial += chunks;
@@ -469,9 +470,30 @@ Status pa::rt::planPrefill(I32Span qoIndptr, I32Span kvIndptr,
   }
   result.numPartialRows = partial;
   if (partial > std::numeric_limits<int32_t>::max() ||
-      w.size() > std::numeric_limits<int32_t>::max())
-    return fail("the plan needs ", partial, " partial rows and ", w.size(),
+      static_cast<int64_t>(list.size()) > std::numeric_limits<int32_t>::max())
+    return fail("the plan needs ", partial, " partial rows and ", list.size(),
                 " items, more than int32 offsets hold");
+  // Launch order: the items with the most keys first (then the most
+  // queries; ties keep tile order). CTAs start in block order and a slot
+  // takes the next item when one ends, so the last wave holds the
+  // shortest items instead of a causal request's longest, last tile
+  // (FlashAttention-2 reverses its causal query blocks for the same reason).
+  std::stable_sort(list.begin(), list.end(), [](const Item &a, const Item &b) {
+    if (a.kv1 - a.kv0 != b.kv1 - b.kv0)
+      return a.kv1 - a.kv0 > b.kv1 - b.kv0;
+    return a.q1 - a.q0 > b.q1 - b.q0;
+  });
+  for (const Item &it : list) {
+    w.request.push_back(static_cast<int32_t>(it.request));
+    w.qoStart.push_back(static_cast<int32_t>(it.q0));
+    w.qoEnd.push_back(static_cast<int32_t>(it.q1));
+    w.kvStart.push_back(static_cast<int32_t>(it.kv0));
+    w.kvEnd.push_back(static_cast<int32_t>(it.kv1));
+    if (result.split) {
+      w.partialRow.push_back(static_cast<int32_t>(it.partialRow));
+      w.partialStride.push_back(static_cast<int32_t>(it.partialStride));
+    }
+  }
   plan = std::move(result);
   return Status::success();
 }

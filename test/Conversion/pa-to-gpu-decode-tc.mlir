@@ -39,9 +39,10 @@
 // the copies in flight land (an empty group waited on) and every warp is
 // past its last tile before the scratch (an f32 view of the same dynamic
 // shared memory) is written; the warps with key offset 0 read the others'
-// (m, l, acc) after a second barrier and store.
+// (m, l, acc) after a second barrier and store. D = 128: the rows are
+// XOR-swizzled, unpadded (pa.smem_swizzle): (16 + 4 x 64) x 256 bytes.
 // MMA-LABEL: func.func @decode(
-// MMA: gpu.func @pa_decode({{.*}}smem = 78336 : i64
+// MMA: gpu.func @pa_decode({{.*}}smem = 69632 : i64{{.*}}pa.smem_swizzle
 // MMA: nvgpu.mma.sync
 // MMA: %[[NONE:.*]] = nvgpu.device_async_create_group{{ *$}}
 // MMA-NEXT: nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
@@ -59,7 +60,7 @@
 // group, and the loop takes three tiles an iteration (the second and third
 // under scf.if), so shared memory holds Q + 3 x (K, V) tiles.
 // STAGES-LABEL: func.func @decode(
-// STAGES: gpu.func @pa_decode({{.*}}kv_stages = 3 : i64, kv_warps = 4 : i64, smem = 115200 : i64
+// STAGES: gpu.func @pa_decode({{.*}}kv_stages = 3 : i64, kv_warps = 4 : i64, smem = 102400 : i64
 // STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // STAGES: scf.for
 // STAGES: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}

@@ -1,6 +1,8 @@
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad" | FileCheck %s
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=SWZ
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="row-pad-bytes=8" 2>&1 | FileCheck %s --check-prefix=BADPAD
+// RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=diagonal" 2>&1 | FileCheck %s --check-prefix=BADLAYOUT
 
 // pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
 // 128, 64-key tiles, 2 stages): shared memory holds Q and one pair of K / V
@@ -19,7 +21,33 @@
 // 16-byte stores: each thread the chunks it copied), passes a second warp
 // barrier and runs the tile math on the f16 tiles; k_scale stays on
 // pa.tile.qk. Q (shared by every warp) is made visible by the CTA barrier
-// before the loop.
+// before the loop. (The padded rows of smem-layout=pad.)
+//
+// The default layout (swizzle) at D = 128: unpadded rows,
+// [16 + 128][128] f16 = 36864 bytes, then [256][128] bytes, 69632 in all.
+// The f16 rows are XOR-swizzled (kernel attribute pa.smem_swizzle): the Q
+// copies land at column col ^ (row % 8) * 8, and each widened 16-element
+// chunk is stored as two halves (vector.shuffle), each at its own swizzled
+// column; the fp8 byte stages stay unswizzled (whole rows copied and read).
+// SWZ:       dynamic_shared_memory_size %c69632_i32
+// SWZ:       gpu.func @pa_decode({{.*}}smem = 69632 : i64{{.*}}pa.smem_swizzle
+// SWZ:       %[[WIDE:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x128xf16, #gpu.address_space<workgroup>>
+// SWZ:       %[[BYTES:.*]] = memref.view %{{.*}}[%c36864{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// SWZ:       %[[R8:.*]] = arith.andi %[[QROW:.*]], %c7
+// SWZ:       %[[M:.*]] = arith.muli %[[R8]], %c8
+// SWZ-NEXT:  %[[QCOL:.*]] = arith.xori %{{.*}}, %[[M]] : index
+// SWZ:       nvgpu.device_async_copy %arg0[{{.*}}], %[[WIDE]][%[[QROW]], %[[QCOL]]], 8
+// SWZ:       scf.for
+// SWZ:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
+// SWZ:         %[[X:.*]] = vector.load %[[BYTES]][{{.*}}]
+// SWZ-NEXT:    %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
+// SWZ:         %[[H0:.*]] = vector.shuffle %[[W]], %[[W]] [0, 1, 2, 3, 4, 5, 6, 7]
+// SWZ:         %[[C0:.*]] = arith.xori
+// SWZ-NEXT:    vector.store %[[H0]], %[[WIDE]][%{{.*}}, %[[C0]]] {alignment = 16 : i64} : memref<144x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// SWZ:         %[[H1:.*]] = vector.shuffle %[[W]], %[[W]] [8, 9, 10, 11, 12, 13, 14, 15]
+// SWZ:         %[[C1:.*]] = arith.xori
+// SWZ-NEXT:    vector.store %[[H1]], %[[WIDE]][%{{.*}}, %[[C1]]] {alignment = 16 : i64}
+// BADLAYOUT: pa-promote-tiles: smem-layout must be swizzle or pad, got 'diagonal'
 
 // PAD16:       dynamic_shared_memory_size %c76032_i32
 // PAD16:       memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<144x136xf16, #gpu.address_space<workgroup>>

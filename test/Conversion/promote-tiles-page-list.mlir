@@ -1,5 +1,5 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=64" --pa-promote-tiles | FileCheck %s --enable-var-scope
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=64" --pa-promote-tiles="page-list-rounds=0" | FileCheck %s --check-prefix=REGS
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=64" --pa-promote-tiles="smem-layout=pad" | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warps=4 prefill-tile-kv=64" --pa-promote-tiles="page-list-rounds=0 smem-layout=pad" | FileCheck %s --check-prefix=REGS
 // RUN: not pa-opt %s --split-input-file --convert-pa-to-gpu --pa-promote-tiles="page-list-rounds=-1" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // pa-promote-tiles' page lists. 4 warps (128 threads) over 64-key tiles of

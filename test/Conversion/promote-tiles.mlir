@@ -1,5 +1,6 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles | FileCheck %s --enable-var-scope
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles | %python -c "import re, sys; t = sys.stdin.read(); sys.exit(0 if re.search(r'%%(\w+) = arith\.cmpi ult, %%\w+, %%c384\w* : index\n\s+scf\.if %%\1 \{\n(?:[^{}\n]*\n)*?[^{}\n]*nvgpu\.device_async_copy', t) else 'no guarded partial round of K/V copies')"
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles="smem-layout=pad" | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles | FileCheck %s --check-prefix=SWZ --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles="smem-layout=pad" | %python -c "import re, sys; t = sys.stdin.read(); sys.exit(0 if re.search(r'%%(\w+) = arith\.cmpi ult, %%\w+, %%c384\w* : index\n\s+scf\.if %%\1 \{\n(?:[^{}\n]*\n)*?[^{}\n]*nvgpu\.device_async_copy', t) else 'no guarded partial round of K/V copies')"
 
 // Stage 2 of the prefill GPU pipeline (after convert-pa-to-gpu): Q, K and V
 // move to dynamic shared memory, [256 + 4 x 32][128 + 8] f16 (Q, then K and
@@ -10,7 +11,21 @@
 // next tile's copies into the other stage through the page table, looking
 // up the pages of the tile after it (carried as i32) and reading its own
 // tile from its stage's views; no second barrier. The ABI and the launch
-// get the shared memory size: 384 x 136 x 2 = 104448 bytes.
+// get the shared memory size: 384 x 136 x 2 = 104448 bytes. (The padded
+// rows of smem-layout=pad.)
+//
+// The default layout at D = 128 (smem-layout=swizzle): unpadded rows, 384
+// x 256 = 98304 bytes, the kernel marked pa.smem_swizzle, and every copy
+// into shared memory lands at column col ^ (row % 8) * 8 of its row.
+// SWZ-LABEL: func.func @prefill(
+// SWZ: gpu.func @pa_prefill({{.*}}smem = 98304 : i64{{.*}}pa.smem_swizzle
+// SWZ: %[[SMEM:.*]] = memref.view %{{.*}} to memref<384x128xf16, #gpu.address_space<workgroup>>
+// SWZ: %[[R8:.*]] = arith.andi %[[ROW:.*]], %c7{{.*}} : index
+// SWZ: %[[S:.*]] = arith.muli %[[R8]], %c8{{.*}} : index
+// SWZ-NEXT: %[[COL:.*]] = arith.xori %{{.*}}, %[[S]] : index
+// SWZ: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[SMEM]][%[[ROW]], %[[COL]]], 8
+// SWZ-LABEL: func.func @d96(
+// SWZ-NOT: pa.smem_swizzle
 
 // CHECK-LABEL: func.func @prefill(
 // CHECK: %[[SMEMSZ:.*]] = arith.constant 104448 : i32

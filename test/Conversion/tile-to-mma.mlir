@@ -1,4 +1,5 @@
-// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles="smem-layout=pad" --pa-tile-to-mma | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-tile-kv=32" --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --check-prefix=SWZ --enable-var-scope
 // RUN: pa-opt %s --split-input-file --convert-pa-to-gpu="prefill-warp-rows=16" --pa-promote-tiles --pa-tile-to-mma | FileCheck %s --check-prefix=QREG
 
 // Stage 3 of the prefill GPU pipeline (after pa-promote-tiles): the tile
@@ -9,6 +10,7 @@
 // (gpu.subgroup_reduce, cluster 4); P V reads V with ldmatrix.trans; the
 // state (m, l of 4 row halves, 2 x 16 acc fragments) is carried by the
 // pipelined loop (2 page iter_args + 40 state values) and by its scf.if.
+// (The padded rows of smem-layout=pad; SWZ below: the default swizzle.)
 
 // CHECK-LABEL: gpu.func @pa_prefill(
 // CHECK-NOT: pa.tile.
@@ -34,6 +36,27 @@
 // CHECK: vector.load %[[SMEM]][{{.*}}] {alignment = 16 : i64} : memref<384x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x32x128xf16>, vector<8xf16>
 // CHECK-NOT: pa.tile.
+
+// Swizzled rows (the default at D = 128, kernel attribute
+// pa.smem_swizzle): [384][128] f16, and every ldmatrix reads chunk
+// (2 (kk % 4) + half) ^ (row % 8) of 128-byte line kk / 4 of its row, as
+// line * 64 + ((half * 8 ^ (row % 8) * 8) ^ (kk % 4) * 16) elements;
+// the staged o store writes and reads Q's rows at swizzled columns too.
+// SWZ-LABEL: gpu.func @pa_prefill(
+// SWZ-SAME: pa.smem_swizzle
+// SWZ: %[[SMEM:.*]] = memref.view {{.*}} to memref<384x128xf16, #gpu.address_space<workgroup>>
+// SWZ: scf.for
+// SWZ: %[[X:.*]] = arith.xori %{{.*}}, %c{{16|32|48}}{{(_[0-9]+)?}} : index
+// SWZ-NEXT: %[[LINE:.*]] = arith.constant {{0|64}} : index
+// SWZ-NEXT: %[[COL:.*]] = arith.addi %[[LINE]], %[[X]] : index
+// SWZ-NEXT: nvgpu.ldmatrix %[[SMEM]][%{{.*}}, %[[COL]]] {numTiles = 4 : i32, transpose = false}
+// SWZ: nvgpu.ldmatrix %[[SMEM]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// SWZ: nvvm.bar.warp.sync
+// SWZ: %[[OC:.*]] = arith.xori
+// SWZ-NEXT: vector.store {{.*}}, %[[SMEM]][%{{.*}}, %[[OC]]] {alignment = 4 : i64} : memref<384x128xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// SWZ: nvvm.bar.warp.sync
+// SWZ: %[[LC:.*]] = arith.xori
+// SWZ-NEXT: vector.load %[[SMEM]][%{{.*}}, %[[LC]]] {alignment = 16 : i64} : memref<384x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 
 // With 16 rows a warp and D = 128 the Q fragments (8 k steps) are loaded
 // once before the loop and held in registers.

@@ -39,14 +39,14 @@
 // RUN: FileCheck %s --check-prefix=ONE < %t/two/bundle.manifest
 // RUN: ls %t/two | FileCheck %s --check-prefix=ONEFILES
 
-// LOG: prefill tile_q 256, tile_kv 64, smem 139264
+// LOG: prefill tile_q 256, tile_kv 64, smem 131072
 // LOG: pa-compile: prefill_short tile_q 128, tile_kv 32, smem {{[0-9]+}} ({{[0-9]+}} bytes cubin
 
 // TWO: pa-bundle 1
 // TWO-NEXT: config head_dim 128 page_size 16 kv_heads 8 group 4 layout nhd dtype f16 kv joint
 // TWO-NEXT: kernel prefill kernels.cubin pa_prefill
 // TWO-NEXT: prefill queries_per_tile 64 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
-// TWO:      launch grid q_tiles kv_heads batch block 256 1 1 smem 139264
+// TWO:      launch grid q_tiles kv_heads batch block 256 1 1 smem 131072
 // TWO-NEXT: kernel prefill_short prefill_short.cubin pa_prefill
 // TWO-NEXT: prefill queries_per_tile 32 causal 1 window 0 soft_cap 0 sm_scale 0 lse_base2 0
 // TWO-NEXT: arg q memref 3 f16

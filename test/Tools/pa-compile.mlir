@@ -21,11 +21,11 @@
 // RUN: FileCheck %s --check-prefix=SEP < %t/sep/bundle.manifest
 // RUN: not pa-compile --split-kv-merge later -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADMERGE
 
-// TC: pa-compile: {{.*}}g4 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; tensor-core decode tile_q 16, tile_kv 64, kv_warps 4, smem 78336)
+// TC: pa-compile: {{.*}}g4 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; tensor-core decode tile_q 16, tile_kv 64, kv_warps 4, smem 69632)
 // TCMANIFEST: kernel decode kernels.cubin pa_decode
-// TCMANIFEST: launch grid batch kv_heads 1 block 128 1 1 smem 78336
+// TCMANIFEST: launch grid batch kv_heads 1 block 128 1 1 smem 69632
 // TCMANIFEST: kernel decode_split kernels.cubin pa_decode_split
-// TCMANIFEST: launch grid work_capacity kv_heads 1 block 128 1 1 smem 78336
+// TCMANIFEST: launch grid work_capacity kv_heads 1 block 128 1 1 smem 69632
 // BADKERNEL: pa-compile: --decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
 // G7: pa-compile: {{.*}}g7 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; 16 bytes/lane, 2 tokens in flight, 7 heads per CTA)
 // MANIFEST: pa-bundle 1

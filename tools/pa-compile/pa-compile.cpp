@@ -139,9 +139,16 @@ static cl::opt<int64_t> pageListRounds(
     cl::cat(category));
 static cl::opt<int64_t> rowPadBytes(
     "row-pad-bytes", cl::init(0),
-    cl::desc("Padding of the tile kernels' shared-memory rows: 16 "
+    cl::desc("Padding of the tile kernels' padded shared-memory rows: 16 "
              "(conflict-free ldmatrix) or 32 bytes (sector-aligned copies) "
              "(0: 32 in decode kernels, else 16)"),
+    cl::cat(category));
+static cl::opt<std::string> smemLayout(
+    "smem-layout", cl::init("swizzle"),
+    cl::desc("The tile kernels' shared-memory rows: swizzle (16-byte chunk "
+             "c of row r at c ^ r % 8, unpadded, where the head dim is a "
+             "multiple of 64; other head dims padded) or pad (padded rows "
+             "everywhere)"),
     cl::cat(category));
 static cl::opt<int64_t> l2PrefetchBytes(
     "l2-prefetch-bytes", cl::init(128),
@@ -323,6 +330,9 @@ bool checkFlags() {
     fail("--rescale-threshold must lie in [0, 15] (0: whenever the maximum "
          "grows)");
   inRange(pageListRounds, 0, kMaxConfigValue);
+  if (smemLayout != "swizzle" && smemLayout != "pad")
+    fail("--smem-layout must be swizzle or pad, got '" + smemLayout.getValue() +
+         "'");
   if (rowPadBytes != 0 && rowPadBytes != 16 && rowPadBytes != 32)
     fail("--row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else "
          "16)");
@@ -935,6 +945,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.pageListRounds = pageListRounds;
   opts.l2PrefetchBytes = l2PrefetchBytes;
   opts.rowPadBytes = rowPadBytes;
+  opts.smemLayout = smemLayout;
   opts.prefillWarpRows = prefillWarpRows;
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;

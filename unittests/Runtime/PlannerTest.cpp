@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace pa::rt;
@@ -897,9 +898,53 @@ TEST(PrefillPlan, OneTilePerQueryBlockWhenTheGPUIsFull) {
   EXPECT_FALSE(plan.split);
   EXPECT_EQ(plan.work.size(), 14);
   // Causal: the first tile of request 0 (queries 0..15 at positions
-  // 200..215) sees keys [0, 216).
-  EXPECT_EQ(plan.work.kvEnd[0], 216);
+  // 200..215) sees keys [0, 216); the heaviest item comes first: request
+  // 0's last tile (queries 96..99), all 300 keys.
+  auto first = [&](int64_t k) {
+    return std::make_tuple(plan.work.request[k], plan.work.qoStart[k],
+                           plan.work.kvEnd[k]);
+  };
+  EXPECT_EQ(first(0), std::make_tuple(0, 96, 300));
+  bool sawFirstTile = false;
+  for (int64_t k = 0; k < plan.work.size(); ++k)
+    sawFirstTile |= first(k) == std::make_tuple(0, 0, 216);
+  EXPECT_TRUE(sawFirstTile);
   EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+}
+
+TEST(PrefillPlan, HeaviestItemsFirst) {
+  // Causal tiles of ragged requests, split and not: the items come in
+  // non-increasing order of keys (then queries), so that the last CTAs
+  // to start are the shortest; the partial rows stay in query-row order.
+  for (uint64_t seed : {11u, 12u, 13u}) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    Rng rng(seed);
+    std::vector<int64_t> lens;
+    std::vector<int32_t> qo = {0};
+    for (int b = 0; b < 6; ++b) {
+      lens.push_back(rng.uniformInt(1, 3000));
+      qo.push_back(qo.back() +
+                   static_cast<int32_t>(rng.uniformInt(0, lens.back())));
+    }
+    pa::ref::PageTable t = makeTable(rng, lens, 16);
+    for (int64_t sms : {1, 132}) {
+      PrefillPlan plan;
+      Status s = planPrefill(qo, t.indptr, t.lastPageLen, 6, qo.back(), 16,
+                             2, 32, /*causal=*/true, false, sms, 2, plan,
+                             kPrefillMinChunk);
+      ASSERT_TRUE(s) << s.message;
+      const PrefillWorkList &w = plan.work;
+      for (int64_t k = 1; k < w.size(); ++k) {
+        int64_t prev = w.kvEnd[k - 1] - w.kvStart[k - 1];
+        int64_t cur = w.kvEnd[k] - w.kvStart[k];
+        ASSERT_TRUE(prev > cur ||
+                    (prev == cur && w.qoEnd[k - 1] - w.qoStart[k - 1] >=
+                                        w.qoEnd[k] - w.qoStart[k]))
+            << "item " << k << " (" << cur << " keys) after " << prev;
+      }
+      EXPECT_TRUE(checkPrefillPlan(plan, qo, lens, true));
+    }
+  }
 }
 
 TEST(PrefillPlan, SplitsLongKeysWhenSMsWouldIdle) {

@@ -214,12 +214,17 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     `gpu.func` whose body is tile IR (what `convert-pa-to-gpu` makes of a
     `pa.prefill`: `pa.tile.load_q`, and an `scf.for %t0 = lo to hi step BN`
     whose body starts from `pa.tile.gather_kv`), the Q, K and V tiles move to
-    dynamic shared memory in the cache's element type: `[BM + 4 BN][D + pad]`
-    (Q, then K and V of two stages; rows padded by 16 bytes in prefill
-    kernels so that `ldmatrix` has no bank conflicts, by 32 bytes in the
-    memory-bound decode kernels so that every row starts on a 32-byte
-    sector and each copy asks L2 for each sector once; option
-    `row-pad-bytes`). `load_q` becomes 16-byte
+    dynamic shared memory in the cache's element type: `[BM + 4 BN][D]`
+    (Q, then K and V of two stages). Rows of a head dim that is a multiple
+    of 64 are XOR-swizzled (option `smem-layout`, default `swizzle`;
+    `pad` pads every row as before): 16-byte chunk c
+    of shared row r lies at chunk c ^ (r % 8), so that `ldmatrix` has no
+    bank conflicts while every row starts on a 128-byte line and each copy
+    asks L2 for each sector once; the kernel gets the unit attribute
+    `pa.smem_swizzle`, which `pa-tile-to-mma` follows. Other rows are
+    padded (`[D + pad]`): by 16 bytes in prefill kernels (conflict-free
+    `ldmatrix`), by 32 bytes in the memory-bound decode kernels
+    (sector-aligned rows; option `row-pad-bytes`). `load_q` becomes 16-byte
     `nvgpu.device_async_copy` (cp.async) copies, zero-filled past the
     tile's queries, and its scale moves onto `pa.tile.qk`. The KV loop
     becomes a two-stage pipeline over pairs of tiles (so that every stage
@@ -276,9 +281,13 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
            "(warp-local tiles: warp shuffles) rather than registers (0: "
            "never)">,
     Option<"rowPadBytes", "row-pad-bytes", "int64_t", "0",
-           "Padding of a shared-memory row: 16 (conflict-free ldmatrix) or "
-           "32 bytes (sector-aligned rows: each copy asks L2 for each sector "
-           "once) (0: 32 in decode kernels, else 16)">
+           "Padding of a padded shared-memory row: 16 (conflict-free "
+           "ldmatrix) or 32 bytes (sector-aligned rows: each copy asks L2 "
+           "for each sector once) (0: 32 in decode kernels, else 16)">,
+    Option<"smemLayout", "smem-layout", "std::string", "\"swizzle\"",
+           "Shared-memory rows: swizzle (16-byte chunk c of row r at c ^ r "
+           "% 8, unpadded, for head dims that are a multiple of 64; other "
+           "head dims padded) or pad (padded rows everywhere)">
   ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",
@@ -304,7 +313,11 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
     size 4, which `pa-warp-shuffle-reduce` turns into shuffles), `ex2`,
     rescaling; `pa.tile.pv` -> P converted to f16 / bf16 A fragments in
     registers, `nvgpu.ldmatrix` (transposed) of V + `nvgpu.mma.sync`;
-    `pa.tile.store` -> the quad's row sums, `o = acc / l` and `lse`. The
+    `pa.tile.store` -> the quad's row sums, `o = acc / l` and `lse`. In a
+    kernel with the unit attribute `pa.smem_swizzle` (pa-promote-tiles'
+    XOR-swizzled rows) every shared-memory access of Q, K and V (the
+    ldmatrix addresses, the staged o store through Q's rows) takes element
+    (r, c) at column c ^ (r % 8) * 8. The
     state buffers' values are carried through `scf.for` / `scf.if` as
     iter_args / results. Errors at the op: Q / K / V not in workgroup
     memory, f32 tiles, a tile shape that does not give 16 or 32 rows per

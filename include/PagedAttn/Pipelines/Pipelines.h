@@ -146,9 +146,15 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(128)};
   PassOptions::Option<int64_t> rowPadBytes{
       *this, "row-pad-bytes",
-      llvm::cl::desc("pa-promote-tiles: padding of a shared-memory row, 16 "
-                     "or 32 bytes (0: 32 in decode kernels, else 16)"),
+      llvm::cl::desc("pa-promote-tiles: padding of a padded shared-memory "
+                     "row, 16 or 32 bytes (0: 32 in decode kernels, else 16)"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> smemLayout{
+      *this, "smem-layout",
+      llvm::cl::desc("pa-promote-tiles: shared-memory rows swizzled (head "
+                     "dims that are a multiple of 64; others padded) or "
+                     "padded: swizzle or pad"),
+      llvm::cl::init("swizzle")};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",
       llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "

@@ -303,7 +303,10 @@ inline constexpr int64_t kMaxPrefillPlanEntries = int64_t(1) << 24;
 /// pieces for the n with the least modelled time, waves of CTA slots x
 /// (the chunk + kPrefillItemOverheadKeys) (ties to the larger chunk; n = 1
 /// is no split). A tile with no
-/// visible key still gets one item (it writes o = 0, lse = -inf). With `explicitPositions` (q_positions)
+/// visible key still gets one item (it writes o = 0, lse = -inf). The
+/// items are listed heaviest first (most keys, then most queries; ties in
+/// tile order), the order their CTAs start in, so that the last wave holds
+/// the shortest. With `explicitPositions` (q_positions)
 /// qo_len may exceed kv_len and every tile sees all keys. `forceChunk` > 0
 /// fixes the chunk (rounded up to the page size) instead of the choice
 /// above; `forcePartial` makes the plan a split plan (partial rows and merge

@@ -158,6 +158,25 @@ struct MmaFragments {
   }
 };
 
+/// pa-promote-tiles' XOR swizzle (docs/GPU.md, Stage 2): a kernel with this
+/// unit attribute holds its shared tiles of Q's element type unpadded,
+/// 16-byte chunk c of shared row r at chunk c ^ (r % 8) of that row (rows
+/// of a multiple of 128 bytes). The 8 rows an ldmatrix reads then fall into
+/// distinct banks while every row starts on a 128-byte line, as in global
+/// memory (16-byte padding shifts half of the rows off their 32-byte
+/// sectors, 32-byte padding gives 2-way conflicts).
+inline constexpr llvm::StringLiteral kSmemSwizzleAttr = "pa.smem_swizzle";
+
+/// Where element `col` of shared row `row` lies in a swizzled tile of
+/// `chunkElems` elements per 16-byte chunk (col ^ (row % 8) * chunkElems;
+/// the element's place within its chunk is kept).
+inline Value swizzleCol(Emitter &e, Value row, Value col,
+                        int64_t chunkElems) {
+  Value r8 = e.andi(row, e.idx(7));
+  return arith::XOrIOp::create(e.b, e.loc, col,
+                               e.mul(r8, e.idx(chunkElems)));
+}
+
 /// True for a memref with the identity layout (what the kernels index).
 inline bool isIdentityMemRef(Type t) {
   auto m = dyn_cast<MemRefType>(t);

@@ -5,19 +5,23 @@
 // the operand tiles move to dynamic shared memory in the cache's element
 // type and their loads become asynchronous copies:
 //
-//   shared memory [BM + 2 S BN][D + pad]: Q, then K and V of S stages (the
-//   kernel ABI's kv_stages, default 2); rows padded (a padded layout rather
-//   than an XOR swizzle, which would not cover head dims such as 96 whose
-//   rows are not a multiple of 128 bytes; option row-pad-bytes):
-//   - by 16 bytes in prefill kernels, so that the 8 row addresses of an
-//     ldmatrix fall into distinct banks;
-//   - by 32 bytes in decode kernels (memory-bound): every row then starts
-//     on a 32-byte sector of shared memory as it does in global memory. A
-//     row shifted by 16 bytes splits each copy instruction's sectors so
-//     that L2 is asked for 1.5x the sectors it sends (Nsight Compute, H200,
-//     2026-11-26: 100.7 M requested vs 67.1 M read from DRAM at 64 x 8192);
-//     with 32 bytes the decode streams 2-4% faster at large sizes despite
-//     2-way ldmatrix bank conflicts, which cost prefill 15% instead.
+//   shared memory [BM + 2 S BN][D (+ pad)]: Q, then K and V of S stages (the
+//   kernel ABI's kv_stages, default 2). The 8 row addresses of an ldmatrix
+//   must fall into distinct banks, and every row should start on a 32-byte
+//   sector as it does in global memory: a row shifted by 16 bytes splits
+//   each copy instruction's sectors so that L2 is asked for 1.5x the
+//   sectors it sends (Nsight Compute, H200, 2026-11-26: 100.7 M requested
+//   vs 67.1 M read from DRAM at 64 x 8192 decode). Hence:
+//   - head dims that are a multiple of 64 (rows of whole 128-byte lines;
+//     option swizzle, default on): unpadded rows, 16-byte chunk c of
+//     shared row r at chunk c ^ (r % 8) (the kernel gets the unit
+//     attribute pa.smem_swizzle, which pa-tile-to-mma follows). Both
+//     conditions hold.
+//   - other head dims (80, 96, 112: rows that are not whole lines) or
+//     swizzle=false: rows padded (option row-pad-bytes) by 16 bytes in
+//     prefill kernels (conflict-free ldmatrix), by 32 in decode kernels
+//     (memory-bound: sector-aligned rows streamed 2-4% faster at large
+//     sizes despite 2-way ldmatrix bank conflicts, which cost prefill 15%).
 //   pa.tile.load_q -> cp.async of the tile's query rows (16 bytes each,
 //   zero-filled past the tile's queries; a last partial round of chunks
 //   when the threads do not split them evenly); its scale moves onto
@@ -55,8 +59,9 @@
 // 217 registers.
 //
 // An fp8 cache (f8E4M3FN / f8E5M2) is copied as bytes, 16 elements a
-// cp.async, into S stages of [2 S BN][D + 16] bytes placed after one pair
-// of K / V tiles of Q's type ([2 BN][D + 8]); each step widens its stage
+// cp.async, into S stages of [2 S BN][D (+ pad)] bytes (never swizzled:
+// their copies and the widening access whole rows) placed after one pair
+// of K / V tiles of Q's type ([2 BN][D (+ pad)]); each step widens its stage
 // into that pair (arith.extf, which pa-fp8-to-nvvm makes one cvt per two
 // elements) after the wait, and a second barrier makes it visible before
 // the math. The K / V scales stay where the tiling put them (pa.tile.qk's
@@ -132,9 +137,12 @@ struct Layout {
   int64_t kvBlockChunks() const {
     return warpLocal() ? kvChunks() / kvWarps : kvChunks();
   }
-  /// Padding of a shared-memory row in bytes (16 or 32).
+  /// Rows XOR-swizzled (kSmemSwizzleAttr) rather than padded: rows of
+  /// `elem` of a multiple of 128 bytes, with the option `swizzle`.
+  bool swizzle = false;
+  /// Padding of a padded shared-memory row in bytes (16 or 32).
   int64_t padBytes = 16;
-  int64_t stride() const { return headDim + padBytes / 2; }
+  int64_t stride() const { return headDim + (swizzle ? 0 : padBytes / 2); }
   /// Cache elements per 16-byte copy.
   int64_t kvChunk() const { return fp8() ? kChunk8 : kChunk; }
   /// K / V tiles of `elem`: the stages, or the one pair an fp8 stage is
@@ -142,8 +150,11 @@ struct Layout {
   int64_t wideStages() const { return fp8() ? 1 : stages; }
   int64_t smemRows() const { return rows + 2 * wideStages() * keys; }
   int64_t wideBytes() const { return smemRows() * stride() * 2; }
-  /// Bytes per row of an fp8 stage (padded like `stride`).
-  int64_t stride8() const { return headDim + padBytes; }
+  /// Bytes per row of an fp8 stage: padded like `stride`, or with swizzled
+  /// rows unpadded and unswizzled (a multiple of 64 bytes: the copies and
+  /// the widening read whole rows, 8 lanes a 128-byte line, without bank
+  /// conflicts).
+  int64_t stride8() const { return headDim + (swizzle ? 0 : padBytes); }
   /// Bytes of the tiles (the page lists follow them).
   int64_t tileBytes() const {
     return wideBytes() + (fp8() ? 2 * stages * keys * stride8() : 0);
@@ -178,7 +189,7 @@ struct Match {
 /// Finds the tile IR of `func` and checks that this pass can promote it
 /// (an error at the offending op otherwise).
 LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
-                          int64_t rowPadBytes,
+                          int64_t rowPadBytes, StringRef smemLayout,
                           Match &m) {
   m.func = func;
   SmallVector<TileLoadQOp> loads;
@@ -226,9 +237,11 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
     l.stages = abi->kvStages;
   if (abi->kvWarps > 0)
     l.kvWarps = abi->kvWarps;
-  l.padBytes = rowPadBytes ? rowPadBytes
-                           : (StringRef(abi->kind).starts_with("decode") ? 32
-                                                                         : 16);
+  bool decode = StringRef(abi->kind).starts_with("decode");
+  l.padBytes = rowPadBytes ? rowPadBytes : (decode ? 32 : 16);
+  // Swizzled rows: whole 128-byte lines of 8 chunks each (D % 64 == 0 for
+  // 16-bit elements); other head dims (80, 96, 112) keep padded rows.
+  l.swizzle = smemLayout == "swizzle" && l.headDim % 64 == 0;
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
@@ -309,6 +322,11 @@ private:
   Value qView;
   SmallVector<Value, 4> kView, vView;
 
+  /// The column of element `col` of shared row `row` of `elem` (swizzled
+  /// or not).
+  Value wideCol(Value row, Value col) {
+    return l.swizzle ? swizzleCol(e, row, col, kChunk) : col;
+  }
   /// Rows [row0, row0 + n) of shared memory as a [n][D] view.
   Value view(int64_t row0, int64_t n) {
     auto st = cast<MemRefType>(smem.getType());
@@ -577,10 +595,13 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
       } else {
         page = e.toIndex(shuffled ? shuffledPage : tilePages[i]);
       }
-      for (bool isV : {false, true})
+      for (bool isV : {false, true}) {
+        Value row = e.add(isV ? vRow0 : kRow0, r);
         out.push_back(copy16(
             cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
-            dst, e.add(isV ? vRow0 : kRow0, r), col, valid, l.kvChunk()));
+            dst, row, l.fp8() ? col : wideCol(row, col), valid,
+            l.kvChunk()));
+      }
     };
     copyRound(i, l.kvBlockChunks(), /*kv=*/true, tokens, copyKV);
   }
@@ -597,10 +618,23 @@ void Promoter::widenKV(int64_t stage) {
             b, loc, fp8T, smem8, ValueRange{e.add(e.idx(l.kvRow8(isV, stage)), r), col},
             /*nontemporal=*/false, llvm::Align(16));
         Value w = arith::ExtFOp::create(b, loc, wideT, x);
-        vector::StoreOp::create(b, loc, w, smem,
-                                ValueRange{e.add(e.idx(l.kvRow0(isV, 0)), r),
-                                           col},
-                                /*nontemporal=*/false, llvm::Align(16));
+        Value row = e.add(e.idx(l.kvRow0(isV, 0)), r);
+        if (!l.swizzle) {
+          vector::StoreOp::create(b, loc, w, smem, ValueRange{row, col},
+                                  /*nontemporal=*/false, llvm::Align(16));
+          continue;
+        }
+        // Swizzled: the two 16-byte halves go to their own chunks.
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<int64_t> lanes;
+          for (int64_t i = 0; i < kChunk; ++i)
+            lanes.push_back(h * kChunk + i);
+          Value half = vector::ShuffleOp::create(b, loc, w, w, lanes);
+          vector::StoreOp::create(
+              b, loc, half, smem,
+              ValueRange{row, wideCol(row, e.add(col, e.idx(h * kChunk)))},
+              /*nontemporal=*/false, llvm::Align(16));
+        }
       }
     };
     SmallVector<Value> none;
@@ -635,8 +669,8 @@ Value Promoter::issueQ() {
                          e.remui(r, e.idx(l.group)));
       Value valid = e.cmpi(Pred::ult, qi, op.getRows());
       Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
-      out.push_back(
-          copy16(op.getQ(), {qrow, head, col}, smem, r, col, valid, kChunk));
+      out.push_back(copy16(op.getQ(), {qrow, head, col}, smem, r,
+                           wideCol(r, col), valid, kChunk));
     };
     // 16 rows of D = 80 end in a partial round.
     copyRound(i, chunks, /*kv=*/false, tokens, copyQ);
@@ -793,6 +827,12 @@ struct PAPromoteTiles final
                          << static_cast<int64_t>(pageListRounds);
       return signalPassFailure();
     }
+    if (smemLayout != "swizzle" && smemLayout != "pad") {
+      module.emitError() << "pa-promote-tiles: smem-layout must be swizzle "
+                            "or pad, got '"
+                         << smemLayout << "'";
+      return signalPassFailure();
+    }
     if (rowPadBytes != 0 && rowPadBytes != 16 && rowPadBytes != 32) {
       module.emitError() << "pa-promote-tiles: row-pad-bytes must be 16 or 32 "
                             "(0: 32 in decode kernels, else 16), got "
@@ -808,7 +848,8 @@ struct PAPromoteTiles final
       if (!tiled)
         return WalkResult::advance();
       Match m;
-      if (failed(matchKernel(func, pageListRounds, rowPadBytes, m)))
+      if (failed(matchKernel(func, pageListRounds, rowPadBytes, smemLayout,
+                             m)))
         return WalkResult::interrupt();
       matches.push_back(m);
       return WalkResult::advance();
@@ -820,6 +861,8 @@ struct PAPromoteTiles final
       KernelEmitter e{{b, m.func.getLoc()}};
       Promoter(e, m).run();
       setSharedMemory(m.func, m.layout.smemBytes());
+      if (m.layout.swizzle)
+        m.func->setAttr(kSmemSwizzleAttr, b.getUnitAttr());
     }
   }
 };

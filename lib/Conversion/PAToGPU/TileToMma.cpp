@@ -171,10 +171,39 @@ private:
   Type f32() { return b.getF32Type(); }
   /// Row `r` of the warp's keys in a K / V tile.
   Value keyRow(Value r) { return c.kvWarps > 1 ? e.add(keyOff, r) : r; }
+  /// The shared tiles are XOR-swizzled (kSmemSwizzleAttr on the kernel).
+  bool swizzle = false;
+  /// Indices of element (row, col) of `t` in its shared buffer.
+  std::pair<Value, Value> at(const SharedTile &t, Value row, Value col) {
+    Value r = e.add(e.idx(t.row0), row), cc = e.add(e.idx(t.col0), col);
+    return {r, swizzle ? swizzleCol(e, r, cc, 8) : cc};
+  }
   using MmaFragments::ldmatrix;
-  Value ldmatrix(const SharedTile &t, Value row, Value col, bool transpose) {
-    return ldmatrix(t.base, e.add(e.idx(t.row0), row),
-                    e.add(e.idx(t.col0), col), transpose);
+  /// Column kk * 16 + half * 8 of an ldmatrix (kk static; half per lane, 0
+  /// or 1): what `ldmatrix` below reads unswizzled.
+  Value ldmatrixCol(int64_t kk, Value half) {
+    return e.add(e.idx(kk * 16), e.mul(half, e.idx(8)));
+  }
+  /// ldmatrix x4 of `t` at row `row`, column `col` = ldmatrixCol(kk,
+  /// half). Swizzled: the column's 128-byte line (kk / 4) is a constant
+  /// offset and the chunk within it (2 (kk % 4) + half) ^ (row % 8) is
+  /// (2 (kk % 4)) ^ (half ^ row % 8): one value a lane XORed with one of 4
+  /// constants, rather than one computed column per kk (registers that the
+  /// prefill kernels spill).
+  Value ldmatrix(const SharedTile &t, Value row, Value col, int64_t kk,
+                 Value half, bool transpose) {
+    if (!swizzle)
+      return ldmatrix(t.base, e.add(e.idx(t.row0), row),
+                      e.add(e.idx(t.col0), col), transpose);
+    Value r = e.add(e.idx(t.row0), row);
+    if (t.col0 % 64 != 0)
+      return ldmatrix(t.base, r, at(t, row, col).second, transpose);
+    Value lanePart = arith::XOrIOp::create(
+        b, loc, e.mul(half, e.idx(8)), e.mul(e.andi(r, e.idx(7)), e.idx(8)));
+    Value swz = e.add(e.idx(t.col0 + (kk / 4) * 64),
+                      arith::XOrIOp::create(b, loc, lanePart,
+                                            e.idx((kk % 4) * 16)));
+    return ldmatrix(t.base, r, swz, transpose);
   }
   /// The factor from what logits() returns to base-2 logits: sm_scale *
   /// log2(e) for raw scores (no soft-cap or ALiBi), 1 otherwise (times the
@@ -349,8 +378,9 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
 Value MmaLowering::qFragment(const SharedTile &q, int64_t mt, int64_t kk) {
   Value row = e.add(e.mul(warpRow, e.idx(16 * c.mTiles)),
                     e.add(e.idx(16 * mt), e.remui(lane, e.idx(16))));
-  Value col = e.add(e.idx(kk * 16), e.mul(e.divui(lane, e.idx(16)), e.idx(8)));
-  return ldmatrix(q, row, col, /*transpose=*/false);
+  Value half = e.divui(lane, e.idx(16));
+  Value col = ldmatrixCol(kk, half);
+  return ldmatrix(q, row, col, kk, half, /*transpose=*/false);
 }
 
 void MmaLowering::qk(TileQKOp op, Env &env) {
@@ -364,7 +394,7 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
   Value zero = zeroC();
   SmallVector<Value> s(mT * nTiles, zero);
   for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
-    Value kcol = e.add(e.idx(kk * 16), e.mul(lMid, e.idx(8)));
+    Value kcol = ldmatrixCol(kk, lMid);
     SmallVector<Value> a;
     for (int64_t mt = 0; mt < mT; ++mt)
       a.push_back(qFrag.empty() ? qFragment(q, mt, kk)
@@ -372,7 +402,7 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
     for (int64_t np = 0; np < nTiles / 2; ++np) {
       Value krow =
           keyRow(e.add(e.idx(np * 16), e.add(e.mul(l16, e.idx(8)), l8)));
-      Value kf = ldmatrix(k, krow, kcol, /*transpose=*/false);
+      Value kf = ldmatrix(k, krow, kcol, kk, lMid, /*transpose=*/false);
       Value b0 = half(kf, 0), b1 = half(kf, 2);
       for (int64_t mt = 0; mt < mT; ++mt) {
         Value &s0 = s[mt * nTiles + 2 * np];
@@ -585,8 +615,8 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
     Value vrow =
         keyRow(e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)), l8)));
     for (int64_t dp = 0; dp < c.dTiles() / 2; ++dp) {
-      Value vcol = e.add(e.idx(dp * 16), e.mul(l16, e.idx(8)));
-      Value vf = ldmatrix(v, vrow, vcol, /*transpose=*/true);
+      Value vcol = ldmatrixCol(dp, l16);
+      Value vf = ldmatrix(v, vrow, vcol, dp, l16, /*transpose=*/true);
       Value b0 = half(vf, 0), b1 = half(vf, 2);
       for (int64_t mt = 0; mt < mT; ++mt) {
         Value a = pa[mt * (nTiles / 2) + kk];
@@ -676,14 +706,12 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
       e.ifThen(e.andi(rowInfo[r].valid, quad0), [&]() {
         e.store(lseV, op.getLse(), {rowInfo[r].row, rowInfo[r].head});
       });
-      Value srow = e.add(e.idx(q.row0),
-                         e.add(warpRow0, e.add(quadRow, e.idx(16 * mt + 8 * h))));
+      Value srow = e.add(warpRow0, e.add(quadRow, e.idx(16 * mt + 8 * h)));
       for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
         Value v = outPair(acc[mt * c.dTiles() + dn], h, inv, oElem);
-        vector::StoreOp::create(
-            b, loc, v, q.base,
-            ValueRange{srow, e.add(e.idx(q.col0 + dn * 8), col2)},
-            /*nontemporal=*/false, llvm::MaybeAlign(4));
+        auto [r, cc] = at(q, srow, e.add(e.idx(dn * 8), col2));
+        vector::StoreOp::create(b, loc, v, q.base, ValueRange{r, cc},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
       }
     }
   // The warp's lanes read each other's rows.
@@ -694,11 +722,10 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
     Value id = e.add(lane0, e.idx(32 * i));
     Value rloc = e.divui(id, e.idx(cpr));
     Value col = e.mul(e.remui(id, e.idx(cpr)), e.idx(8));
-    Value v = vector::LoadOp::create(
-        b, loc, chunk, q.base,
-        ValueRange{e.add(e.idx(q.row0), e.add(warpRow0, rloc)),
-                   e.add(e.idx(q.col0), col)},
-        /*nontemporal=*/false, llvm::MaybeAlign(16));
+    auto [r, cc] = at(q, e.add(warpRow0, rloc), col);
+    Value v = vector::LoadOp::create(b, loc, chunk, q.base, ValueRange{r, cc},
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(16));
     Row row = tileRow(e.add(warpRow0, rloc), op.getRow0(), op.getRows(),
                       op.getKvHead(), Value());
     e.ifThen(row.valid, [&]() {
@@ -967,6 +994,7 @@ LogicalResult MmaLowering::lowerBlock(Block &block, Env &env) {
 
 LogicalResult MmaLowering::run(gpu::GPUFuncOp kernel) {
   func = kernel;
+  swizzle = func->hasAttr(kSmemSwizzleAttr);
   b.setInsertionPointToStart(&func.getBody().front());
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
