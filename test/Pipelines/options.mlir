@@ -8,6 +8,7 @@
 // RUN: not pa-opt %s --pa-lower-to-nvvm="tokens-in-flight=-2" 2>&1 | FileCheck %s --check-prefix=TOKENS
 // RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not pa-opt %s --pa-lower-to-nvvm="l2-prefetch-bytes=32" 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// RUN: not pa-opt %s --pa-lower-to-nvvm="smem-layout=auto" 2>&1 | FileCheck %s --check-prefix=LAYOUT
 // split-kv-chunk allocates the work list inside the program (host
 // buffers): the GPU pipeline refuses the option. The plan op itself has a
 // kernel (pa_plan_split_kv), for work lists the caller allocates.
@@ -28,6 +29,7 @@
 // TOKENS: pa-lower-to-nvvm: tokens-in-flight must be >= 0
 // FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
 // PREFETCH: pa-lower-to-nvvm: l2-prefetch-bytes must be 64, 128 or 256 (0: none)
+// LAYOUT: pa-lower-to-nvvm: smem-layout must be swizzle or pad
 // PLAN: pa-lower-to-nvvm: split-kv-chunk plans the work list in the IR (pa.plan_split_kv) into buffers the program allocates on the host; on the GPU use split-kv-work-list=true
 // PLANOP: gpu.launch_func @pa_kernels::@pa_plan_split_kv
 // CPUWL: llvm.func @decode(

@@ -15,11 +15,13 @@
 // RUN: not pa-compile --kernels mla --sm-scale 0.07 --group 4 --kv-dtype e4m3 --mla-row-blocks 3 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAFLAGS
 // RUN: not pa-compile --kpe 64 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAONLY
 // RUN: not pa-compile --l2-prefetch-bytes 512 -o %t/bad 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// RUN: not pa-compile --smem-layout diagonal -o %t/bad 2>&1 | FileCheck %s --check-prefix=LAYOUT
 // RUN: not ls %t/bad
 // --help shows pa-compile's options, not LLVM's.
 // RUN: pa-compile --help | FileCheck %s --check-prefix=HELP
 
 // PREFETCH: pa-compile: --l2-prefetch-bytes must be 64, 128 or 256 (0: none)
+// LAYOUT: pa-compile: --smem-layout must be swizzle or pad, got 'diagonal'
 // GROUP: pa-compile: --group 0 is out of [1, 1048576]
 // PAGE: pa-compile: --page-size 2147483648 is out of [1, 1048576]
 // TOKENS: pa-compile: --tokens-in-flight -1 is out of [0, 64]

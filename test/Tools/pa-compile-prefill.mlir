@@ -23,6 +23,10 @@
 // RUN: %ptxas -v --gpu-name=sm_90 %t/w4/kernels.ptx -o %t/w4.cubin 2>&1 | FileCheck %s --check-prefix=PTXASW4
 // RUN: pa-compile --kernels prefill --causal --prefill-variants one --prefill-warps 4 --prefill-tile-kv 64 --page-list-rounds 0 -o %t/w4r | FileCheck %s --check-prefix=LOGW4R
 // RUN: not pa-compile --kernels prefill --page-list-rounds -1 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADL
+// --smem-layout pad: the padded rows of before (512 rows x 272 bytes
+// instead of 512 x 256 swizzled).
+// RUN: pa-compile --kernels prefill --causal --prefill-variants one --smem-layout pad -o %t/pad | FileCheck %s --check-prefix=LOGPAD
+// LOGPAD: prefill tile_q 256, tile_kv 64, smem 139264
 
 // LOG: prefill tile_q 256, tile_kv 64, smem 131072
 // MANIFEST: kernel prefill kernels.cubin pa_prefill
