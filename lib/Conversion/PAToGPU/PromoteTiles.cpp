@@ -13,12 +13,12 @@
 //   sectors it sends (Nsight Compute, H200, 2026-11-26: 100.7 M requested
 //   vs 67.1 M read from DRAM at 64 x 8192 decode). Hence:
 //   - head dims that are a multiple of 64 (rows of whole 128-byte lines;
-//     option swizzle, default on): unpadded rows, 16-byte chunk c of
-//     shared row r at chunk c ^ (r % 8) (the kernel gets the unit
-//     attribute pa.smem_swizzle, which pa-tile-to-mma follows). Both
+//     option smem-layout=swizzle, the default): unpadded rows, 16-byte
+//     chunk c of shared row r at chunk c ^ (r % 8) (the kernel gets the
+//     unit attribute pa.smem_swizzle, which pa-tile-to-mma follows). Both
 //     conditions hold.
 //   - other head dims (80, 96, 112: rows that are not whole lines) or
-//     swizzle=false: rows padded (option row-pad-bytes) by 16 bytes in
+//     smem-layout=pad: rows padded (option row-pad-bytes) by 16 bytes in
 //     prefill kernels (conflict-free ldmatrix), by 32 in decode kernels
 //     (memory-bound: sector-aligned rows streamed 2-4% faster at large
 //     sizes despite 2-way ldmatrix bank conflicts, which cost prefill 15%).
@@ -138,7 +138,7 @@ struct Layout {
     return warpLocal() ? kvChunks() / kvWarps : kvChunks();
   }
   /// Rows XOR-swizzled (kSmemSwizzleAttr) rather than padded: rows of
-  /// `elem` of a multiple of 128 bytes, with the option `swizzle`.
+  /// `elem` of a multiple of 128 bytes, with smem-layout=swizzle.
   bool swizzle = false;
   /// Padding of a padded shared-memory row in bytes (16 or 32).
   int64_t padBytes = 16;
