@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <vector>
 
 using namespace pa::rt;
@@ -136,10 +137,11 @@ void checkDecodePlan(const DecodePlan &plan, const std::vector<int64_t> &lens) {
 }
 
 /// A prefill plan's items: tiles of [qoStart, qoEnd) (rows of the request)
-/// cover each request's queries exactly once; a tile's items (adjacent)
-/// cut its keys into consecutive chunks from 0, at most kvChunk each, never
-/// past the request's kv_len; only split plans have tiles of several items,
-/// and their merge segments are a CSR over the partial rows.
+/// cover each request's queries exactly once; a tile's items cut its keys
+/// into consecutive chunks from 0, at most kvChunk each, never past the
+/// request's kv_len; only split plans have tiles of several items, and
+/// their merge segments are a CSR over the partial rows; the items come
+/// heaviest first (non-increasing keys, then queries).
 void checkPrefillPlan(const PrefillPlan &plan, I32Span qoIndptr,
                       const std::vector<int64_t> &lens, int64_t rows) {
   const PrefillWorkList &w = plan.work;
@@ -149,6 +151,10 @@ void checkPrefillPlan(const PrefillPlan &plan, I32Span qoIndptr,
   CHECK(w.qoStart.size() == n && w.qoEnd.size() == n && w.kvStart.size() == n &&
         w.kvEnd.size() == n);
   std::vector<int64_t> rowsCovered(static_cast<size_t>(batch), 0);
+  // (request, qoStart) -> the tile's qoEnd and its items' key ranges.
+  std::map<std::pair<int32_t, int32_t>,
+           std::pair<int32_t, std::vector<std::pair<int32_t, int32_t>>>>
+      tiles;
   for (size_t i = 0; i < n; ++i) {
     int32_t b = w.request[i];
     CHECK(b >= 0 && b < batch);
@@ -159,14 +165,28 @@ void checkPrefillPlan(const PrefillPlan &plan, I32Span qoIndptr,
     CHECK(w.kvStart[i] <= w.kvEnd[i] &&
           w.kvEnd[i] <= lens[static_cast<size_t>(b)] &&
           w.kvEnd[i] - w.kvStart[i] <= plan.kvChunk);
-    bool sameTile = i > 0 && w.request[i - 1] == b &&
-                    w.qoStart[i - 1] == w.qoStart[i];
-    if (sameTile) {
-      CHECK(plan.split && w.kvStart[i] == w.kvEnd[i - 1] &&
-            w.kvStart[i] < w.kvEnd[i]);
-    } else {
-      CHECK(w.kvStart[i] == 0);
+    if (i > 0) {
+      int64_t prev = w.kvEnd[i - 1] - w.kvStart[i - 1];
+      int64_t cur = w.kvEnd[i] - w.kvStart[i];
+      CHECK(prev > cur || (prev == cur && w.qoEnd[i - 1] - w.qoStart[i - 1] >=
+                                              w.qoEnd[i] - w.qoStart[i]));
+    }
+    auto &tile = tiles[{b, w.qoStart[i]}];
+    if (tile.second.empty()) {
+      tile.first = w.qoEnd[i];
       rowsCovered[static_cast<size_t>(b)] += w.qoEnd[i] - w.qoStart[i];
+    }
+    CHECK(tile.first == w.qoEnd[i]);
+    tile.second.push_back({w.kvStart[i], w.kvEnd[i]});
+  }
+  for (auto &[key, tile] : tiles) {
+    std::vector<std::pair<int32_t, int32_t>> &chunks = tile.second;
+    std::sort(chunks.begin(), chunks.end());
+    CHECK(chunks.size() == 1 || plan.split);
+    int32_t next = 0;
+    for (auto [kv0, kv1] : chunks) {
+      CHECK(kv0 == next && (kv0 < kv1 || chunks.size() == 1));
+      next = kv1;
     }
   }
   for (int64_t b = 0; b < batch; ++b)
