@@ -167,14 +167,19 @@ struct MmaFragments {
 /// sectors, 32-byte padding gives 2-way conflicts).
 inline constexpr llvm::StringLiteral kSmemSwizzleAttr = "pa.smem_swizzle";
 
+/// What a swizzled tile XORs into the columns of shared row `row`, of
+/// `chunkElems` elements per 16-byte chunk: (row % 8) * chunkElems.
+inline Value swizzleMask(Emitter &e, Value row, int64_t chunkElems) {
+  return e.mul(e.andi(row, e.idx(7)), e.idx(chunkElems));
+}
+
 /// Where element `col` of shared row `row` lies in a swizzled tile of
-/// `chunkElems` elements per 16-byte chunk (col ^ (row % 8) * chunkElems;
-/// the element's place within its chunk is kept).
+/// `chunkElems` elements per 16-byte chunk (col ^ swizzleMask; the
+/// element's place within its chunk is kept).
 inline Value swizzleCol(Emitter &e, Value row, Value col,
                         int64_t chunkElems) {
-  Value r8 = e.andi(row, e.idx(7));
   return arith::XOrIOp::create(e.b, e.loc, col,
-                               e.mul(r8, e.idx(chunkElems)));
+                               swizzleMask(e, row, chunkElems));
 }
 
 /// True for a memref with the identity layout (what the kernels index).

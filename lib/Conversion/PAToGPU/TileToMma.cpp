@@ -195,11 +195,13 @@ private:
     if (!swizzle)
       return ldmatrix(t.base, e.add(e.idx(t.row0), row),
                       e.add(e.idx(t.col0), col), transpose);
+    if (t.col0 % 64 != 0) {
+      auto [r, cc] = at(t, row, col);
+      return ldmatrix(t.base, r, cc, transpose);
+    }
     Value r = e.add(e.idx(t.row0), row);
-    if (t.col0 % 64 != 0)
-      return ldmatrix(t.base, r, at(t, row, col).second, transpose);
-    Value lanePart = arith::XOrIOp::create(
-        b, loc, e.mul(half, e.idx(8)), e.mul(e.andi(r, e.idx(7)), e.idx(8)));
+    Value lanePart = arith::XOrIOp::create(b, loc, e.mul(half, e.idx(8)),
+                                           swizzleMask(e, r, 8));
     Value swz = e.add(e.idx(t.col0 + (kk / 4) * 64),
                       arith::XOrIOp::create(b, loc, lanePart,
                                             e.idx((kk % 4) * 16)));
