@@ -45,7 +45,7 @@ if [[ "${PA_SKIP_DECODE:-0}" != 1 ]]; then
   for c in "${configs[@]}"; do
     read -r name hkv g d p dt lay kv <<<"$c"
     "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
-      --dtype "$dt" --layout "$lay" --kv "$kv" --chip sm_90 -o "$out/$name"
+      --dtype "$dt" --layout "$lay" --kv "$kv" --chip sm_90a -o "$out/$name"
   done
 fi
 
@@ -76,7 +76,7 @@ if [[ "${PA_SKIP_FORCED:-0}" != 1 ]]; then
     read -r name hkv g d p dt lay kv flags <<<"$c"
     # shellcheck disable=SC2086
     "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
-      --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} --chip sm_90 \
+      --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} --chip sm_90a \
       -o "$out/$name"
   done
 fi
@@ -111,7 +111,7 @@ if [[ "${PA_SKIP_PREFILL:-0}" != 1 ]]; then
     # shellcheck disable=SC2086
     "$pac" --kernels prefill --kv-heads "$hkv" --group "$g" --head-dim "$d" \
       --page-size "$p" --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} \
-      --chip sm_90 -o "$out/$name"
+      --chip sm_90a -o "$out/$name"
   done
 fi
 
@@ -147,6 +147,6 @@ if [[ "${PA_SKIP_FP8:-0}" != 1 ]]; then
     # shellcheck disable=SC2086
     "$pac" --kv-heads "$hkv" --group "$g" --head-dim "$d" --page-size "$p" \
       --dtype "$dt" --layout "$lay" --kv "$kv" --kv-dtype "$kvd" \
-      --kv-scale "$kvs" ${flags:-} --chip sm_90 -o "$out/$name"
+      --kv-scale "$kvs" ${flags:-} --chip sm_90a -o "$out/$name"
   done
 fi

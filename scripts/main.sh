@@ -39,7 +39,10 @@ mkdir -p "$out"
 echo "  PTX for sm_90 in $out/decode-sm90.mlir"
 "$paopt" "$root/examples/prefill-gpu.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
   -o "$out/prefill-sm90.mlir"
-echo "  PTX for sm_90 in $out/prefill-sm90.mlir (tensor-core prefill)"
+echo "  PTX for sm_90 in $out/prefill-sm90.mlir (tensor-core prefill, mma.sync)"
+"$paopt" "$root/examples/prefill-gpu.mlir" --pa-lower-to-nvvm="chip=sm_90a format=isa" \
+  -o "$out/prefill-sm90a.mlir"
+echo "  PTX for sm_90a in $out/prefill-sm90a.mlir (tensor-core prefill, wgmma)"
 "$paopt" "$root/examples/cascade.mlir" --pa-lower-to-nvvm="chip=sm_90 format=isa" \
   -o "$out/cascade-sm90.mlir"
 echo "  PTX for sm_90 in $out/cascade-sm90.mlir (a prefill per level and the merge)"
@@ -49,27 +52,27 @@ echo "  PTX for sm_90 in $out/mla-decode-sm90.mlir (MLA decode, tensor cores)"
 if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "$build/bin/pa-compile" --head-dim 128 --page-size 16 --kv-heads 8 --group 4 \
-    --layout nhd --dtype f16 --kv joint --chip sm_90 -o "$out/bundle-gqa4"
+    --layout nhd --dtype f16 --kv joint --chip sm_90a -o "$out/bundle-gqa4"
   # ptxas's resource report of the kernels that ship: registers, spills,
   # shared memory (test/Pipelines/decode-shape-sweep.mlir checks every
   # configuration for spills).
-  ptxas -v --gpu-name=sm_90 "$out/bundle-gqa4/kernels.ptx" -o /dev/null 2>&1 \
+  ptxas -v --gpu-name=sm_90a "$out/bundle-gqa4/kernels.ptx" -o /dev/null 2>&1 \
     | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
   cat "$out/bundle-gqa4/bundle.manifest" | sed 's/^/    /'
   "$build/bin/pa-compile" --kernels prefill --causal --head-dim 128 \
     --page-size 16 --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint \
-    --chip sm_90 -o "$out/bundle-prefill-gqa4"
-  ptxas -v --gpu-name=sm_90 "$out/bundle-prefill-gqa4/kernels.ptx" -o /dev/null 2>&1 \
+    --chip sm_90a -o "$out/bundle-prefill-gqa4"
+  ptxas -v --gpu-name=sm_90a "$out/bundle-prefill-gqa4/kernels.ptx" -o /dev/null 2>&1 \
     | grep -E "Compiling entry|spill|Used" | sed 's/^ptxas info *: */    /'
   # The cascade's bundle: decode, non-causal prefill (split-KV), merges.
   "$build/bin/pa-compile" --kernels all --head-dim 128 --page-size 16 \
-    --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint --chip sm_90 \
+    --kv-heads 8 --group 4 --layout nhd --dtype f16 --kv joint --chip sm_90a \
     -o "$out/bundle-all-gqa4"
   grep '^kernel' "$out/bundle-all-gqa4/bundle.manifest" | sed 's/^/    /'
   # examples/mla-decode.mlir's configuration (DeepSeek-V3, weights absorbed).
   "$build/bin/pa-compile" --kernels mla --head-dim 512 --kpe 64 \
     --mla-heads 128 --page-size 64 --dtype bf16 --sm-scale 0.0721687824 \
-    --chip sm_90 -o "$out/bundle-mla"
+    --chip sm_90a -o "$out/bundle-mla"
 else
   echo "  (no ptxas: PTX only, no cubin)"
 fi

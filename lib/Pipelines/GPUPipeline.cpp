@@ -41,6 +41,10 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.mlaRowBlocks = opts.mlaRowBlocks;
   tile.mlaWarpBlocks = opts.mlaWarpBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
+  // auto: wgmma where the target has it (sm_90a) and the op fits it.
+  tile.prefillMma = opts.prefillMma == "auto" && opts.chip != "sm_90a"
+                        ? std::string("mma.sync")
+                        : opts.prefillMma.getValue();
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));
@@ -69,6 +73,7 @@ void mlir::pa::buildGPUKernelsToBinaryPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64;
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAWgmmaSmemAlign());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());

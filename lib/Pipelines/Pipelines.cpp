@@ -113,6 +113,13 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "decode-kv-stages must be 2, 3 or 4 (0: 2)";
   if (o.splitKVMerge != "fused" && o.splitKVMerge != "separate")
     return "split-kv-merge must be fused or separate";
+  if (o.prefillMma != "mma.sync" && o.prefillMma != "wgmma" &&
+      o.prefillMma != "auto")
+    return "prefill-mma must be mma.sync, wgmma or auto";
+  if (o.prefillMma == "wgmma" && o.chip != "sm_90a")
+    return "prefill-mma=wgmma needs chip=sm_90a (wgmma is an sm_90a "
+           "instruction), got chip=" +
+           o.chip.getValue();
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

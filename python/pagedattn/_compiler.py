@@ -42,7 +42,7 @@ class Config:
     positions: bool = False
     custom_mask: bool = False
     alibi: bool = False
-    chip: str = "sm_90"
+    chip: str = "sm_90a"
     lse_base2: bool = False
     # kernels "mla": head_dim is D_ckv, group the query heads (kv_heads 1),
     # kpe D_kpe.

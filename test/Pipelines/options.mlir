@@ -9,6 +9,8 @@
 // RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not pa-opt %s --pa-lower-to-nvvm="l2-prefetch-bytes=32" 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not pa-opt %s --pa-lower-to-nvvm="smem-layout=auto" 2>&1 | FileCheck %s --check-prefix=LAYOUT
+// RUN: not pa-opt %s --pa-lower-to-nvvm="prefill-mma=hopper" 2>&1 | FileCheck %s --check-prefix=MMA
+// RUN: not pa-opt %s --pa-lower-to-nvvm="prefill-mma=wgmma chip=sm_80" 2>&1 | FileCheck %s --check-prefix=MMACHIP
 // split-kv-chunk allocates the work list inside the program (host
 // buffers): the GPU pipeline refuses the option. The plan op itself has a
 // kernel (pa_plan_split_kv), for work lists the caller allocates.
@@ -30,6 +32,8 @@
 // FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
 // PREFETCH: pa-lower-to-nvvm: l2-prefetch-bytes must be 64, 128 or 256 (0: none)
 // LAYOUT: pa-lower-to-nvvm: smem-layout must be swizzle or pad
+// MMA: pa-lower-to-nvvm: prefill-mma must be mma.sync, wgmma or auto
+// MMACHIP: pa-lower-to-nvvm: prefill-mma=wgmma needs chip=sm_90a (wgmma is an sm_90a instruction), got chip=sm_80
 // PLAN: pa-lower-to-nvvm: split-kv-chunk plans the work list in the IR (pa.plan_split_kv) into buffers the program allocates on the host; on the GPU use split-kv-work-list=true
 // PLANOP: gpu.launch_func @pa_kernels::@pa_plan_split_kv
 // CPUWL: llvm.func @decode(

@@ -3,7 +3,7 @@
 // with a second kernel, prefill_short: the same prefill with 4 warps (a
 // 128-row query tile), in its own binary, for the planner's short batches.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: pa-compile --kernels prefill --causal -o %t/two | FileCheck %s --check-prefix=LOG
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal -o %t/two | FileCheck %s --check-prefix=LOG
 // RUN: FileCheck %s --check-prefix=TWO < %t/two/bundle.manifest
 // RUN: ls %t/two | FileCheck %s --check-prefix=FILES
 // The short kernels are pa-opt's pipeline with prefill-warps=4 on their
@@ -12,30 +12,30 @@
 // RUN: diff %t/opt4.ptx %t/two/prefill_short.ptx
 // RUN: %ptxas -v --gpu-name=sm_90 %t/two/prefill_short.ptx -o %t/short.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // --kernels all: decode, split-KV and both prefill kernels.
-// RUN: pa-compile --kernels all --causal -o %t/all | FileCheck %s --check-prefix=LOGALL
+// RUN: pa-compile --chip sm_90 --kernels all --causal -o %t/all | FileCheck %s --check-prefix=LOGALL
 // RUN: FileCheck %s --check-prefix=ALL < %t/all/bundle.manifest
-// RUN: pa-compile --kernels all --topk-ratio 0.5 -o %t/half
+// RUN: pa-compile --chip sm_90 --kernels all --topk-ratio 0.5 -o %t/half
 // RUN: FileCheck %s --check-prefix=HALF < %t/half/bundle.manifest
-// RUN: not pa-compile --kernels all --topk-ratio 1.5 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADRATIO
+// RUN: not pa-compile --chip sm_90 --kernels all --topk-ratio 1.5 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADRATIO
 // A shape flag, --prefill-variants one, a head dim above 128 (whose
 // default is already 4 warps) or a group above 128: only the prefill
 // kernel.
-// RUN: pa-compile --kernels prefill --causal --prefill-warps 8 -o %t/warps | FileCheck %s --check-prefix=ONELOG
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-warps 8 -o %t/warps | FileCheck %s --check-prefix=ONELOG
 // RUN: FileCheck %s --check-prefix=ONE < %t/warps/bundle.manifest
-// RUN: pa-compile --kernels prefill --causal --prefill-tile-kv 64 -o %t/tilekv
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-tile-kv 64 -o %t/tilekv
 // RUN: FileCheck %s --check-prefix=ONE < %t/tilekv/bundle.manifest
-// RUN: pa-compile --kernels prefill --causal --prefill-warp-rows 16 -o %t/rows
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-warp-rows 16 -o %t/rows
 // RUN: FileCheck %s --check-prefix=ONE < %t/rows/bundle.manifest
-// RUN: pa-compile --kernels prefill --causal --prefill-variants one -o %t/one
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-variants one -o %t/one
 // RUN: FileCheck %s --check-prefix=ONE < %t/one/bundle.manifest
 // RUN: ls %t/one | FileCheck %s --check-prefix=ONEFILES
-// RUN: pa-compile --kernels prefill --causal --head-dim 192 --kv-heads 2 -o %t/d192
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --head-dim 192 --kv-heads 2 -o %t/d192
 // RUN: FileCheck %s --check-prefix=ONE < %t/d192/bundle.manifest
 // A group larger than the short tile's 128 rows (the default's 256 hold it):
-// RUN: pa-compile --kernels prefill --causal --group 256 --kv-heads 1 -o %t/g256
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --group 256 --kv-heads 1 -o %t/g256
 // RUN: FileCheck %s --check-prefix=ONE < %t/g256/bundle.manifest
 // Recompiling a bundle directory without the short kernel removes its files.
-// RUN: pa-compile --kernels prefill --causal --prefill-variants one -o %t/two
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-variants one -o %t/two
 // RUN: FileCheck %s --check-prefix=ONE < %t/two/bundle.manifest
 // RUN: ls %t/two | FileCheck %s --check-prefix=ONEFILES
 

@@ -1,6 +1,6 @@
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: pa-compile --kernels prefill --causal -o %t/gqa4 | FileCheck %s --check-prefix=LOG
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal -o %t/gqa4 | FileCheck %s --check-prefix=LOG
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/gqa4/bundle.manifest
 // The shipping kernel is pa-opt's pipeline on the same program:
 // RUN: pa-opt %t/gqa4/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt.ptx
@@ -9,23 +9,23 @@
 // D = 128 with XOR-swizzled shared memory, 96 with padded rows; docs/GPU.md).
 // RUN: %ptxas -v --gpu-name=sm_90 %t/gqa4/kernels.ptx -o %t/gqa4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Every mask option and a bf16 split HND cache with 4 warps of 32 keys:
-// RUN: pa-compile --kernels prefill --dtype bf16 --kv split --layout hnd --head-dim 96 --page-size 5 --positions --custom-mask --alibi --lse-base2 --sm-scale 0.25 --logits-soft-cap 30 --prefill-warps 4 --prefill-tile-kv 32 -o %t/masks | FileCheck %s --check-prefix=LOG2
+// RUN: pa-compile --chip sm_90 --kernels prefill --dtype bf16 --kv split --layout hnd --head-dim 96 --page-size 5 --positions --custom-mask --alibi --lse-base2 --sm-scale 0.25 --logits-soft-cap 30 --prefill-warps 4 --prefill-tile-kv 32 -o %t/masks | FileCheck %s --check-prefix=LOG2
 // RUN: FileCheck %s --check-prefix=MASKS < %t/masks/bundle.manifest
-// RUN: not pa-compile --kernels prefill --prefill-warps 6 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not pa-compile --kernels prefill --rescale-threshold 16 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADT
+// RUN: not pa-compile --chip sm_90 --kernels prefill --prefill-warps 6 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not pa-compile --chip sm_90 --kernels prefill --rescale-threshold 16 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADT
 // 4 warps over 64-key tiles at D = 128: 8 copy rounds a thread, so the
 // pages go through a page list in shared memory (2 stages x 5 i32 after the
 // 98304 bytes of swizzled tiles) and the prefill kernel spills under 200
 // bytes (160; 104 with padded rows, 172-184 padded with one register per
 // round, docs/GPU.md "Stage 2");
 // --page-list-rounds 0 keeps the registers and the tiles' size.
-// RUN: pa-compile --kernels prefill --causal --prefill-variants one --prefill-warps 4 --prefill-tile-kv 64 -o %t/w4 | FileCheck %s --check-prefix=LOGW4
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-variants one --prefill-warps 4 --prefill-tile-kv 64 -o %t/w4 | FileCheck %s --check-prefix=LOGW4
 // RUN: %ptxas -v --gpu-name=sm_90 %t/w4/kernels.ptx -o %t/w4.cubin 2>&1 | FileCheck %s --check-prefix=PTXASW4
-// RUN: pa-compile --kernels prefill --causal --prefill-variants one --prefill-warps 4 --prefill-tile-kv 64 --page-list-rounds 0 -o %t/w4r | FileCheck %s --check-prefix=LOGW4R
-// RUN: not pa-compile --kernels prefill --page-list-rounds -1 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADL
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-variants one --prefill-warps 4 --prefill-tile-kv 64 --page-list-rounds 0 -o %t/w4r | FileCheck %s --check-prefix=LOGW4R
+// RUN: not pa-compile --chip sm_90 --kernels prefill --page-list-rounds -1 -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADL
 // --smem-layout pad: the padded rows of before (512 rows x 272 bytes
 // instead of 512 x 256 swizzled).
-// RUN: pa-compile --kernels prefill --causal --prefill-variants one --smem-layout pad -o %t/pad | FileCheck %s --check-prefix=LOGPAD
+// RUN: pa-compile --chip sm_90 --kernels prefill --causal --prefill-variants one --smem-layout pad -o %t/pad | FileCheck %s --check-prefix=LOGPAD
 // LOGPAD: prefill tile_q 256, tile_kv 64, smem 139264
 
 // LOG: prefill tile_q 256, tile_kv 64, smem 131072

@@ -1,6 +1,6 @@
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: pa-compile --group 7 --decode-kernel cuda-core -o %t/g7 | FileCheck %s --check-prefix=G7
+// RUN: pa-compile --chip sm_90 --group 7 --decode-kernel cuda-core -o %t/g7 | FileCheck %s --check-prefix=G7
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/g7/bundle.manifest
 // The kernels that ship are those of pa-opt's pipeline on the same program
 // (same passes, same tuned shape):
@@ -8,18 +8,18 @@
 // RUN: diff %t/opt.ptx %t/g7/kernels.ptx
 // By default (decode-kernel auto) a group of 4 with f16 data gets the
 // tensor-core decode, the same kernel as pa-opt's default pipeline:
-// RUN: pa-compile --group 4 -o %t/g4 | FileCheck %s --check-prefix=TC
+// RUN: pa-compile --chip sm_90 --group 4 -o %t/g4 | FileCheck %s --check-prefix=TC
 // RUN: FileCheck %s --check-prefix=TCMANIFEST < %t/g4/bundle.manifest
 // RUN: pa-opt %t/g4/program.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | %python %S/../Pipelines/Inputs/ptx_of.py > %t/opt4.ptx
 // RUN: diff %t/opt4.ptx %t/g4/kernels.ptx
-// RUN: not pa-compile --decode-kernel simd -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADKERNEL
+// RUN: not pa-compile --chip sm_90 --decode-kernel simd -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADKERNEL
 // A group of 16 at head dim 256 compiles by default (two chunks of 8 heads).
-// RUN: pa-compile --group 16 --head-dim 256 --kv-heads 2 --layout hnd --kv split --dtype bf16 --decode-kernel cuda-core -o %t/g16 | FileCheck %s --check-prefix=G16
+// RUN: pa-compile --chip sm_90 --group 16 --head-dim 256 --kv-heads 2 --layout hnd --kv split --dtype bf16 --decode-kernel cuda-core -o %t/g16 | FileCheck %s --check-prefix=G16
 // RUN: FileCheck %s --check-prefix=SPLIT < %t/g16/bundle.manifest
 // --split-kv-merge separate keeps split-KV decode as two kernels.
-// RUN: pa-compile --group 7 --decode-kernel cuda-core --split-kv-merge separate -o %t/sep
+// RUN: pa-compile --chip sm_90 --group 7 --decode-kernel cuda-core --split-kv-merge separate -o %t/sep
 // RUN: FileCheck %s --check-prefix=SEP < %t/sep/bundle.manifest
-// RUN: not pa-compile --split-kv-merge later -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADMERGE
+// RUN: not pa-compile --chip sm_90 --split-kv-merge later -o %t/bad 2>&1 | FileCheck %s --check-prefix=BADMERGE
 
 // TC: pa-compile: {{.*}}g4 ({{[0-9]+}} bytes cubin, {{.*}} ms to cubin; tensor-core decode tile_q 16, tile_kv 64, kv_warps 4, smem 69632)
 // TCMANIFEST: kernel decode kernels.cubin pa_decode

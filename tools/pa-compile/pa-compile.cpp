@@ -29,6 +29,7 @@
 
 #include "PagedAttn/Bundle/BundleWriter.h"
 #include "PagedAttn/Conversion/KernelABI.h"
+#include "PagedAttn/Conversion/Passes.h"
 #include "PagedAttn/Dialect/PA.h"
 #include "PagedAttn/Pipelines/Pipelines.h"
 #include "PagedAttn/Runtime/Bundle.h"
@@ -96,8 +97,10 @@ static cl::opt<std::string>
                     "kernels_cpu.so and cpu.manifest (docs/Runtime.md, "
                     "\"CPU bundles\"; links with the system cc)"),
            cl::cat(category));
-static cl::opt<std::string> chip("chip", cl::init("sm_90"),
-                                 cl::desc("sm_80 | sm_90 | ..."),
+static cl::opt<std::string> chip(
+    "chip", cl::init("sm_90a"),
+    cl::desc("sm_80 | sm_90 | sm_90a | ... (sm_90a: H100 / H200, whose "
+             "prefill kernels then use wgmma, see --prefill-mma)"),
                                  cl::cat(category));
 static cl::opt<int64_t> ctaThreads("cta-threads", cl::init(128),
                                    cl::desc("Threads per CTA"),
@@ -149,6 +152,15 @@ static cl::opt<std::string> smemLayout(
              "c of row r at c ^ r % 8, unpadded, where the head dim is a "
              "multiple of 64; other head dims padded) or pad (padded rows "
              "everywhere)"),
+    cl::cat(category));
+static cl::opt<std::string> prefillMma(
+    "prefill-mma", cl::init("auto"),
+    cl::desc("Tensor-core instructions of the prefill kernels: mma.sync "
+             "(ldmatrix + mma.sync, sm_80 and later), wgmma (Hopper "
+             "warpgroup MMAs over shared-memory descriptors; needs --chip "
+             "sm_90a and a head dim that is a multiple of 64) or auto "
+             "(wgmma for --chip sm_90a where the prefill fits it, else "
+             "mma.sync)"),
     cl::cat(category));
 static cl::opt<int64_t> l2PrefetchBytes(
     "l2-prefetch-bytes", cl::init(128),
@@ -279,13 +291,24 @@ bool wantPrefill() { return kernelSet == "prefill" || kernelSet == "all"; }
 /// of its query tile (4 warps x the default 32 rows up to head dim 128).
 constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
 
+/// True when the bundle's prefill kernels use wgmma (--prefill-mma, for
+/// --chip sm_90a with auto).
+bool prefillWgmma() {
+  return prefillMma == "wgmma" ||
+         (prefillMma == "auto" && chip == "sm_90a" &&
+          mlir::pa::prefillFitsWgmma(headDim, !kvDtype.empty(), prefillWarps,
+                                     prefillWarpRows, prefillKVWarps,
+                                     prefillTileKV));
+}
+
 /// True when the bundle gets a second prefill kernel, prefill_short: the
 /// prefill kernel has the default shape (no shape flag; 0 is the default),
 /// whose 8 warps x 32 rows up to head dim 128 leave room for the 4-warp
 /// tile (above 128 the default is already 4 warps), a GQA group fits the
 /// smaller tile, and --prefill-variants is auto.
 bool wantPrefillShort() {
-  return wantPrefill() && prefillVariants == "auto" && prefillWarps == 0 &&
+  return wantPrefill() && !prefillWgmma() && prefillVariants == "auto" &&
+         prefillWarps == 0 &&
          prefillWarpRows == 0 && prefillTileKV == 0 && prefillKVWarps == 0 &&
          headDim <= 128 &&
          group <= kShortPrefillRows;
@@ -333,6 +356,13 @@ bool checkFlags() {
   if (smemLayout != "swizzle" && smemLayout != "pad")
     fail("--smem-layout must be swizzle or pad, got '" + smemLayout.getValue() +
          "'");
+  if (prefillMma != "mma.sync" && prefillMma != "wgmma" &&
+      prefillMma != "auto")
+    fail("--prefill-mma must be mma.sync, wgmma or auto, got '" +
+         prefillMma.getValue() + "'");
+  if (prefillMma == "wgmma" && chip != "sm_90a")
+    fail("--prefill-mma wgmma needs --chip sm_90a (wgmma is an sm_90a "
+         "instruction), got --chip " + chip.getValue());
   if (rowPadBytes != 0 && rowPadBytes != 16 && rowPadBytes != 32)
     fail("--row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else "
          "16)");
@@ -934,6 +964,7 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
 void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
                         int64_t warps = 0) {
   opts.chip = chip;
+  opts.prefillMma = prefillMma;
   opts.format = format.str();
   opts.ctaThreads = ctaThreads;
   opts.tokensInFlight = tokensInFlight;

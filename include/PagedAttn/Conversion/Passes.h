@@ -26,6 +26,16 @@ void populatePATileToLoopsPatterns(RewritePatternSet &patterns);
 /// or f32 to integer arithmetic (the patterns of pa-expand-fp8).
 void populatePAExpandFP8Patterns(RewritePatternSet &patterns);
 
+/// Whether convert-pa-to-gpu's wgmma prefill kernel (prefill-mma=wgmma:
+/// Hopper warpgroup MMAs) can run a prefill of head dim `headDim` (over an
+/// fp8 cache when `fp8Cache`) with the prefill shape options `warps`,
+/// `warpRows`, `kvWarps`, `tileKV` (0: the default): a head dim that is a
+/// multiple of 64, K / V of the queries' type, 4 or 8 warps (one or two
+/// warpgroups) of 16 rows, no key split, KV tiles of a multiple of 16 keys
+/// up to 128. prefill-mma=auto takes wgmma where this holds.
+bool prefillFitsWgmma(int64_t headDim, bool fp8Cache, int64_t warps,
+                      int64_t warpRows, int64_t kvWarps, int64_t tileKV);
+
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"
 

@@ -168,6 +168,14 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "Warps of the prefill kernel that split each KV tile's keys (a "
            "softmax state each, merged at the store) rather than its rows: "
            "1 or prefill-warps (0: 1)">,
+    Option<"prefillMma", "prefill-mma", "std::string",
+           /*default=*/"\"mma.sync\"",
+           "Tensor-core instructions of the prefill kernels: mma.sync "
+           "(ldmatrix + mma.sync m16n8k16, sm_80 and later), wgmma (Hopper "
+           "warpgroup MMAs reading Q / K / V from shared memory through "
+           "matrix descriptors, P from registers; compile for sm_90a; a head "
+           "dim that is a multiple of 64, no fp8 cache, 16 rows a warp, no "
+           "key split) or auto (wgmma where the op fits it, else mma.sync)">,
     Option<"decodeKernel", "decode-kernel", "std::string",
            /*default=*/"\"auto\"",
            "pa.decode / pa.decode_partial kernel: cuda-core (the lane-group "
@@ -379,6 +387,33 @@ def PACpAsyncL2Prefetch : Pass<"pa-cp-async-l2-prefetch"> {
            "L2 prefetch size of each copy: 64, 128 or 256 (0: none, the "
            "copies stay as they are)">
   ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def PAWgmmaSmemAlign : Pass<"pa-wgmma-smem-align"> {
+  let summary = "Align dynamic shared memory to 1024 bytes for wgmma kernels";
+  let description = [{
+    A kernel with the `pa.wgmma` attribute (convert-pa-to-gpu's
+    `prefill-mma=wgmma`) reads its shared tiles through wgmma matrix
+    descriptors in the 128-byte swizzle layout, whose pattern repeats every
+    1024 bytes and is taken from the address bits: each tile must start on
+    a 1024-byte boundary of the shared window (pa-promote-tiles places the
+    tiles at multiples of 1024 bytes from the start of dynamic shared
+    memory). `convert-gpu-to-nvvm` declares dynamic shared memory
+    (`__dynamic_shmem__N`) 16-byte aligned; in a gpu.module holding such a
+    kernel this pass raises the alignment of those globals to 1024. Other
+    modules are left alone (the CUDA-core kernels' static shared memory
+    would otherwise pay up to 1008 bytes of padding).
+
+    ```mlir
+    llvm.mlir.global internal @__dynamic_shmem__0()
+        {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+    // becomes, beside an llvm.func with `pa.wgmma`,
+    llvm.mlir.global internal @__dynamic_shmem__0()
+        {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+    ```
+    Run it on gpu.module bodies after `convert-gpu-to-nvvm`.
+  }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 

@@ -186,6 +186,14 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "
                      "once: 2, 3 or 4 (0: 2)"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> prefillMma{
+      *this, "prefill-mma",
+      llvm::cl::desc("Tensor-core instructions of the prefill kernels: "
+                     "mma.sync (sm_80 and later), wgmma (Hopper warpgroup "
+                     "MMAs; needs chip=sm_90a and a head dim that is a "
+                     "multiple of 64) or auto (wgmma for chip=sm_90a where "
+                     "the op fits it, else mma.sync)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> splitKVMerge{
       *this, "split-kv-merge",
       llvm::cl::desc("Split-KV decode: fused (decode_partial and its merge in "

@@ -182,6 +182,34 @@ inline Value swizzleCol(Emitter &e, Value row, Value col,
                                swizzleMask(e, row, chunkElems));
 }
 
+/// A prefill kernel whose tile matmuls are Hopper warpgroup MMAs
+/// (wgmma.mma_async, sm_90a; convert-pa-to-gpu's prefill-mma=wgmma): Q, K
+/// and V are read from shared memory through wgmma matrix descriptors, so
+/// pa-promote-tiles stores each [n][D] tile in the canonical 128-byte
+/// swizzle layout those describe (wgmmaIndex) and pa-tile-to-mma emits
+/// wgmma rather than ldmatrix / mma.sync.
+inline constexpr llvm::StringLiteral kWgmmaAttr = "pa.wgmma";
+
+/// Where element (row, col) of the [rows][D] tile that starts at shared row
+/// `row0` lies in shared memory of [..][D] rows in a kWgmmaAttr kernel: the
+/// tile is D / 64 column blocks of [rows][64], one after the other, each
+/// row of a block one 128-byte line with its 16-byte chunk c at c ^ (row %
+/// 8) (row0 % 8 == 0). At tile offset (col / 64) * rows * 64 + row * 64 +
+/// ((col % 64) ^ (row % 8) * 8) elements, so that the 8 rows of a core
+/// matrix are 1024 contiguous bytes (a descriptor's stride byte offset) and
+/// the column blocks `rows` * 128 bytes apart (its leading byte offset).
+inline std::pair<Value, Value> wgmmaIndex(Emitter &e, int64_t row0,
+                                          int64_t rows, int64_t headDim,
+                                          Value row, Value col) {
+  Value inBlock = arith::XOrIOp::create(e.b, e.loc, e.remui(col, e.idx(64)),
+                                        swizzleMask(e, row, 8));
+  Value line = e.add(e.mul(e.divui(col, e.idx(64)), e.idx(rows)), row);
+  int64_t linesPerRow = headDim / 64;
+  return {e.add(e.idx(row0), e.divui(line, e.idx(linesPerRow))),
+          e.add(e.mul(e.remui(line, e.idx(linesPerRow)), e.idx(64)),
+                inBlock)};
+}
+
 /// True for a memref with the identity layout (what the kernels index).
 inline bool isIdentityMemRef(Type t) {
   auto m = dyn_cast<MemRefType>(t);
@@ -226,11 +254,16 @@ FailureOr<gpu::GPUFuncOp> createSegmentKernel(Operation *op,
                                               int64_t threads,
                                               IRMapping &mapping);
 
+/// The tensor-core instructions of a prefill kernel (prefill-mma): mma.sync,
+/// wgmma, or wgmma where the op fits it (prefillFitsWgmma), else mma.sync.
+enum class PrefillMma { Sync, Wgmma, Auto };
+
 /// The tile kernel shape asked for by the pass options (0: default): for a
 /// prefill the prefill-* options, for the tensor-core decode its KV tile
 /// and K/V stages (decode-tile-kv, decode-kv-stages).
 struct PrefillShape {
   int64_t warps = 0, tileKV = 0, warpRows = 0, kvWarps = 0, kvStages = 0;
+  PrefillMma mma = PrefillMma::Sync;
 };
 
 /// Checks that convert-pa-to-gpu can build the tile kernel of `op` (a

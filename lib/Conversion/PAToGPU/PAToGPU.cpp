@@ -594,8 +594,11 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   using Base::Base;
 
   PrefillShape prefillShape() const {
-    return PrefillShape{prefillWarps, prefillTileKV, prefillWarpRows,
-                        prefillKVWarps};
+    PrefillMma mma = prefillMma == "wgmma"  ? PrefillMma::Wgmma
+                     : prefillMma == "auto" ? PrefillMma::Auto
+                                            : PrefillMma::Sync;
+    return PrefillShape{prefillWarps,   prefillTileKV, prefillWarpRows,
+                        prefillKVWarps, 0,             mma};
   }
   /// Whether a decode op gets the tensor-core kernel: asked for, or with
   /// `auto` (the default) where it is measured to win or the only one that
@@ -622,6 +625,13 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       module.emitError() << "convert-pa-to-gpu: decode-kernel must be "
                             "auto, cuda-core or tensor-core, got '"
                          << decodeKernel << "'";
+      return signalPassFailure();
+    }
+    if (prefillMma != "mma.sync" && prefillMma != "wgmma" &&
+        prefillMma != "auto") {
+      module.emitError() << "convert-pa-to-gpu: prefill-mma must be mma.sync, "
+                            "wgmma or auto, got '"
+                         << prefillMma << "'";
       return signalPassFailure();
     }
     if (splitKVMerge != "fused" && splitKVMerge != "separate") {

@@ -33,6 +33,7 @@
 
 #include "KernelBuilder.h"
 
+#include "PagedAttn/Conversion/Passes.h"
 #include "PagedAttn/Conversion/PrefillTiling.h"
 
 #include <cmath>
@@ -53,6 +54,8 @@ struct PrefillConfig {
   int64_t warps = 4, kvWarps = 1, mTiles = 1, keys = 0;
   /// K/V stages in shared memory (0: pa-promote-tiles' default, 2).
   int64_t kvStages = 0;
+  /// The matmuls as warpgroup MMAs (kWgmmaAttr).
+  bool wgmma = false;
 
   int64_t threads() const { return warps * 32; }
   int64_t tileRows() const { return warps / kvWarps * 16 * mTiles; }
@@ -94,11 +97,56 @@ LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
   return success();
 }
 
+bool isFP8Cache(const PrefillOperands &p) {
+  return isFP8CacheType(
+      cast<MemRefType>(p.kvCache[0].getType()).getElementType());
+}
+
+/// prefill-mma=wgmma: warpgroups of 4 warps, each warp 16 rows (a
+/// warpgroup's 64 rows are the M of one wgmma), K / V tiles of `keys` keys
+/// (the N of the score matmul, the K of P V in steps of 16). Default: 8
+/// warps (128 rows) over 64-key tiles up to D = 128, 32-key tiles above:
+/// the shapes without spills (ptxas, sm_90a: 128-key tiles spill 132 bytes
+/// at D = 128, 64-key tiles 128-216 at D = 192 / 256) and, at D = 128, the
+/// fastest (H200, 2026-11-26: 64-key tiles 2-88% faster than 128-key ones,
+/// docs/PERFORMANCE.md).
+LogicalResult makeWgmmaPrefillConfig(const PrefillOperands &p,
+                                     const PrefillShape &shape,
+                                     PrefillConfig &c) {
+  Operation *op = p.op;
+  if (!prefillFitsWgmma(c.headDim, isFP8Cache(p), shape.warps,
+                        shape.warpRows, shape.kvWarps, shape.tileKV))
+    return op->emitOpError()
+           << "prefill-mma=wgmma needs a head dim that is a multiple of 64 "
+              "(whole 128-byte swizzle blocks; got "
+           << c.headDim
+           << "), K / V of the queries' type (not fp8), prefill-warps 4 or 8 "
+              "(one or two warpgroups), prefill-warp-rows 16, "
+              "prefill-kv-warps 1 and prefill-tile-kv a multiple of 16 up to "
+              "128";
+  c.wgmma = true;
+  c.warps = shape.warps > 0 ? shape.warps : 8;
+  c.mTiles = 1;
+  c.kvWarps = 1;
+  c.keys = shape.tileKV > 0 ? shape.tileKV : (c.headDim <= 128 ? 64 : 32);
+  if (c.group > c.tileRows())
+    return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
+                               "the "
+                            << c.tileRows() << " rows of a query tile; group "
+                            << c.group << " is larger";
+  return success();
+}
+
 LogicalResult makePrefillConfig(const PrefillOperands &p,
                                 const PrefillShape &shape, PrefillConfig &c) {
   Operation *op = p.op;
   if (failed(checkTileOperands(p, "pa.prefill", c)))
     return failure();
+  if (shape.mma == PrefillMma::Wgmma ||
+      (shape.mma == PrefillMma::Auto &&
+       prefillFitsWgmma(c.headDim, isFP8Cache(p), shape.warps,
+                        shape.warpRows, shape.kvWarps, shape.tileKV)))
+    return makeWgmmaPrefillConfig(p, shape, c);
   // Up to D = 128: 8 warps of 32 rows (two m16 blocks sharing each K/V
   // fragment) over 64-key tiles: Q's fragments are re-read from shared
   // memory once per tile, and shared-memory reads bound the kernel (H200,
@@ -271,6 +319,15 @@ LogicalResult makeConfig(const PrefillOperands &p, const PrefillShape &shape,
 
 } // namespace
 
+bool mlir::pa::prefillFitsWgmma(int64_t headDim, bool fp8Cache,
+                                int64_t warps, int64_t warpRows,
+                                int64_t kvWarps, int64_t tileKV) {
+  return headDim % 64 == 0 && headDim <= 256 && !fp8Cache &&
+         (warps == 0 || warps == 4 || warps == 8) &&
+         (warpRows == 0 || warpRows == 16) && (kvWarps == 0 || kvWarps == 1) &&
+         tileKV % 16 == 0 && tileKV <= 128 && tileKV >= 0;
+}
+
 LogicalResult mlir::pa::gpukernel::checkTileKernel(Operation *op,
                                                    const PrefillShape &shape) {
   PrefillConfig c;
@@ -298,6 +355,8 @@ LogicalResult mlir::pa::gpukernel::buildTileKernel(Operation *op,
                          GridExtentABI{"batch"}});
   IRMapping m;
   gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{}, abi, m);
+  if (c.wgmma)
+    func->setAttr(kWgmmaAttr, UnitAttr::get(func.getContext()));
   Location loc = op->getLoc();
   int64_t qpt = c.queriesPerTile();
   {

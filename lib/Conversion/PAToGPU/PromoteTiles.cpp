@@ -140,9 +140,14 @@ struct Layout {
   /// Rows XOR-swizzled (kSmemSwizzleAttr) rather than padded: rows of
   /// `elem` of a multiple of 128 bytes, with smem-layout=swizzle.
   bool swizzle = false;
+  /// A kWgmmaAttr kernel: each tile in wgmma's 128-byte swizzle layout
+  /// (wgmmaIndex), unpadded.
+  bool wgmma = false;
   /// Padding of a padded shared-memory row in bytes (16 or 32).
   int64_t padBytes = 16;
-  int64_t stride() const { return headDim + (swizzle ? 0 : padBytes / 2); }
+  int64_t stride() const {
+    return headDim + (swizzle || wgmma ? 0 : padBytes / 2);
+  }
   /// Cache elements per 16-byte copy.
   int64_t kvChunk() const { return fp8() ? kChunk8 : kChunk; }
   /// K / V tiles of `elem`: the stages, or the one pair an fp8 stage is
@@ -242,6 +247,17 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   // Swizzled rows: whole 128-byte lines of 8 chunks each (D % 64 == 0 for
   // 16-bit elements); other head dims (80, 96, 112) keep padded rows.
   l.swizzle = smemLayout == "swizzle" && l.headDim % 64 == 0;
+  // A wgmma kernel's tiles are in the layout its descriptors describe,
+  // whatever smem-layout says.
+  l.wgmma = func->hasAttr(kWgmmaAttr);
+  if (l.wgmma) {
+    l.swizzle = false;
+    if (l.headDim % 64 != 0 || l.fp8())
+      return m.loadQ.emitOpError()
+             << "pa-promote-tiles: a " << kWgmmaAttr
+             << " kernel needs a head dim that is a multiple of 64 and K / "
+                "V of the queries' type";
+  }
   if (!l.elem.isF16() && !l.elem.isBF16())
     return m.loadQ.emitOpError()
            << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
@@ -326,6 +342,26 @@ private:
   /// or not).
   Value wideCol(Value row, Value col) {
     return l.swizzle ? swizzleCol(e, row, col, kChunk) : col;
+  }
+  /// Where element (r, col) of the [n][D] tile of `elem` at shared row
+  /// `row0` lies in `smem`.
+  std::pair<Value, Value> tileIndex(int64_t row0, int64_t n, Value r,
+                                    Value col) {
+    if (l.wgmma)
+      return wgmmaIndex(e, row0, n, l.headDim, r, col);
+    Value row = e.add(e.idx(row0), r);
+    return {row, wideCol(row, col)};
+  }
+  /// Makes the copies this thread waited for visible to the async proxy
+  /// (wgmma reads shared memory through it) before the barrier after them.
+  void fenceForWgmma() {
+    if (l.wgmma)
+      NVVM::FenceProxyOp::create(
+          b, loc,
+          NVVM::ProxyKindAttr::get(b.getContext(),
+                                   NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
   }
   /// Rows [row0, row0 + n) of shared memory as a [n][D] view.
   Value view(int64_t row0, int64_t n) {
@@ -596,11 +632,12 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
         page = e.toIndex(shuffled ? shuffledPage : tilePages[i]);
       }
       for (bool isV : {false, true}) {
-        Value row = e.add(isV ? vRow0 : kRow0, r);
+        auto [row, dcol] =
+            l.fp8() ? std::make_pair(e.add(isV ? vRow0 : kRow0, r), col)
+                    : tileIndex(l.kvRow0(isV, stage), l.keys, r, col);
         out.push_back(copy16(
             cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
-            dst, row, l.fp8() ? col : wideCol(row, col), valid,
-            l.kvChunk()));
+            dst, row, dcol, valid, l.kvChunk()));
       }
     };
     copyRound(i, l.kvBlockChunks(), /*kv=*/true, tokens, copyKV);
@@ -669,8 +706,9 @@ Value Promoter::issueQ() {
                          e.remui(r, e.idx(l.group)));
       Value valid = e.cmpi(Pred::ult, qi, op.getRows());
       Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
-      out.push_back(copy16(op.getQ(), {qrow, head, col}, smem, r,
-                           wideCol(r, col), valid, kChunk));
+      auto [srow, scol] = tileIndex(0, l.rows, r, col);
+      out.push_back(copy16(op.getQ(), {qrow, head, col}, smem, srow, scol,
+                           valid, kChunk));
     };
     // 16 rows of D = 80 end in a partial round.
     copyRound(i, chunks, /*kv=*/false, tokens, copyQ);
@@ -697,6 +735,7 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
       e.store(tilePages[0], pageList, {e.idx(next), tid});
     });
   wait(group, static_cast<int32_t>(n - 2));
+  fenceForWgmma();
   kvBarrier();
   SmallVector<Value> tokens;
   issueKV(e.add(t0, e.idx((n - 1) * l.keys)), next, tilePages,
@@ -793,6 +832,7 @@ void Promoter::run() {
   SmallVector<Value> ahead = lookupAhead(e.add(lo, e.idx((n - 1) * l.keys)));
   // Q visible before the loop (the fragments may be loaded there).
   wait(qGroup, static_cast<int32_t>(n - 1));
+  fenceForWgmma();
   gpu::BarrierOp::create(b, loc);
   // `stages` tiles per iteration, so that every stage index is static; the
   // later ones run while inside [lo, hi).

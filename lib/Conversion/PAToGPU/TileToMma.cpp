@@ -77,6 +77,9 @@ struct MmaConfig {
   std::optional<double> softCap;
   bool alibi = false, causal = false, customMask = false, lseBase2 = false;
   std::optional<int64_t> window;
+  /// Warpgroup MMAs (kWgmmaAttr): qk and pv as wgmma.mma_async over
+  /// descriptors of the shared tiles.
+  bool wgmma = false;
 
   int64_t rowHalves() const { return 2 * mTiles; }
   int64_t dTiles() const { return headDim / 8; }
@@ -92,6 +95,8 @@ struct MmaConfig {
 struct SharedTile {
   Value base;
   int64_t row0 = 0, col0 = 0;
+  /// Rows of the tile (the view's first dimension).
+  int64_t rows = 0;
 };
 
 FailureOr<SharedTile> sharedTile(Operation *op, Value v) {
@@ -113,12 +118,12 @@ FailureOr<SharedTile> sharedTile(Operation *op, Value v) {
       return op->emitOpError() << "pa-tile-to-mma expects a unit-stride "
                                   "subview with static offsets of an "
                                   "identity-layout shared buffer";
-    return SharedTile{sv.getSource(), off[0], off[1]};
+    return SharedTile{sv.getSource(), off[0], off[1], t.getDimSize(0)};
   }
   if (!t.getLayout().isIdentity())
     return op->emitOpError()
            << "pa-tile-to-mma expects an identity-layout shared buffer";
-  return SharedTile{v, 0, 0};
+  return SharedTile{v, 0, 0, t.getDimSize(0)};
 }
 
 /// The state of the online softmax in registers, and the score fragments of
@@ -175,6 +180,9 @@ private:
   bool swizzle = false;
   /// Indices of element (row, col) of `t` in its shared buffer.
   std::pair<Value, Value> at(const SharedTile &t, Value row, Value col) {
+    if (c.wgmma)
+      return wgmmaIndex(e, t.row0, t.rows, c.headDim, row,
+                        e.add(e.idx(t.col0), col));
     Value r = e.add(e.idx(t.row0), row), cc = e.add(e.idx(t.col0), col);
     return {r, swizzle ? swizzleCol(e, r, cc, 8) : cc};
   }
@@ -246,6 +254,31 @@ private:
                    Value pos0, Value qrow0, Value rowStride = Value());
   Value qFragment(const SharedTile &q, int64_t mt, int64_t kk);
   void qk(TileQKOp op, Env &env);
+  /// wgmma (c.wgmma). Descriptors of the shared tiles, from the prelude:
+  /// K-major ones (Q, K) and MN-major ones (V, leading byte offset the
+  /// span of a 64-column block of a K / V tile) at the start of shared
+  /// memory, and that of the warpgroup's first row of Q.
+  Value descK, descV, descQ;
+  /// Rows of the Q tile (the span of its 64-column blocks).
+  int64_t qRows = 0;
+  Value descriptorOf(Value addr, int64_t leadingBytes);
+  /// `desc` advanced by `bytes` (a multiple of 16).
+  Value advance(Value desc, int64_t bytes);
+  /// The values of `vs` passed through an empty asm statement with side
+  /// effects, so that the compiler moves neither their definitions nor
+  /// their uses across the wgmma fence / wait it sits beside (CUTLASS's
+  /// warpgroup_fence_operand).
+  SmallVector<Value> fenceOperands(ArrayRef<Value> vs);
+  /// wgmma.mma_async m64n`n`k16 with f32 accumulators: D = A B + `acc`
+  /// (empty `acc`: D = A B), A from the descriptor `aDesc` or, when that is
+  /// null, from the four registers `aRegs` (an m16n8k16 A fragment per
+  /// warp); B from `bDesc` (transposed: MN-major). Returns the n / 2
+  /// accumulators of the thread.
+  SmallVector<Value> wgmmaAsync(int64_t n, ArrayRef<Value> acc, Value aDesc,
+                                ArrayRef<Value> aRegs, Value bDesc,
+                                bool transB);
+  void qkWgmma(TileQKOp op, Env &env);
+  void pvWgmma(TilePVOp op, Env &env);
   void applyMask(TileMaskOp op, Env &env);
   SmallVector<Value> logits(ArrayRef<Value> s, int64_t mt, Value tileStart,
                             bool masked);
@@ -331,7 +364,25 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
   });
   if (first)
     qTile = *sharedTile(first, first.getQ());
-  if (first && c.mTiles * c.headDim <= 128) {
+  if (first && c.wgmma) {
+    Type i64 = b.getI64Type();
+    Value addr = arith::IndexCastOp::create(
+        b, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, qTile->base));
+    // K-major swizzled layouts ignore the leading byte offset (1 by
+    // convention); V's is the distance between its 64-column blocks.
+    descK = descriptorOf(addr, 16);
+    descV = descriptorOf(addr, c.keys * 128);
+    qRows = qTile->rows;
+    Value wg = arith::IndexCastOp::create(b, loc, i64,
+                                          e.divui(warp, e.idx(4)));
+    descQ = e.add(advance(descK, qTile->row0 * c.headDim * 2),
+                  arith::MulIOp::create(
+                      b, loc, wg,
+                      arith::ConstantOp::create(
+                          b, loc, b.getIntegerAttr(i64, 64 * 128 / 16))));
+  }
+  if (first && !c.wgmma && c.mTiles * c.headDim <= 128) {
     SharedTile q = *sharedTile(first, first.getQ());
     for (int64_t mt = 0; mt < c.mTiles; ++mt)
       for (int64_t kk = 0; kk < c.kSteps(); ++kk)
@@ -386,6 +437,8 @@ Value MmaLowering::qFragment(const SharedTile &q, int64_t mt, int64_t kk) {
 }
 
 void MmaLowering::qk(TileQKOp op, Env &env) {
+  if (c.wgmma)
+    return qkWgmma(op, env);
   int64_t mT = c.mTiles, nTiles = c.nTiles();
   SharedTile q = *sharedTile(op, op.getQ()), k = *sharedTile(op, op.getK());
   // S = Q K^T: s[mt * nTiles + n]. k steps outer: the accumulators of a
@@ -591,23 +644,32 @@ void MmaLowering::softmaxUpdate(Env &env) {
   env.s = p;
 }
 
-void MmaLowering::pv(TilePVOp op, Env &env) {
-  int64_t mT = c.mTiles, nTiles = c.nTiles();
-  SharedTile v = *sharedTile(op, op.getV());
-  // P as A fragments: k step kk covers n tiles 2kk and 2kk + 1; fragment
-  // order (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi).
+/// P as A fragments: k step kk covers n tiles 2kk and 2kk + 1; fragment
+/// order (rows lo, k lo), (rows hi, k lo), (lo, hi), (hi, hi) (the A
+/// fragment of mma.sync m16n8k16 and, per warp, of wgmma m64nNk16).
+static SmallVector<Value> pFragments(MmaFragments &f, KernelEmitter &e,
+                                     const MmaConfig &c, ArrayRef<Value> s) {
+  int64_t nTiles = c.nTiles();
   SmallVector<Value> pa; // pa[mt * (nTiles / 2) + kk]
-  for (int64_t mt = 0; mt < mT; ++mt)
+  for (int64_t mt = 0; mt < c.mTiles; ++mt)
     for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
       SmallVector<Value> vals;
       for (int64_t part = 0; part < 2; ++part)
         for (int64_t h = 0; h < 2; ++h)
           for (int64_t i = 0; i < 2; ++i)
-            vals.push_back(
-                e.fromF32(elem(env.s[mt * nTiles + 2 * kk + part], h, i),
-                          c.elem));
-      pa.push_back(fragment(fragA(), vals));
+            vals.push_back(e.fromF32(
+                f.elem(s[mt * nTiles + 2 * kk + part], h, i), c.elem));
+      pa.push_back(f.fragment(f.fragA(), vals));
     }
+  return pa;
+}
+
+void MmaLowering::pv(TilePVOp op, Env &env) {
+  if (c.wgmma)
+    return pvWgmma(op, env);
+  int64_t mT = c.mTiles, nTiles = c.nTiles();
+  SharedTile v = *sharedTile(op, op.getV());
+  SmallVector<Value> pa = pFragments(*this, e, c, env.s);
   // O += P V, k steps outer (independent accumulators within a step); each
   // V fragment serves the mT row blocks.
   Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
@@ -629,6 +691,173 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
       }
     }
   }
+}
+
+Value MmaLowering::descriptorOf(Value addr, int64_t leadingBytes) {
+  // PTX ISA, "Matrix Descriptor Format": start address >> 4 in bits 0-13,
+  // leading byte offset >> 4 in bits 16-29, stride byte offset >> 4 in
+  // bits 32-45 (1024: 8 rows of 128 bytes, wgmmaIndex), base offset 0 in
+  // bits 49-51 (every tile starts on a 1024-byte boundary of shared memory
+  // aligned to 1024), layout 1 (128-byte swizzle) in bits 62-63.
+  Type i64 = b.getI64Type();
+  auto c64 = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, v));
+  };
+  Value start = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, addr, c64(4)), c64(0x3FFF));
+  uint64_t fields = (uint64_t(leadingBytes >> 4) << 16) |
+                    (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return arith::OrIOp::create(b, loc, start, c64(fields));
+}
+
+Value MmaLowering::advance(Value desc, int64_t bytes) {
+  // The start address field holds addresses below 256 KB: adding to the
+  // descriptor never carries out of it (CUTLASS's DescriptorIterator).
+  if (bytes == 0)
+    return desc;
+  return e.add(desc, arith::ConstantOp::create(
+                         b, loc, b.getIntegerAttr(b.getI64Type(), bytes / 16)));
+}
+
+/// The LLVM inline-asm op of `text` with `constraints`, results `types`
+/// (several: a struct), operands `operands`, with side effects (kept in
+/// order with the wgmma fence / commit / wait around it).
+static SmallVector<Value> inlineAsm(OpBuilder &b, Location loc,
+                                    StringRef text, StringRef constraints,
+                                    TypeRange types, ValueRange operands) {
+  MLIRContext *ctx = b.getContext();
+  Type result = types.size() == 1
+                    ? types[0]
+                    : LLVM::LLVMStructType::getLiteral(
+                          ctx, SmallVector<Type>(types.begin(), types.end()));
+  Value r = LLVM::InlineAsmOp::create(
+                b, loc, result, operands, StringAttr::get(ctx, text),
+                StringAttr::get(ctx, constraints),
+                /*has_side_effects=*/UnitAttr::get(ctx),
+                /*is_align_stack=*/UnitAttr(),
+                LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
+                LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                /*operand_attrs=*/ArrayAttr())
+                .getResult(0);
+  if (types.size() == 1)
+    return {r};
+  SmallVector<Value> out;
+  for (int64_t i = 0, n = types.size(); i < n; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+  return out;
+}
+
+SmallVector<Value> MmaLowering::fenceOperands(ArrayRef<Value> vs) {
+  std::string cons;
+  SmallVector<Type> types;
+  for (Value v : vs) {
+    cons += v.getType().isF32() ? "=f," : "=r,";
+    types.push_back(v.getType());
+  }
+  for (size_t i = 0; i < vs.size(); ++i)
+    cons += std::to_string(i) + (i + 1 < vs.size() ? "," : "");
+  return inlineAsm(b, loc, "", cons, types, vs);
+}
+
+SmallVector<Value> MmaLowering::wgmmaAsync(int64_t n, ArrayRef<Value> acc,
+                                           Value aDesc, ArrayRef<Value> aRegs,
+                                           Value bDesc, bool transB) {
+  int64_t regs = n / 2;
+  StringRef t = c.elem.isBF16() ? "bf16" : "f16";
+  SmallVector<Value> operands(acc.begin(), acc.end());
+  std::string cons;
+  for (int64_t i = 0; i < regs; ++i)
+    cons += "=f,";
+  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i)
+    cons += std::to_string(i) + ",";
+  int64_t aIdx = regs + acc.size();
+  if (aDesc) {
+    operands.push_back(aDesc);
+    cons += "l,";
+  } else {
+    operands.append(aRegs.begin(), aRegs.end());
+    cons += "r,r,r,r,";
+  }
+  int64_t bIdx = aIdx + (aDesc ? 1 : 4);
+  operands.push_back(bDesc);
+  operands.push_back(e.i32(acc.empty() ? 0 : 1));
+  cons += "l,r";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // scale-d is a predicate: D = A B + D when the last operand is 1.
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << bIdx + 1 << ", 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << t << "."
+     << t << " {";
+  for (int64_t i = 0; i < regs; ++i)
+    os << (i ? ", $" : "$") << i;
+  os << "}, ";
+  if (aDesc)
+    os << "$" << aIdx;
+  else
+    os << "{$" << aIdx << ", $" << aIdx + 1 << ", $" << aIdx + 2 << ", $"
+       << aIdx + 3 << "}";
+  // Then B, scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
+  os << ", $" << bIdx << ", p, 1, 1, " << (aDesc ? "0, " : "")
+     << (transB ? 1 : 0) << ";\n}";
+  return inlineAsm(b, loc, text, cons,
+                   SmallVector<Type>(regs, b.getF32Type()), operands);
+}
+
+void MmaLowering::qkWgmma(TileQKOp op, Env &env) {
+  // S = Q K^T for the warpgroup's 64 rows: A = its Q rows, B = the K tile
+  // (N = the tile's keys), both K-major, k steps of 16 columns: step kk is
+  // in 64-column block kk / 4 at byte (kk % 4) * 32 of each 128-byte line.
+  SharedTile k = *sharedTile(op, op.getK());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  SmallVector<Value> acc;
+  for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
+    int64_t inLine = (kk % 4) * 32;
+    Value a = advance(descQ, (kk / 4) * qRows * 128 + inLine);
+    Value bd = advance(descK, k.row0 * c.headDim * 2 +
+                                  (kk / 4) * k.rows * 128 + inLine);
+    acc = wgmmaAsync(c.keys, acc, a, {}, bd, /*transB=*/false);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  acc = fenceOperands(acc);
+  // Accumulator registers 4 j .. 4 j + 3: the C fragment of n8 tile j.
+  env.s.clear();
+  for (int64_t j = 0; j < c.nTiles(); ++j)
+    env.s.push_back(fragment(fragC(), ArrayRef<Value>(acc).slice(4 * j, 4)));
+}
+
+void MmaLowering::pvWgmma(TilePVOp op, Env &env) {
+  // O += P V: A = P from registers (k step kk: keys [16 kk, 16 kk + 16)),
+  // B = rows 16 kk .. of the V tile, MN-major (transposed), N = D.
+  SharedTile v = *sharedTile(op, op.getV());
+  SmallVector<Value> pa = pFragments(*this, e, c, env.s);
+  SmallVector<Value> vals;
+  for (int64_t dn = 0; dn < c.dTiles(); ++dn)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 2; ++i)
+        vals.push_back(elem(env.state[accIndex(0, dn)], h, i));
+  auto i32x1 = VectorType::get({1}, b.getI32Type());
+  for (Value frag : pa)
+    for (int64_t r = 0; r < 4; ++r) {
+      Value pair = vector::ExtractOp::create(b, loc, frag, r);
+      vals.push_back(vector::ExtractOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, i32x1, pair), 0));
+    }
+  vals = fenceOperands(vals);
+  int64_t accRegs = c.headDim / 2;
+  SmallVector<Value> acc(vals.begin(), vals.begin() + accRegs);
+  ArrayRef<Value> aRegs = ArrayRef<Value>(vals).drop_front(accRegs);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < c.keys / 16; ++kk)
+    acc = wgmmaAsync(c.headDim, acc, Value(), aRegs.slice(4 * kk, 4),
+                     advance(descV, v.row0 * c.headDim * 2 + kk * 16 * 128),
+                     /*transB=*/true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  acc = fenceOperands(acc);
+  for (int64_t dn = 0; dn < c.dTiles(); ++dn)
+    env.state[accIndex(0, dn)] =
+        fragment(fragC(), ArrayRef<Value>(acc).slice(4 * dn, 4));
 }
 
 void MmaLowering::store(TileStoreOp op, Env &env) {
@@ -699,8 +928,16 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
   computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
               Value(), Value());
   // Every lane's last read of the warp's Q rows (the loop's ldmatrix) before
-  // any lane overwrites them: lanes need not run in lockstep.
-  NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
+  // any lane overwrites them: lanes need not run in lockstep. With wgmma the
+  // rows were read by the warpgroup's instructions: a barrier of its 128
+  // threads (named barrier 1 + warpgroup; 0 is the CTA's).
+  if (c.wgmma)
+    NVVM::BarrierOp::create(
+        b, loc, TypeRange{},
+        e.add(e.i32(1), arith::DivUIOp::create(b, loc, t32, e.i32(128))),
+        e.i32(128), NVVM::BarrierReductionAttr(), Value());
+  else
+    NVVM::SyncWarpOp::create(b, loc, e.i32(-1));
   for (int64_t mt = 0; mt < c.mTiles; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       int64_t r = 2 * mt + h;
@@ -1089,6 +1326,35 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
            << c.kvWarps << ") and 16 or 32 query-tile rows per row block of "
               "the "
            << abi->block[0] << " threads; got Q " << qt << ", K " << kt;
+  c.wgmma = func->hasAttr(kWgmmaAttr);
+  if (c.wgmma) {
+    // Every tile in the one shared buffer, unpadded ([..][D] rows), each
+    // starting on a 1024-byte boundary (wgmmaIndex, descriptorOf).
+    auto tiles = [&](TileQKOp op) {
+      return SmallVector<Value>{op.getQ(), op.getK()};
+    };
+    SmallVector<Value> all;
+    for (TileQKOp op : qks)
+      all.append(tiles(op));
+    func.walk([&](TilePVOp op) { all.push_back(op.getV()); });
+    Value base = q->base;
+    bool sameBase = llvm::all_of(all, [&](Value t) {
+      FailureOr<SharedTile> st = sharedTile(qk, t);
+      return succeeded(st) && st->base == base && st->col0 == 0 &&
+             (st->row0 * c.headDim * 2) % 1024 == 0;
+    });
+    if (c.mTiles != 1 || c.kvWarps != 1 || c.warps % 4 != 0 ||
+        c.headDim % 64 != 0 || c.keys % 16 != 0 || c.keys > 256 ||
+        cast<MemRefType>(base.getType()).getDimSize(1) != c.headDim ||
+        !sameBase)
+      return qk.emitOpError()
+             << "pa-tile-to-mma: a " << kWgmmaAttr
+             << " kernel needs warpgroups of 4 warps of 16 rows, no key "
+                "split, a head dim that is a multiple of 64, at most 256 "
+                "keys a tile (a multiple of 16) and every tile in one "
+                "unpadded shared buffer on a 1024-byte boundary; got Q "
+             << qt << ", K " << kt << ", " << c.warps << " warps";
+  }
   for (TileQKOp other : qks)
     if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
         cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
