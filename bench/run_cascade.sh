@@ -32,7 +32,7 @@ if [[ "$what" == make ]]; then
     # shellcheck disable=SC2086
     "$pac" --kernels all --kv-heads "$hkv" --group "$g" --head-dim "$d" \
       --page-size "$p" --dtype "$dt" --layout "$lay" --kv "$kv" ${flags:-} \
-      --chip sm_90 -o "$out/$name"
+      --chip sm_90a -o "$out/$name"
   done
   exit 0
 fi

@@ -9,18 +9,23 @@
 #   bench/run_wgmma.sh checks build/gpu OUT   # device: every wgmma bundle
 #                                             # vs the float64 reference,
 #                                             # sanitizers on one
+#   bench/run_wgmma.sh all build/gpu OUT      # device: every staged bundle
+#                                             # (check / check-prefill /
+#                                             # check-mla by name)
 #   bench/run_wgmma.sh prefill build/gpu OUT  # device: wgmma / mma.sync x2
 #                                             # interleaved + FA2 + FA3
 # (device: carry build/gpu and .gpu-fi). DIR holds wg_* check bundles (the
 # prefill variants of bench/make_bundles.sh whose head dim is a multiple of
 # 64, with --prefill-mma wgmma) and the timed pairs: causal prefill at D 128,
-# P 16, f16, GQA 4 (Hkv 8) and MHA (Hkv 32): pf_{gqa4,mha}_wg (128-key
-# tiles, the default), pf_{gqa4,mha}_wg64 (64-key tiles) and
-# pf_{gqa4,mha}_sync (mma.sync, the default).
+# P 16, f16, GQA 4 (Hkv 8) and MHA (Hkv 32): pf_{gqa4,mha}_wg (wgmma's
+# default 64-key tiles), pf_{gqa4,mha}_wg128 (128-key tiles) and
+# pf_{gqa4,mha}_sync (mma.sync, --chip sm_90). `all` checks every bundle of
+# the staged folder (bench/make_bundles.sh's set compiled for the default
+# sm_90a, whose prefill bundles are wgmma where they fit).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export PATH="$PATH:/usr/local/cuda/bin"
-mode="${1:?usage: run_wgmma.sh prep DIR | checks|prefill STAGED OUT}"
+mode="${1:?usage: run_wgmma.sh prep DIR | checks|all|prefill STAGED OUT}"
 
 if [[ "$mode" == prep ]]; then
   set -e
@@ -57,7 +62,7 @@ if [[ "$mode" == prep ]]; then
   for h in "gqa4 8 4" "mha 32 1"; do
     read -r n hkv g <<<"$h"
     "$pac" "${c[@]}" --kv-heads "$hkv" --group "$g" "${wg[@]}" -o "$dir/pf_${n}_wg" > /dev/null
-    "$pac" "${c[@]}" --kv-heads "$hkv" --group "$g" "${wg[@]}" --prefill-tile-kv 64 -o "$dir/pf_${n}_wg64" > /dev/null
+    "$pac" "${c[@]}" --kv-heads "$hkv" --group "$g" "${wg[@]}" --prefill-tile-kv 128 -o "$dir/pf_${n}_wg128" > /dev/null
     "$pac" "${c[@]}" --kv-heads "$hkv" --group "$g" --chip sm_90 -o "$dir/pf_${n}_sync" > /dev/null
   done
   exit 0
@@ -82,10 +87,25 @@ checks)
     done
   } >> "$S" 2>&1
   ;;
+all)
+  {
+    for d in "$B"/*; do
+      n="$(basename "$d")"
+      case "$n" in
+        mla_*) c=check-mla ;;
+        casc_*) c=check-cascade ;;
+        prefill_*|pf_*|wg_*) c=check-prefill ;;
+        *) c=check ;;
+      esac
+      q=--quick; [[ $c == check-mla || $c == check-cascade ]] && q=
+      echo "$c $n: $(timeout 90 "$R" $c $q "$d" 2>&1 | tail -1 | cut -c1-100)"
+    done
+  } >> "$S" 2>&1
+  ;;
 prefill)
   {
     echo "## prefill (bench-prefill: shape | B | q | kv | kernel | median us | min us | TFLOP/s), two rounds interleaved"
-    read -r -a vs <<< "${PA_VARIANTS:-pf_gqa4_wg pf_gqa4_wg64 pf_gqa4_sync pf_mha_wg pf_mha_wg64 pf_mha_sync}"
+    read -r -a vs <<< "${PA_VARIANTS:-pf_gqa4_wg pf_gqa4_wg128 pf_gqa4_sync pf_mha_wg pf_mha_wg128 pf_mha_sync}"
     for rep in 1 2; do
       for v in "${vs[@]}"; do
         echo "### $v round $rep"

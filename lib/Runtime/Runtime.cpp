@@ -142,20 +142,26 @@ Status loadBundle(pa_bundle &b) {
                     ") takes more than the ", n,
                     " parameters the manifest's memref arguments need");
     }
-    if (k.launch.sharedBytes > 48 * 1024) {
-      // Dynamic shared memory above 48 KiB needs the opt-in limit of the
-      // device and the function's attribute raised to it.
+    // The function's static shared memory counts against the same limit
+    // (a wgmma kernel's 1024-byte aligned dynamic-memory symbol is one
+    // static byte: 48 KiB of dynamic memory beside it exceed the default).
+    int staticBytes = 0;
+    PA_CU(cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                             fn));
+    if (k.launch.sharedBytes + staticBytes > 48 * 1024) {
+      // Shared memory above 48 KiB needs the opt-in limit of the device and
+      // the function's dynamic-memory attribute raised.
       CUdevice dev;
       PA_CU(cuCtxGetDevice(&dev));
       int optin = 0;
       PA_CU(cuDeviceGetAttribute(
           &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
-      if (k.launch.sharedBytes > optin)
+      if (k.launch.sharedBytes + staticBytes > optin)
         return fail("kernel '", toString(k.kind), "' (", k.symbol,
                     ") needs ", k.launch.sharedBytes,
-                    " bytes of dynamic shared memory, the device allows at "
-                    "most ",
-                    optin, " per block (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+                    " bytes of dynamic shared memory beside ", staticBytes,
+                    " static, the device allows at most ", optin,
+                    " per block (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
       std::string what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
                          std::to_string(k.launch.sharedBytes) + ") for '" +
                          k.symbol + "'";
