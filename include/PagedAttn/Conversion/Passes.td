@@ -259,6 +259,15 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     its stage into that pair (`vector.load`, `arith.extf`, `vector.store`;
     `pa-fp8-to-nvvm` lowers the extf) behind a barrier before the math.
 
+    A kernel with the unit attribute `pa.wgmma` (convert-pa-to-gpu's
+    `prefill-mma=wgmma`) gets wgmma's layout whatever `smem-layout` says:
+    each [rows][D] tile as D / 64 column blocks of [rows][64], one 128-byte
+    line a row with 16-byte chunk c at c ^ (row % 8), every tile on a
+    1024-byte boundary; after each `cp.async` wait a
+    `nvvm.fence.proxy` (async.shared, cta) before the barrier makes the
+    copies visible to the async proxy wgmma reads through
+    (test/Conversion/tile-to-wgmma.mlir).
+
     The ABI's shared memory and the launches' dynamic shared memory are set
     to the layout's size. Errors at the op: more than one load_q / gather per
     kernel, a gather outside such a loop, a loop step other than the K
@@ -331,6 +340,18 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
     memory, f32 tiles, a tile shape that does not give 16 or 32 rows per
     warp, load_q / gather_kv left (run pa-promote-tiles first), other
     control flow around the state.
+
+    In a kernel with the unit attribute `pa.wgmma` (warpgroups of 4 warps
+    of 16 rows, no key split, tiles in wgmma's 128-byte swizzle layout from
+    pa-promote-tiles) `qk` and `pv` become Hopper warpgroup MMAs as inline
+    PTX: S = Q K^T as D / 16 `wgmma.mma_async` m64nNk16 (N = the tile's
+    keys) with A and B from shared-memory matrix descriptors, O += P V as
+    keys / 16 m64nDk16 with P's registers as A and V transposed (MN-major),
+    each group between `nvvm.wgmma.fence.aligned` and
+    `nvvm.wgmma.commit.group.sync.aligned` + `wait.group.sync.aligned 0`,
+    its registers passed through empty side-effecting asm on both sides;
+    the accumulator registers are mma.sync's C fragments, so masks,
+    softmax and store are shared. Needs sm_90a.
 
     Lazy rescaling (`rescale-threshold=T`, base-2 units, default 8): the
     maximum a row's exponents are taken against moves only when the tile's

@@ -17,6 +17,10 @@
 //     chunk c of shared row r at chunk c ^ (r % 8) (the kernel gets the
 //     unit attribute pa.smem_swizzle, which pa-tile-to-mma follows). Both
 //     conditions hold.
+//   - a kWgmmaAttr kernel (prefill-mma=wgmma): wgmma's 128-byte swizzle
+//     layout (KernelBuilder.h wgmmaIndex: D / 64 column blocks of
+//     [rows][64] per tile, the XOR within each block's lines), whatever
+//     smem-layout says, and a fence.proxy.async after each cp.async wait.
 //   - other head dims (80, 96, 112: rows that are not whole lines) or
 //     smem-layout=pad: rows padded (option row-pad-bytes) by 16 bytes in
 //     prefill kernels (conflict-free ldmatrix), by 32 in decode kernels

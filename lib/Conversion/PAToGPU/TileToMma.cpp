@@ -32,6 +32,12 @@
 // The buffers' values become SSA values: scf.for and scf.if that the state
 // lives across get it as extra iter_args / results.
 //
+// A kernel with kWgmmaAttr (prefill-mma=wgmma) computes qk and pv with
+// Hopper's warpgroup MMAs instead (qkWgmma, pvWgmma): warp w is warp w % 4
+// of warpgroup w / 4, whose m64 rows are its 4 warps' 16 rows each, and a
+// wgmma m64nN accumulator is, per warp, the C fragments of N / 8 n8 tiles
+// in order, so every other tile op is lowered as above.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
