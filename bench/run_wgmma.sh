@@ -14,6 +14,9 @@
 #                                             # check-mla by name)
 #   bench/run_wgmma.sh prefill build/gpu OUT  # device: wgmma / mma.sync x2
 #                                             # interleaved + FA2 + FA3
+#                                             # (PA_SDPA=1: + PyTorch SDPA
+#                                             # and the GEMM ceiling;
+#                                             # PA_ROUNDS=1: one round)
 # (device: carry build/gpu and .gpu-fi). DIR holds wg_* check bundles (the
 # prefill variants of bench/make_bundles.sh whose head dim is a multiple of
 # 64, with --prefill-mma wgmma) and the timed pairs: causal prefill at D 128,
@@ -106,12 +109,19 @@ prefill)
   {
     echo "## prefill (bench-prefill: shape | B | q | kv | kernel | median us | min us | TFLOP/s), two rounds interleaved"
     read -r -a vs <<< "${PA_VARIANTS:-pf_gqa4_wg pf_gqa4_wg128 pf_gqa4_sync pf_mha_wg pf_mha_wg128 pf_mha_sync}"
-    for rep in 1 2; do
+    for rep in $(seq 1 "${PA_ROUNDS:-2}"); do
       for v in "${vs[@]}"; do
         echo "### $v round $rep"
         timeout 100 "$R" bench-prefill "$B/$v" 2>&1 | grep -E "^\| (causal|append)"
       done
     done
+    if [[ "${PA_SDPA:-0}" == 1 ]]; then
+      # PyTorch SDPA (flash, cuDNN) on the same shapes stored contiguously,
+      # and the dense bf16 GEMM ceiling.
+      echo; echo "## PyTorch SDPA + GEMM ceiling"
+      timeout 300 python3 "$root/bench/sdpa_prefill.py" --out "$out/sdpa_prefill.md" > /dev/null 2>&1
+      grep -E "^\||ceiling|GEMM" "$out/sdpa_prefill.md"
+    fi
     if [[ "${PA_NO_FI:-0}" != 1 ]]; then
       eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null
       for be in fa2 fa3; do

@@ -97,6 +97,17 @@ LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
   return success();
 }
 
+/// A prefill tile packs the GQA group's heads into its rows: the group must
+/// fit them.
+LogicalResult checkGroupFits(Operation *op, const PrefillConfig &c) {
+  if (c.group > c.tileRows())
+    return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
+                               "the "
+                            << c.tileRows() << " rows of a query tile; group "
+                            << c.group << " is larger";
+  return success();
+}
+
 bool isFP8Cache(const PrefillOperands &p) {
   return isFP8CacheType(
       cast<MemRefType>(p.kvCache[0].getType()).getElementType());
@@ -129,12 +140,7 @@ LogicalResult makeWgmmaPrefillConfig(const PrefillOperands &p,
   c.mTiles = 1;
   c.kvWarps = 1;
   c.keys = shape.tileKV > 0 ? shape.tileKV : (c.headDim <= 128 ? 64 : 32);
-  if (c.group > c.tileRows())
-    return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
-                               "the "
-                            << c.tileRows() << " rows of a query tile; group "
-                            << c.group << " is larger";
-  return success();
+  return checkGroupFits(op, c);
 }
 
 LogicalResult makePrefillConfig(const PrefillOperands &p,
@@ -175,12 +181,7 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
                                "(of 16 x prefill-kv-warps), "
                                "prefill-warp-rows 16 or 32 and "
                                "prefill-kv-warps 1 or prefill-warps";
-  if (c.group > c.tileRows())
-    return op->emitOpError() << "pa.prefill on the GPU packs a GQA group into "
-                               "the "
-                            << c.tileRows() << " rows of a query tile; group "
-                            << c.group << " is larger";
-  return success();
+  return checkGroupFits(op, c);
 }
 
 /// The tensor-core decode: the query heads of a KV head (one query) packed
