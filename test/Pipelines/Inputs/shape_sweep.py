@@ -40,9 +40,9 @@ def configs(groups):
                 yield dtype, d, g
 
 
-def prefill_configs(groups):
+def prefill_configs(groups, head_dims):
     for dtype in PREFILL_DTYPES:
-        for d in PREFILL_HEAD_DIMS:
+        for d in head_dims:
             for g in groups:
                 for mask in PREFILL_MASKS:
                     yield dtype, d, g, mask
@@ -101,6 +101,9 @@ def main():
     ap.add_argument("--kernel", choices=["decode", "prefill"], default="decode")
     ap.add_argument("--max-spill-bytes", type=int, default=0,
                     help="spill stores / loads / stack a kernel may have")
+    ap.add_argument("--head-dims", default="",
+                    help="prefill head dims, comma-separated (default "
+                         "16..224 by 16)")
     ap.add_argument("--options", default="",
                     help="extra pa-lower-to-nvvm options (a forced shape)")
     args = ap.parse_args()
@@ -110,7 +113,10 @@ def main():
     else:
         groups = [int(x) for x in args.groups.split(",")]
     prefill = args.kernel == "prefill"
-    cfgs = list((prefill_configs if prefill else configs)(groups))
+    head_dims = ([int(x) for x in args.head_dims.split(",")]
+                 if args.head_dims else PREFILL_HEAD_DIMS)
+    cfgs = list(prefill_configs(groups, head_dims) if prefill
+                else configs(groups))
     with tempfile.TemporaryDirectory() as tmp:
         src = f"{tmp}/sweep.mlir"
         with open(src, "w") as f:
@@ -172,8 +178,10 @@ def main():
             bad.append(f"{name}: {k['smem']} bytes of shared memory")
     regs = max(k.get("regs", 0) for k in kernels.values()) if kernels else 0
     if prefill:
-        what = (f"groups {args.groups} x D {PREFILL_HEAD_DIMS[0]}.."
-                f"{PREFILL_HEAD_DIMS[-1]} x {PREFILL_DTYPES} x {PREFILL_MASKS}")
+        dims = (f"{head_dims[0]}..{head_dims[-1]}"
+                if head_dims == PREFILL_HEAD_DIMS else f"{head_dims}")
+        what = (f"groups {args.groups} x D {dims} x {PREFILL_DTYPES} x "
+                f"{PREFILL_MASKS}")
     else:
         what = f"groups {groups[0]}..{groups[-1]} x D {HEAD_DIMS} x {DTYPES}"
     spill = max((max(k.get("stores", 0), k.get("loads", 0))
