@@ -22,10 +22,10 @@ if [[ "$what" == make ]]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   "${PA_BUILD_DIR:-$root/build}/bin/pa-compile" --kernels all --causal \
     --positions --kv-heads 8 --group 4 --head-dim 128 --page-size 16 \
-    --dtype f16 --layout nhd --kv joint --chip sm_90 -o "$out/blend_gqa4_d128_p16_f16"
+    --dtype f16 --layout nhd --kv joint --chip sm_90a -o "$out/blend_gqa4_d128_p16_f16"
   "${PA_BUILD_DIR:-$root/build}/bin/pa-compile" --kernels prefill --causal \
     --kv-heads 8 --group 4 --head-dim 128 --page-size 16 \
-    --dtype f16 --layout nhd --kv joint --chip sm_90 -o "$out/prefill_gqa4_d128_p16_f16_causal"
+    --dtype f16 --layout nhd --kv joint --chip sm_90a -o "$out/prefill_gqa4_d128_p16_f16_causal"
   exit 0
 fi
 gpu="${2:?STAGED dir}"; out="${3:?OUT dir}"
