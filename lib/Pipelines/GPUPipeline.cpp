@@ -22,6 +22,12 @@
 
 using namespace mlir;
 
+std::string mlir::pa::prefillMmaForChip(StringRef prefillMma,
+                                        StringRef chip) {
+  return prefillMma == "auto" && chip != "sm_90a" ? "mma.sync"
+                                                  : prefillMma.str();
+}
+
 void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
                                            const LowerToNVVMOptions &opts) {
   addFrontPasses(pm, /*cascadeDecompose=*/true, opts.splitKVChunk,
@@ -41,10 +47,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.mlaRowBlocks = opts.mlaRowBlocks;
   tile.mlaWarpBlocks = opts.mlaWarpBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
-  // auto: wgmma where the target has it (sm_90a) and the op fits it.
-  tile.prefillMma = opts.prefillMma == "auto" && opts.chip != "sm_90a"
-                        ? std::string("mma.sync")
-                        : opts.prefillMma.getValue();
+  tile.prefillMma = prefillMmaForChip(opts.prefillMma, opts.chip);
   // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
   // stages give its tiles shared memory and tensor cores (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));

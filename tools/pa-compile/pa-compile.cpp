@@ -294,8 +294,9 @@ constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
 /// True when the bundle's prefill kernels use wgmma (--prefill-mma, for
 /// --chip sm_90a with auto).
 bool prefillWgmma() {
-  return prefillMma == "wgmma" ||
-         (prefillMma == "auto" && chip == "sm_90a" &&
+  std::string mma = mlir::pa::prefillMmaForChip(prefillMma, chip);
+  return mma == "wgmma" ||
+         (mma == "auto" &&
           mlir::pa::prefillFitsWgmma(headDim, !kvDtype.empty(), prefillWarps,
                                      prefillWarpRows, prefillKVWarps,
                                      prefillTileKV));

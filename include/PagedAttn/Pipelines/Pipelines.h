@@ -201,6 +201,12 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("fused")};
 };
 
+/// The prefill-mma value convert-pa-to-gpu gets for pipeline option
+/// `prefillMma` and target `chip`: `auto` (wgmma where the op fits it)
+/// only for chip=sm_90a, whose instruction wgmma is; mma.sync otherwise.
+std::string prefillMmaForChip(llvm::StringRef prefillMma,
+                              llvm::StringRef chip);
+
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional
 /// split-KV, One-Shot Bufferize, convert-pa-to-gpu (kernels annotated with
 /// their ABI), pa-warp-shuffle-reduce. The result holds the `gpu.module`.

@@ -32,16 +32,37 @@ constexpr double kLn2 = 0.6931471805599453;
 
 /// Extra builders for kernel code.
 struct KernelEmitter : Emitter {
-  Value inlinePtx(StringRef text, Value x) {
+  /// Inline PTX `text` with `constraints` over `operands`, one result of
+  /// each of `types` (several come back through a struct), with side
+  /// effects when `sideEffects` (kept in order with the ops around it).
+  SmallVector<Value> inlineAsm(StringRef text, StringRef constraints,
+                               TypeRange types, ValueRange operands,
+                               bool sideEffects) {
     MLIRContext *ctx = b.getContext();
-    return LLVM::InlineAsmOp::create(
-               b, loc, b.getF32Type(), ValueRange{x},
-               StringAttr::get(ctx, text), StringAttr::get(ctx, "=f,f"),
-               /*has_side_effects=*/UnitAttr(), /*is_align_stack=*/UnitAttr(),
-               LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
-               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-               /*operand_attrs=*/ArrayAttr())
-        .getResult(0);
+    Type result = types.size() == 1
+                      ? types[0]
+                      : LLVM::LLVMStructType::getLiteral(
+                            ctx, SmallVector<Type>(types.begin(), types.end()));
+    Value r = LLVM::InlineAsmOp::create(
+                  b, loc, result, operands, StringAttr::get(ctx, text),
+                  StringAttr::get(ctx, constraints),
+                  sideEffects ? UnitAttr::get(ctx) : UnitAttr(),
+                  /*is_align_stack=*/UnitAttr(),
+                  LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
+                  LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                  /*operand_attrs=*/ArrayAttr())
+                  .getResult(0);
+    if (types.size() == 1)
+      return {r};
+    SmallVector<Value> out;
+    for (int64_t i = 0, n = types.size(); i < n; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+    return out;
+  }
+  /// f32 -> f32 through one PTX instruction `text` ($0 = $1 op).
+  Value inlinePtx(StringRef text, Value x) {
+    return inlineAsm(text, "=f,f", b.getF32Type(), x, /*sideEffects=*/false)
+        .front();
   }
   /// 2^x with the special-function unit (ex2.approx; ex2(-inf) = 0).
   Value ex2(Value x) { return inlinePtx("ex2.approx.ftz.f32 $0, $1;", x); }

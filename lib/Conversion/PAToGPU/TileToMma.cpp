@@ -725,34 +725,6 @@ Value MmaLowering::advance(Value desc, int64_t bytes) {
                          b, loc, b.getIntegerAttr(b.getI64Type(), bytes / 16)));
 }
 
-/// The LLVM inline-asm op of `text` with `constraints`, results `types`
-/// (several: a struct), operands `operands`, with side effects (kept in
-/// order with the wgmma fence / commit / wait around it).
-static SmallVector<Value> inlineAsm(OpBuilder &b, Location loc,
-                                    StringRef text, StringRef constraints,
-                                    TypeRange types, ValueRange operands) {
-  MLIRContext *ctx = b.getContext();
-  Type result = types.size() == 1
-                    ? types[0]
-                    : LLVM::LLVMStructType::getLiteral(
-                          ctx, SmallVector<Type>(types.begin(), types.end()));
-  Value r = LLVM::InlineAsmOp::create(
-                b, loc, result, operands, StringAttr::get(ctx, text),
-                StringAttr::get(ctx, constraints),
-                /*has_side_effects=*/UnitAttr::get(ctx),
-                /*is_align_stack=*/UnitAttr(),
-                LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
-                LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-                /*operand_attrs=*/ArrayAttr())
-                .getResult(0);
-  if (types.size() == 1)
-    return {r};
-  SmallVector<Value> out;
-  for (int64_t i = 0, n = types.size(); i < n; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
-  return out;
-}
-
 SmallVector<Value> MmaLowering::fenceOperands(ArrayRef<Value> vs) {
   std::string cons;
   SmallVector<Type> types;
@@ -762,7 +734,7 @@ SmallVector<Value> MmaLowering::fenceOperands(ArrayRef<Value> vs) {
   }
   for (size_t i = 0; i < vs.size(); ++i)
     cons += std::to_string(i) + (i + 1 < vs.size() ? "," : "");
-  return inlineAsm(b, loc, "", cons, types, vs);
+  return e.inlineAsm("", cons, types, vs, /*sideEffects=*/true);
 }
 
 SmallVector<Value> MmaLowering::wgmmaAsync(int64_t n, ArrayRef<Value> acc,
@@ -805,8 +777,8 @@ SmallVector<Value> MmaLowering::wgmmaAsync(int64_t n, ArrayRef<Value> acc,
   // Then B, scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
   os << ", $" << bIdx << ", p, 1, 1, " << (aDesc ? "0, " : "")
      << (transB ? 1 : 0) << ";\n}";
-  return inlineAsm(b, loc, text, cons,
-                   SmallVector<Type>(regs, b.getF32Type()), operands);
+  return e.inlineAsm(text, cons, SmallVector<Type>(regs, b.getF32Type()),
+                     operands, /*sideEffects=*/true);
 }
 
 void MmaLowering::qkWgmma(TileQKOp op, Env &env) {
@@ -1336,12 +1308,9 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
   if (c.wgmma) {
     // Every tile in the one shared buffer, unpadded ([..][D] rows), each
     // starting on a 1024-byte boundary (wgmmaIndex, descriptorOf).
-    auto tiles = [&](TileQKOp op) {
-      return SmallVector<Value>{op.getQ(), op.getK()};
-    };
     SmallVector<Value> all;
     for (TileQKOp op : qks)
-      all.append(tiles(op));
+      all.append({op.getQ(), op.getK()});
     func.walk([&](TilePVOp op) { all.push_back(op.getV()); });
     Value base = q->base;
     bool sameBase = llvm::all_of(all, [&](Value t) {
