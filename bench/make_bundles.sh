@@ -6,8 +6,8 @@
 #
 # One sub-directory per configuration, named gG_dD_pP_DTYPE_LAYOUT_KV (plus
 # gqa4_... and mha_..., the two benchmark shapes): every dtype, head dims
-# 64/128/256, page sizes 1/5/16/64, groups 1/2/4/7/8, chunked large groups
-# (11: a partial last chunk, 16, 32), NHD/HND, joint/split.
+# 64/128/256, page sizes 1/5/16/64, groups 1/2/3/4/7/8/11/16/32 and 64 (the
+# CUDA-core decode in 8 chunks of 8 heads), NHD/HND, joint/split.
 # Prefill bundles (pa-compile --kernels prefill) are named prefill_...: the
 # two benchmark shapes (gqa4 / mha, causal) and check variants covering
 # f16/bf16, head dims 64/80/96/128/192/256 (80 and 96: a partial last round
@@ -40,6 +40,9 @@ configs=(
   "g11_d128_p16_bf16_nhd_joint 2 11 128 16 bf16 nhd joint"
   "g16_d256_p16_f16_hnd_split 2 16 256 16 f16 hnd split"
   "g32_d64_p5_f32_nhd_joint 1 32 64 5 f32 nhd joint"
+  "g64_d128_p16_f16_nhd_joint 1 64 128 16 f16 nhd joint"
+  "g3_d64_p16_bf16_nhd_joint 4 3 64 16 bf16 nhd joint"
+  "g1_d128_p16_f32_hnd_split 4 1 128 16 f32 hnd split"
 )
 if [[ "${PA_SKIP_DECODE:-0}" != 1 ]]; then
   for c in "${configs[@]}"; do
@@ -68,6 +71,7 @@ forced=(
   "cc_gqa4_d128_p16_f16_nhd_joint 8 4 128 16 f16 nhd joint --decode-kernel cuda-core"
   "cc_g8_d128_p16_f16_nhd_joint 4 8 128 16 f16 nhd joint --decode-kernel cuda-core"
   "cc_g16_d128_p16_f16_nhd_joint 2 16 128 16 f16 nhd joint --decode-kernel cuda-core"
+  "cc_g12_d128_p16_bf16_hnd_split 2 12 128 16 bf16 hnd split --decode-kernel cuda-core"
   "g8_d128_p16_f16_nhd_joint 4 8 128 16 f16 nhd joint"
   "g16_d128_p16_f16_nhd_joint 2 16 128 16 f16 nhd joint"
 )

@@ -34,7 +34,6 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
                  opts.splitKVWorkList);
   ConvertPAToGPUOptions tile;
   tile.ctaThreads = opts.ctaThreads;
-  tile.tokensInFlight = opts.tokensInFlight;
   tile.laneBytes = opts.laneBytes;
   tile.headsPerCTA = opts.headsPerCTA;
   tile.prefillWarps = opts.prefillWarps;
@@ -48,8 +47,9 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.mlaWarpBlocks = opts.mlaWarpBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
   tile.prefillMma = prefillMmaForChip(opts.prefillMma, opts.chip);
-  // convert-pa-to-gpu makes prefill a kernel over tile ops; the next two
-  // stages give its tiles shared memory and tensor cores (docs/GPU.md).
+  // convert-pa-to-gpu makes prefill and decode kernels over tile ops; the
+  // next stages give their tiles shared memory, then tensor cores or (the
+  // CUDA-core decode) lane groups with shuffles (docs/GPU.md).
   pm.addPass(createConvertPAToGPU(tile));
   pa::PAPromoteTilesOptions promote;
   promote.pageListRounds = opts.pageListRounds;
@@ -59,6 +59,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;
   pm.addPass(pa::createPATileToMma(mma));
+  pm.addPass(pa::createPATileToSimt());
   pm.addPass(createPAWarpShuffleReduce());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

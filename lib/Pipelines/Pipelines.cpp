@@ -69,8 +69,6 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
            "pa_plan_split_kv on the device, fills the work list)";
   if (o.ctaThreads <= 0 || o.ctaThreads % 32 != 0 || o.ctaThreads > 1024)
     return "cta-threads must be a multiple of 32 in [32, 1024]";
-  if (o.tokensInFlight < 0)
-    return "tokens-in-flight must be >= 0 (0: the tuned default)";
   if (o.laneBytes != 0 && o.laneBytes != 16 && o.laneBytes != 32)
     return "lane-bytes must be 16 or 32 (0: the tuned default)";
   if (o.headsPerCTA < 0)
@@ -102,8 +100,9 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
   if (o.decodeKernel != "auto" && o.decodeKernel != "cuda-core" &&
       o.decodeKernel != "tensor-core")
     return "decode-kernel must be auto, cuda-core or tensor-core";
-  if (o.decodeTileKV != 0 && o.decodeTileKV != 64 && o.decodeTileKV != 128)
-    return "decode-tile-kv must be 64 or 128 (0: 64)";
+  if (o.decodeTileKV < 0 || o.decodeTileKV % 16 != 0 || o.decodeTileKV > 256)
+    return "decode-tile-kv must be a multiple of 16 up to 256 (tensor-core: "
+           "64 or 128; 0: the kernel's default)";
   if (o.mlaRowBlocks != 0 && o.mlaRowBlocks != 1 && o.mlaRowBlocks != 2)
     return "mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)";
   if (o.mlaWarpBlocks < 0 || o.mlaWarpBlocks > 2)

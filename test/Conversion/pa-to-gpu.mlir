@@ -1,28 +1,35 @@
-// RUN: pa-opt %s --convert-pa-to-gpu=decode-kernel=cuda-core -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
+// RUN: pa-opt %s --convert-pa-to-gpu=decode-kernel=cuda-core --pa-promote-tiles --pa-tile-to-simt -split-input-file -verify-diagnostics | FileCheck %s --enable-var-scope
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 
-// A CTA per (request, kv head), 128 threads; the kernel takes the op's
-// operands and carries its ABI (argument roles, launch rule, tile shape);
-// the tuned shape for 4 heads of f16 is 32-byte lanes (two 16-byte loads of
-// a row per lane) and 4 tokens in flight; clustered subgroup reductions over
-// the 8 lanes of a token; the groups' states go through workgroup memory
+// A CTA per (request, kv head), 128 threads: the tile IR of the request's
+// query for the group's 4 heads (pa.simt), through pa-promote-tiles and
+// pa-tile-to-simt. The kernel takes the op's operands and carries its ABI
+// (argument roles, launch rule, tile shape); 32-byte lanes (8 a K / V row,
+// two 16-byte chunks each, 4 lane groups a warp), 64-key tiles in swizzled
+// shared memory behind cp.async, the 4 heads' q chunks read once before the
+// KV loop, each key's dot products reduced over the 8 lanes of its group,
+// ex2 for the softmax, the groups' states merged through shared memory
 // behind a barrier.
 // CHECK-LABEL: func @decode
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x32x128xf16>, %[[KV:[^:]*]]: memref<?x2x16x8x128xf16>, %[[IP:[^:]*]]: memref<?xi32>, %[[IX:[^:]*]]: memref<?xi32>, %[[LP:[^:]*]]: memref<?xi32>, %[[O:[^:]*]]: memref<?x32x128xf16>, %[[L:[^:]*]]: memref<?x32xf32>
 // CHECK-DAG: %[[B:.*]] = memref.dim %[[O]], %c0
 // CHECK-DAG: %[[HKV:.*]] = arith.constant 8 : index
 // CHECK-DAG: %[[NT:.*]] = arith.constant 128 : index
-// CHECK: gpu.launch_func @pa_kernels::@pa_decode blocks in (%[[B]], %[[HKV]], %{{.*}}) threads in (%[[NT]], %{{.*}}, %{{.*}}) args(%[[Q]] : memref<?x32x128xf16>, %[[KV]] : memref<?x2x16x8x128xf16>, %[[IP]] : memref<?xi32>, %[[IX]] : memref<?xi32>, %[[LP]] : memref<?xi32>, %[[O]] : memref<?x32x128xf16>, %[[L]] : memref<?x32xf32>)
+// CHECK-DAG: %[[SMEM:.*]] = arith.constant 66560 : i32
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode blocks in (%[[B]], %[[HKV]], %{{.*}}) threads in (%[[NT]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]] args(%[[Q]] : memref<?x32x128xf16>, %[[KV]] : memref<?x2x16x8x128xf16>, %[[IP]] : memref<?xi32>, %[[IX]] : memref<?xi32>, %[[LP]] : memref<?xi32>, %[[O]] : memref<?x32x128xf16>, %[[L]] : memref<?x32xf32>)
 // CHECK: gpu.module @pa_kernels
-// CHECK: gpu.func @pa_decode(%{{.*}}: memref<?x32x128xf16>, {{.*}}) workgroup(%{{.*}} : memref<128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8192xf32, #gpu.address_space<workgroup>>) kernel
-// CHECK-SAME: pa.kernel = {args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 128, 1, 1>, grid = ["batch", "kv_heads", 1], heads_per_cta = 4 : i64, kind = "decode", lane_bytes = 32 : i64, smem = 0 : i64, tokens_in_flight = 4 : i64}
-// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x32x128xf16>, vector<16xf16>
+// CHECK: gpu.func @pa_decode(%{{.*}}: memref<?x32x128xf16>, {{.*}}) kernel
+// CHECK-SAME: pa.kernel = {args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 128, 1, 1>, grid = ["batch", "kv_heads", 1], heads_per_cta = 4 : i64, kind = "decode", kv_warps = 4 : i64, lane_bytes = 32 : i64, smem = 66560 : i64, tile_kv = 64 : i64, tile_q = 4 : i64, tokens_in_flight = 4 : i64}, pa.simt, pa.smem_swizzle
+// CHECK: nvgpu.device_async_copy
+// CHECK-COUNT-8: vector.load {{.*}} : memref<260x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: scf.for
-// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x2x16x8x128xf16>, vector<16xf16>
+// CHECK: vector.load {{.*}} : memref<260x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: gpu.subgroup_reduce add {{.*}} cluster(size = 8) : (f32) -> f32
 // CHECK: ex2.approx.ftz.f32
+// CHECK: nvgpu.device_async_wait
 // CHECK: gpu.barrier
+// CHECK: memref.load {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
 func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   pa.decode q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf16>, memref<?x32xf32>) {cache = #cache}
   return
@@ -45,24 +52,24 @@ func.func @merge(%op: memref<?x32x128xf32>, %lp: memref<?x32xf32>, %wi: memref<?
 
 // -----
 
-// Head dims whose 16-byte lanes are not a power of two are rejected.
+// Head dims whose rows do not split into a power of two of 16- or 32-byte
+// lanes are rejected (the tensor-core decode takes them).
 func.func @bad_head_dim(%q: memref<?x4x96xf16>, %kv: memref<?x2x16x4x96xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x4x96xf16>, %l: memref<?x4xf32>) {
-  // expected-error @+1 {{head dim / 8 must be a power of two <= 32, got 12}}
+  // expected-error @+1 {{the CUDA-core decode reduces a dot product over the lanes of a K / V row: head dim x element bytes / lane-bytes must be a power of two <= 32, got 12 (use decode-kernel=tensor-core)}}
   pa.decode q(%q : memref<?x4x96xf16>) kv(%kv : memref<?x2x16x4x96xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x4x96xf16>, memref<?x4xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 4, head_dim = 96>}
   return
 }
 
 // -----
 
-// 16 heads of 256 dims per KV head: the group is split into 2 chunks of 8
-// heads (grid z), so the cross-group merge fits in shared memory (4 lane
-// groups x 8 heads x 258 floats) and q and the accumulators in registers.
+// 16 heads of 256 dims per KV head: the group is split into 4 chunks of 4
+// heads (grid z; a lane holds 8 dims of each head's q and accumulator, at
+// most 96 floats), the CTA's heads those of "KV head" y * 4 + z.
 // CHECK-LABEL: func @large_group
-// CHECK: %[[C2:.*]] = arith.constant 2 : index
-// CHECK: gpu.launch_func @pa_kernels::@pa_decode blocks in (%{{.*}}, %{{.*}}, %[[C2]])
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: gpu.launch_func @pa_kernels::@pa_decode blocks in (%{{.*}}, %{{.*}}, %[[C4]])
 // CHECK: gpu.func @pa_decode
-// CHECK-SAME: workgroup(%{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8192xf32, #gpu.address_space<workgroup>>)
-// CHECK-SAME: grid = ["batch", "kv_heads", 2], heads_per_cta = 8 : i64
+// CHECK-SAME: grid = ["batch", "kv_heads", 4], heads_per_cta = 4 : i64
 // CHECK: gpu.block_id  z
 func.func @large_group(%q: memref<?x16x256xf16>, %kv: memref<?x2x16x1x256xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x16x256xf16>, %l: memref<?x16xf32>) {
   pa.decode q(%q : memref<?x16x256xf16>) kv(%kv : memref<?x2x16x1x256xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x16x256xf16>, memref<?x16xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 1, head_dim = 256>}
@@ -71,13 +78,16 @@ func.func @large_group(%q: memref<?x16x256xf16>, %kv: memref<?x2x16x1x256xf16>, 
 
 // -----
 
-// The sliding-window test is pos - t < window: a window of INT64_MAX (no
-// window) cannot overflow.
+// The sliding window subtracts the window from the position (the first
+// key the tile loop visits, max(0, pos - window + 1)) and never adds it: a
+// window of INT64_MAX (no window) cannot overflow; the per-key test
+// (pos - t < window, in i32) is left out for a window of 2^31 or more.
 // CHECK-LABEL: func @window
 // CHECK: gpu.func @pa_decode
 // CHECK: %[[W:.*]] = arith.constant 9223372036854775807 : index
 // CHECK-NOT: arith.addi %{{.*}}, %[[W]]
-// CHECK: arith.cmpi slt, %{{.*}}, %[[W]] : index
+// CHECK: arith.subi %{{.*}}, %[[W]] : index
+// CHECK-NOT: arith.addi %{{.*}}, %[[W]]
 func.func @window(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
   pa.decode q(%q : memref<?x8x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x8x128xf16>, memref<?x8xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>, window = 9223372036854775807 : i64}
   return

@@ -61,16 +61,16 @@ gpu.module @pa_kernels {
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 module attributes {gpu.container_module} {
 gpu.module @pa_kernels {
-  gpu.func @f32(%q: memref<?x32x128xf32>, %kv: memref<?x2x16x8x128xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %i: index) kernel attributes {pa.kernel = {args = [], block = array<i64: 256, 1, 1>, grid = ["q_tiles", "kv_heads", "batch"], kind = "prefill", smem = 0 : i64}} {
+  gpu.func @f64(%q: memref<?x32x128xf64>, %kv: memref<?x2x16x8x128xf64>, %ip: memref<?xi32>, %ix: memref<?xi32>, %i: index) kernel attributes {pa.kernel = {args = [], block = array<i64: 256, 1, 1>, grid = ["q_tiles", "kv_heads", "batch"], kind = "prefill", smem = 0 : i64}} {
     %qt = memref.alloca() : memref<256x128xf32>
     %kt = memref.alloca() : memref<32x128xf32>
     %vt = memref.alloca() : memref<32x128xf32>
     %c0 = arith.constant 0 : index
     %c32 = arith.constant 32 : index
-    // expected-error @+1 {{pa-promote-tiles copies f16 / bf16 rows, got 'f32'}}
-    pa.tile.load_q q(%q : memref<?x32x128xf32>) rows(%i, %i) kv_head(%i) outs(%qt : memref<256x128xf32>) {group = 4 : i64, scale = 1.0 : f32}
+    // expected-error @+1 {{pa-promote-tiles copies f16 / bf16 / f32 rows, got 'f64'}}
+    pa.tile.load_q q(%q : memref<?x32x128xf64>) rows(%i, %i) kv_head(%i) outs(%qt : memref<256x128xf32>) {group = 4 : i64, scale = 1.0 : f32}
     scf.for %t = %c0 to %i step %c32 {
-      pa.tile.gather_kv kv(%kv : memref<?x2x16x8x128xf32>) pages(%ip, %ix : memref<?xi32>, memref<?xi32>) request(%i) tokens(%t, %i) kv_head(%i) outs(%kt, %vt : memref<32x128xf32>, memref<32x128xf32>) {cache = #cache}
+      pa.tile.gather_kv kv(%kv : memref<?x2x16x8x128xf64>) pages(%ip, %ix : memref<?xi32>, memref<?xi32>) request(%i) tokens(%t, %i) kv_head(%i) outs(%kt, %vt : memref<32x128xf32>, memref<32x128xf32>) {cache = #cache}
     }
     gpu.return
   }

@@ -9,20 +9,21 @@
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_90 format=isa l2-prefetch-bytes=0" | FileCheck %s --check-prefix=NOPREFETCH
 
-// The decode kernel's PTX has what the passes promise: 16-byte global loads
-// of K/V rows (and q), butterfly shuffles for the dot products, shared memory
-// for the cross-group merge with a barrier, ex2 for the softmax, and no
-// local memory (spills or register arrays).
+// The CUDA-core decode kernel's PTX has what the passes promise: cp.async
+// copies of q and the K/V rows into shared memory, a barrier, 16-byte shared
+// loads of each lane's chunks, butterfly shuffles for the dot products, ex2
+// for the softmax, shared memory for the lane groups' merge, and no local
+// memory (spills or register arrays).
 
 // CHECK: gpu.binary @pa_kernels
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .entry pa_decode(
-// CHECK-SAME: ld.global.v4.b32
+// CHECK-SAME: cp.async.cg.shared.global
+// CHECK-SAME: bar.sync
+// CHECK-SAME: ld.shared.v4
 // CHECK-SAME: shfl.sync.bfly.b32
 // CHECK-SAME: ex2.approx.ftz.f32
 // CHECK-SAME: st.shared
-// CHECK-SAME: bar.sync
-// CHECK-SAME: ld.shared
 // SM80: .target sm_80
 // SM80-SAME: .entry pa_decode(
 // The default (decode-kernel=auto) for this group of 4 at f16 is the

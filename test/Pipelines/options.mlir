@@ -5,7 +5,7 @@
 // RUN: not pa-opt %s --pa-lower-to-cpu="split-kv-chunk=-1" 2>&1 | FileCheck %s --check-prefix=NEG
 // RUN: not pa-opt %s --pa-lower-to-nvvm="lane-bytes=8" 2>&1 | FileCheck %s --check-prefix=LANE
 // RUN: not pa-opt %s --pa-lower-to-nvvm="cta-threads=100" 2>&1 | FileCheck %s --check-prefix=THREADS
-// RUN: not pa-opt %s --pa-lower-to-nvvm="tokens-in-flight=-2" 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not pa-opt %s --pa-lower-to-nvvm="decode-tile-kv=24" 2>&1 | FileCheck %s --check-prefix=TILEKV
 // RUN: not pa-opt %s --pa-lower-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not pa-opt %s --pa-lower-to-nvvm="l2-prefetch-bytes=32" 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not pa-opt %s --pa-lower-to-nvvm="smem-layout=auto" 2>&1 | FileCheck %s --check-prefix=LAYOUT
@@ -18,7 +18,7 @@
 // RUN: pa-opt %s --pa-split-kv="chunk-size=64" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-pa-to-gpu | FileCheck %s --check-prefix=PLANOP
 // Both split-KV forms lower on the CPU; the work list on the GPU.
 // RUN: pa-opt %s --pa-lower-to-cpu="split-kv-work-list=true" | FileCheck %s --check-prefix=CPUWL
-// RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true heads-per-cta=2 tokens-in-flight=2 lane-bytes=16" | FileCheck %s --check-prefix=GPU
+// RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true decode-kernel=cuda-core heads-per-cta=2 decode-tile-kv=32 lane-bytes=16" | FileCheck %s --check-prefix=GPU
 // RUN: pa-opt %s --pa-lower-to-nvvm="split-kv-work-list=true split-kv-merge=separate" | FileCheck %s --check-prefix=GPUSEP
 // RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-merge=late" 2>&1 | FileCheck %s --check-prefix=MERGE
 // MLA decode has a kernel of its own; its option is checked like the others.
@@ -28,7 +28,7 @@
 // NEG: split-kv-chunk must be >= 0
 // LANE: pa-lower-to-nvvm: lane-bytes must be 16 or 32 (0: the tuned default)
 // THREADS: pa-lower-to-nvvm: cta-threads must be a multiple of 32 in [32, 1024]
-// TOKENS: pa-lower-to-nvvm: tokens-in-flight must be >= 0
+// TILEKV: pa-lower-to-nvvm: decode-tile-kv must be a multiple of 16 up to 256
 // FORMAT: pa-lower-to-nvvm: format must be isa, bin or fatbin
 // PREFETCH: pa-lower-to-nvvm: l2-prefetch-bytes must be 64, 128 or 256 (0: none)
 // LAYOUT: pa-lower-to-nvvm: smem-layout must be swizzle or pad

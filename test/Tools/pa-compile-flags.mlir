@@ -3,7 +3,7 @@
 // Bad flags are rejected with a message, and no bundle is written.
 // RUN: not pa-compile --group 0 -o %t/bad 2>&1 | FileCheck %s --check-prefix=GROUP
 // RUN: not pa-compile --page-size 2147483648 -o %t/bad 2>&1 | FileCheck %s --check-prefix=PAGE
-// RUN: not pa-compile --tokens-in-flight -1 -o %t/bad 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not pa-compile --decode-tile-kv 24 -o %t/bad 2>&1 | FileCheck %s --check-prefix=TILEKV
 // RUN: not pa-compile --lane-bytes 8 --dtype f64 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MULTI
 // RUN: not pa-compile --kernels both -o %t/bad 2>&1 | FileCheck %s --check-prefix=KERNELS
 // RUN: not pa-compile --causal --alibi -o %t/bad 2>&1 | FileCheck %s --check-prefix=DECODEONLY
@@ -24,7 +24,7 @@
 // LAYOUT: pa-compile: --smem-layout must be swizzle or pad, got 'diagonal'
 // GROUP: pa-compile: --group 0 is out of [1, 1048576]
 // PAGE: pa-compile: --page-size 2147483648 is out of [1, 1048576]
-// TOKENS: pa-compile: --tokens-in-flight -1 is out of [0, 64]
+// TILEKV: pa-compile: --decode-tile-kv must be a multiple of 16 up to 256 (tensor-core: 64 or 128; 0: the kernel's default)
 // MULTI: --lane-bytes must be 16 or 32
 // MULTI: --dtype must be f16, bf16 or f32, got 'f64'
 // KERNELS: pa-compile: --kernels must be decode, prefill, all or mla, got 'both'

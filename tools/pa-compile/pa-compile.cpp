@@ -105,18 +105,15 @@ static cl::opt<std::string> chip(
 static cl::opt<int64_t> ctaThreads("cta-threads", cl::init(128),
                                    cl::desc("Threads per CTA"),
                                    cl::cat(category));
-static cl::opt<int64_t> tokensInFlight(
-    "tokens-in-flight", cl::init(0),
-    cl::desc("Tokens per lane group in flight (0: the tuned default of "
-             "convert-pa-to-gpu)"),
-    cl::cat(category));
 static cl::opt<int64_t> laneBytes(
     "lane-bytes", cl::init(0),
-    cl::desc("Bytes of a K/V row per lane and token: 16 or 32 (0: tuned)"),
+    cl::desc("CUDA-core decode: bytes of a K/V row per lane, 16 or 32 (0: "
+             "tuned)"),
     cl::cat(category));
 static cl::opt<int64_t> headsPerCTA(
     "heads-per-cta", cl::init(0),
-    cl::desc("Query heads of a GQA group per CTA (0: tuned)"),
+    cl::desc("CUDA-core decode: query heads of a GQA group per CTA, a "
+             "divisor of the group (0: tuned)"),
     cl::cat(category));
 static cl::opt<int64_t> prefillWarps(
     "prefill-warps", cl::init(0),
@@ -186,7 +183,8 @@ static cl::opt<std::string> decodeKernel(
     cl::cat(category));
 static cl::opt<int64_t> decodeTileKV(
     "decode-tile-kv", cl::init(0),
-    cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)"),
+    cl::desc("Keys per K/V tile of the decode: tensor-core 64 or 128 (0: "
+             "64), CUDA-core a multiple of 16 up to 256 (0: tuned)"),
     cl::cat(category));
 static cl::opt<int64_t> decodeKVStages(
     "decode-kv-stages", cl::init(0),
@@ -341,7 +339,6 @@ bool checkFlags() {
   inRange(ctaThreads, 32, 1024);
   if (ctaThreads % 32 != 0)
     fail("--cta-threads must be a multiple of 32");
-  inRange(tokensInFlight, 0, 64);
   if (laneBytes != 0 && laneBytes != 16 && laneBytes != 32)
     fail("--lane-bytes must be 16 or 32 (0: tuned)");
   inRange(headsPerCTA, 0, kMaxConfigValue);
@@ -379,8 +376,9 @@ bool checkFlags() {
       decodeKernel != "tensor-core")
     fail("--decode-kernel must be auto, cuda-core or tensor-core, got '" +
          decodeKernel + "'");
-  if (decodeTileKV != 0 && decodeTileKV != 64 && decodeTileKV != 128)
-    fail("--decode-tile-kv must be 64 or 128 (0: 64)");
+  if (decodeTileKV < 0 || decodeTileKV % 16 != 0 || decodeTileKV > 256)
+    fail("--decode-tile-kv must be a multiple of 16 up to 256 (tensor-core: "
+         "64 or 128; 0: the kernel's default)");
   if (splitKVMerge != "fused" && splitKVMerge != "separate")
     fail("--split-kv-merge must be fused or separate, got '" + splitKVMerge +
          "'");
@@ -968,7 +966,6 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillMma = prefillMma;
   opts.format = format.str();
   opts.ctaThreads = ctaThreads;
-  opts.tokensInFlight = tokensInFlight;
   opts.laneBytes = laneBytes;
   opts.headsPerCTA = headsPerCTA;
   opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
@@ -1285,7 +1282,7 @@ int main(int argc, char **argv) {
     printShort();
     return 0;
   }
-  if (shape.tileQ > 0)
+  if (shape.laneBytes == 0)
     llvm::outs() << llvm::formatv(
         "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; tensor-core "
         "decode tile_q {3}, tile_kv {4}, kv_warps {5}, smem {6})\n",
@@ -1293,10 +1290,11 @@ int main(int argc, char **argv) {
         shape.tileKV, shape.kvWarps, shape.smem);
   else
     llvm::outs() << llvm::formatv(
-        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; {3} "
-        "bytes/lane, {4} tokens in flight, {5} heads per CTA)\n",
-        outDir.getValue(), primary.cubin.size(), primary.ms, shape.laneBytes,
-        shape.tokensInFlight, shape.headsPerCTA);
+        "pa-compile: {0} ({1} bytes cubin, {2:F1} ms to cubin; CUDA-core "
+        "decode {3} heads per CTA, {4} bytes/lane, tile_kv {5}, kv_warps {6}, "
+        "smem {7})\n",
+        outDir.getValue(), primary.cubin.size(), primary.ms, shape.headsPerCTA,
+        shape.laneBytes, shape.tileKV, shape.kvWarps, shape.smem);
   if (wantPrefill())
     llvm::outs() << llvm::formatv(
         "pa-compile: prefill tile_q {0}, tile_kv {1}, smem {2}\n",

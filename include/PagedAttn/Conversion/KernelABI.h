@@ -11,15 +11,16 @@
 //       args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len",
 //               "o", "lse"],
 //       grid = ["batch", "kv_heads", 1], block = array<i64: 128, 1, 1>,
-//       smem = 0 : i64,
-//       lane_bytes = 32 : i64, tokens_in_flight = 4 : i64,
-//       heads_per_cta = 4 : i64}}
+//       smem = 66560 : i64, tile_q = 4 : i64, tile_kv = 64 : i64,
+//       kv_warps = 4 : i64, lane_bytes = 32 : i64, tokens_in_flight = 4 : i64,
+//       heads_per_cta = 4 : i64}, pa.simt}
 //
 // `args` names the kernel's arguments in order with the runtime's role
 // spellings (docs/Runtime.md); a grid extent is a symbol the runtime
 // resolves ("batch", "kv_heads", "num_q_heads", "work_capacity") or an
 // integer. lane_bytes / tokens_in_flight / heads_per_cta record the shape
-// a decode kernel was tiled with; tile_q / tile_kv that of a prefill kernel
+// of a CUDA-core decode kernel (bytes of a K/V row per lane, keys of a KV
+// tile per lane group, query heads per CTA); tile_q / tile_kv that of a prefill kernel
 // (grid symbol "q_tiles": the most query tiles of any request,
 // max_b ceil(qo_len_b / (tile_q / group))); kv_warps (when > 1) the warps
 // of a tile kernel that split each KV tile's keys rather than its rows.

@@ -61,26 +61,35 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     include/PagedAttn/Conversion/KernelABI.h). pa-compile prints the bundle
     manifest from it.
 
-    The attention kernels use a CTA per (work item or request, KV head, head
-    chunk): the `heads-per-cta` query heads of a chunk of the GQA group share
-    every K/V load. A CTA has `cta-threads` threads split into lane groups of
-    `D / V` lanes, `V` elements = `lane-bytes` per lane (one or two
-    `vector.load` with alignment 16 per lane and token: `ld.global.v4`); the
-    groups walk the tokens, `tokens-in-flight` tokens per group at a time
-    with all their page lookups and loads issued before the arithmetic.
-    Every group keeps an online-softmax state (in base 2, `ex2`) per query
-    head; dot products are reduced across the group's lanes by
-    `gpu.subgroup_reduce` (clustered), which `pa-warp-shuffle-reduce` turns
-    into butterfly shuffles. At the end the groups' states are merged
-    through workgroup (shared) memory with the merge operator, and the
-    threads of the CTA write `o` (coalesced) and `lse`.
+    `pa.decode` and `pa.decode_partial` become kernels over tile IR
+    (lib/Conversion/PAToGPU/PrefillToGPU.cpp), the prefill of one query per
+    request: a CTA per (request or work item, KV head, head chunk) whose
+    query tile holds the request's query for some of the group's heads
+    (`pa.tile.load_q`, `init_state`, a loop over the KV tiles with
+    `gather_kv`, `qk`, `mask`, `softmax_update`, `pv`, then `store`), the
+    K / V tiles split between the warps (`kv_warps` in the ABI). Two
+    kernels (`decode-kernel`):
 
-    Options left at 0 take the tuned shape for the op's group, head dim and
-    element type (lib/Conversion/PAToGPU/PAToGPU.cpp, `tunedShape`): groups
-    above 8 heads are split into chunks, 32-byte lanes for small groups,
-    fewer tokens in flight for more heads. It is proven free of spills and
-    within shared memory for groups 1..32, head dims 64/128/256 and
-    f16/bf16/f32 (test/Pipelines/decode-shape-sweep.mlir).
+    - CUDA-core (`pa.simt` on the kernel; for `auto`: MHA, groups of 2 and
+      3, f32 data and groups above 32): a tile of h heads (the whole group
+      up to 8, else its largest divisor <= 8, or `heads-per-cta`; `g / h`
+      CTAs a KV head, grid z), `cta-threads` threads (128) in lane groups
+      of `D * bytes / lane-bytes` lanes (a power of two <= 32; 32-byte
+      lanes for 2..4 heads of 16-bit data), 64-key tiles (32 above 4 heads,
+      for f32 or above D = 128; `decode-tile-kv`); `pa-promote-tiles` and
+      `pa-tile-to-simt` finish it (shuffle-reduced dot products, the lane
+      groups' states merged through shared memory). Proven free of spills
+      for groups 1..32, head dims 64/128/256 and f16/bf16/f32
+      (test/Pipelines/decode-shape-sweep.mlir).
+    - tensor-core (for `auto`: f16 / bf16 with GQA groups 4..32, a head dim
+      the CUDA-core kernel cannot split into a power of two of lanes (80,
+      96, 112, 192) or an fp8 cache): the group's heads as the 16 or 32
+      rows of the query tile, `decode-tile-kv` keys per KV tile (64), 4
+      warps that split each KV tile's keys; `pa-promote-tiles` and
+      `pa-tile-to-mma` finish it (docs/GPU.md, "Tensor-core decode").
+
+    Both have the ABI kinds `decode` / `decode_partial` / `decode_split`
+    and the grid (`batch` or `work_capacity`, `kv_heads`, head chunks).
 
     `merge_segments` uses a CTA per (segment, head), threads over the head
     dim. `pa.merge` (N states, a CTA per row of lse[R, H]; other ranks are
@@ -103,16 +112,6 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     request merges the request's rows into `o` / `lse` and puts the counter
     back to 0; the CTA next to a request without work items writes its
     `o = 0`, `lse = -inf` (lib/Conversion/PAToGPU/SplitKVMerge.cpp).
-
-    With `decode-kernel=tensor-core` (and under `auto`, the default, for
-    f16 / bf16 with GQA groups 4..32 or a head dim the kernel above cannot
-    split into a power of two of 16-byte lanes) `pa.decode` and
-    `pa.decode_partial` instead become tile kernels like prefill's (one
-    query per request: the group's heads as the 16 or 32 rows of the query
-    tile, `decode-tile-kv` keys per KV tile, 4 warps that split each KV
-    tile's keys, `kv_warps = 4` in the ABI), with the same ABI kind, roles
-    and grid as the kernel above; `pa-promote-tiles` and `pa-tile-to-mma`
-    finish them (docs/GPU.md, "Tensor-core decode").
 
     `pa.prefill` (f16 / bf16, head dim a multiple of 16 up to 256, GQA group
     up to the tile's rows) becomes the first stage of the prefill GPU
@@ -138,21 +137,21 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     exchanged through shared memory (docs/GPU.md, "MLA decode").
 
     Requirements (checked, with an error): identity-layout memrefs, static
-    head dim and query heads; for the CUDA-core decode `D / V` a power of
-    two <= 32 and the cross-group merge within 48 KiB of shared memory; for
-    the tile kernels f16 / bf16 data, a head dim that is a multiple of 16 up
-    to 256 and the GQA group within the query tile.
+    head dim and query heads; for the CUDA-core decode a row of `D * bytes`
+    split into a power of two <= 32 of 16- or 32-byte lanes, heads per CTA
+    dividing the group and no fp8 cache; for the tensor-core kernels f16 /
+    bf16 data, a head dim that is a multiple of 16 up to 256 and the GQA
+    group within the query tile.
   }];
   let options = [
     Option<"ctaThreads", "cta-threads", "int64_t", /*default=*/"128",
            "Threads per CTA">,
-    Option<"tokensInFlight", "tokens-in-flight", "int64_t", /*default=*/"0",
-           "Tokens per lane group in flight (0: tuned)">,
     Option<"laneBytes", "lane-bytes", "int64_t", /*default=*/"0",
-           "Bytes of a K/V row per lane and token (16: one 16-byte load; "
-           "32: two, half the lanes per token; 0: tuned)">,
+           "CUDA-core decode: bytes of a K/V row per lane (16: one 16-byte "
+           "shared load; 32: two, half the lanes per key; 0: tuned)">,
     Option<"headsPerCTA", "heads-per-cta", "int64_t", /*default=*/"0",
-           "Query heads of a GQA group per CTA (0: tuned)">,
+           "CUDA-core decode: query heads of a GQA group per CTA, a divisor "
+           "of the group (0: tuned)">,
     Option<"prefillWarps", "prefill-warps", "int64_t", /*default=*/"0",
            "Warps per CTA of the prefill kernel, 16 query-tile rows each: 4 "
            "or 8 (0: 8 up to head dim 128, else 4)">,
@@ -178,14 +177,17 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "key split) or auto (wgmma where the op fits it, else mma.sync)">,
     Option<"decodeKernel", "decode-kernel", "std::string",
            /*default=*/"\"auto\"",
-           "pa.decode / pa.decode_partial kernel: cuda-core (the lane-group "
-           "kernel), tensor-core (the tile pipeline: the group's heads as "
-           "mma rows, 4 warps splitting each KV tile; f16 / bf16, head dim a "
-           "multiple of 16 up to 256, group <= 32) or auto (tensor-core for "
-           "16-bit data with groups 4..32, or a head dim the CUDA-core kernel "
-           "cannot split; else cuda-core)">,
+           "pa.decode / pa.decode_partial kernel: cuda-core (lane groups "
+           "with shuffle-reduced dot products, pa-tile-to-simt), tensor-core "
+           "(the group's heads as mma rows, 4 warps splitting each KV tile; "
+           "f16 / bf16, head dim a multiple of 16 up to 256, group <= 32; "
+           "pa-tile-to-mma) or auto (tensor-core for 16-bit data with groups "
+           "4..32, a head dim the CUDA-core kernel cannot split or an fp8 "
+           "cache; else cuda-core)">,
     Option<"decodeTileKV", "decode-tile-kv", "int64_t", /*default=*/"0",
-           "Keys per K/V tile of the tensor-core decode: 64 or 128 (0: 64)">,
+           "Keys per K/V tile of the decode: tensor-core 64 or 128 (0: 64); "
+           "CUDA-core a multiple of warps x lane groups up to 256 (0: 64 up "
+           "to 4 heads of 16-bit data up to D = 128, else 32)">,
     Option<"mlaRowBlocks", "mla-row-blocks", "int64_t", /*default=*/"0",
            "m16 row blocks (16 query heads each, 4 warps) per CTA of the "
            "pa.mla_decode kernel: 1 or 2 (0: 2 above 16 heads, else 1)">,
@@ -372,6 +374,49 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::ub::UBDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def PATileToSimt : Pass<"pa-tile-to-simt", "::mlir::ModuleOp"> {
+  let summary = "Map a CUDA-core decode kernel's tile math onto lane groups with shuffle-reduced dot products";
+  let description = [{
+    The last tile stage of the CUDA-core decode (docs/GPU.md, "CUDA-core
+    decode"), after `pa-promote-tiles`, for the kernels with the unit
+    attribute `pa.simt` (convert-pa-to-gpu's `decode-kernel=cuda-core`, and
+    `auto`'s choice for MHA, groups of 2 and 3, f32 data and groups above
+    32; pa-tile-to-mma leaves them alone). The CTA's warps split each KV
+    tile's keys (warp-local K / V rows in shared memory); a warp is split
+    into lane groups of `L = D * bytes / lane_bytes` lanes (the ABI's
+    `lane_bytes`, 16 or 32), lane i of a group holding 16-byte chunks i,
+    i + L, ... of each row, and the groups take the warp's keys in turn.
+    The tile's rows are query heads (a decode packs h heads of the GQA group
+    into them), their q chunks held in registers (f32, scaled once):
+
+    - `pa.tile.qk`: per key, its K chunks (16-byte shared loads, widened to
+      f32), a dot product per head, reduced over the group's lanes by
+      `gpu.subgroup_reduce` (cluster L; `pa-warp-shuffle-reduce` turns it
+      into butterfly shuffles), so every lane of a group holds the scores;
+    - `pa.tile.mask`: soft-cap, ALiBi and the masks (key bound, causal,
+      window; positions) under `scf.if` on `masked_if`, in base 2;
+    - `pa.tile.softmax_update`: each group's running maximum per head,
+      `ex2`, rescaling of l and the accumulators;
+    - `pa.tile.pv`: per key, its V chunks, acc += p v (FMA);
+    - `pa.tile.store`: after the last copies land, every group's (m, l,
+      acc) goes to shared memory over the tiles (the ABI's shared memory
+      grows to fit), and the CTA merges each (head, dim) over the groups
+      with the merge operator and writes `o` (coalesced) and `lse`.
+
+    Errors at the op: tiles not in workgroup memory (run pa-promote-tiles
+    first), load_q / gather_kv left, element types other than f16 / bf16 /
+    f32, a lane width or warp split the tile does not divide, fp8 scales
+    (fp8 caches run on the tensor-core decode), a custom mask.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
 }
 

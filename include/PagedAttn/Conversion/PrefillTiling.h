@@ -35,9 +35,18 @@ struct PrefillTiles {
 /// [kvBegin, kvEnd) and the rows its states go to: query i0 + i writes row
 /// outRow0 + i * outStride of the partial states (null: every key, and row
 /// qoStart + i0 + i of o).
+///
+/// A tile may hold a chunk of h query heads of the GQA group (h dividing
+/// g; the CUDA-core decode's heads per CTA): with `group` = h its rows are
+/// those of a group of h heads whose "KV head" is `kvHead` (chunk z of KV
+/// head y is y * g / h + z: query heads kvHead * h + r % h), and K / V come
+/// from the cache's KV head `cacheHead`. 0 / null: the op's group, and
+/// `kvHead`.
 struct QueryTileCoords {
   Value request, kvHead, qoStart, i0, rows, qoLen, kvLen, maskByte0;
   Value kvBegin = {}, kvEnd = {}, outRow0 = {}, outStride = {};
+  Value cacheHead = {};
+  int64_t group = 0;
 
   /// The query tile of a decode: request `request`'s one query (row
   /// `request` of q, at position kv_len - 1) for KV head `kvHead`.

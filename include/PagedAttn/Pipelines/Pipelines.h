@@ -96,20 +96,16 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       *this, "cta-threads",
       llvm::cl::desc("Threads per CTA of the attention kernels"),
       llvm::cl::init(128)};
-  PassOptions::Option<int64_t> tokensInFlight{
-      *this, "tokens-in-flight",
-      llvm::cl::desc("Tokens per lane group in flight (0: the tuned default "
-                     "for the op's group, head dim and dtype)"),
-      llvm::cl::init(0)};
   PassOptions::Option<int64_t> laneBytes{
       *this, "lane-bytes",
-      llvm::cl::desc("Bytes of a K/V row per lane and token: 16 or 32 (0: the "
-                     "tuned default)"),
+      llvm::cl::desc("CUDA-core decode: bytes of a K/V row per lane, 16 or 32 "
+                     "(0: the tuned default)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> headsPerCTA{
       *this, "heads-per-cta",
-      llvm::cl::desc("Query heads of a GQA group that one CTA handles (0: the "
-                     "tuned default)"),
+      llvm::cl::desc("CUDA-core decode: query heads of a GQA group that one "
+                     "CTA handles, a divisor of the group (0: the tuned "
+                     "default)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> prefillWarps{
       *this, "prefill-warps",
@@ -168,8 +164,9 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("auto")};
   PassOptions::Option<int64_t> decodeTileKV{
       *this, "decode-tile-kv",
-      llvm::cl::desc("Keys per K/V tile of the tensor-core decode: 64 or 128 "
-                     "(0: 64)"),
+      llvm::cl::desc("Keys per K/V tile of the decode: tensor-core 64 or 128 "
+                     "(0: 64), CUDA-core a multiple of 16 up to 256 (0: 64 up "
+                     "to 4 heads of 16-bit data up to D = 128, else 32)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> mlaRowBlocks{
       *this, "mla-row-blocks",

@@ -192,7 +192,8 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
   OpBuilder &b = e.b;
   Location loc = e.loc;
   PagedKVAttr cache = op.cache;
-  int64_t group = op.group();
+  int64_t group = t.group ? t.group : op.group();
+  Value cacheHead = t.cacheHead ? t.cacheHead : t.kvHead;
   int64_t tileKV = cast<MemRefType>(tiles.k.getType()).getDimSize(0);
   const AttentionOptions &opts = op.options;
   bool positions = bool(op.qPositions);
@@ -259,14 +260,14 @@ void mlir::pa::emitPrefillQueryTile(Emitter &e, const PrefillOperands &op,
   if (op.scales) {
     Cache c{cache, SmallVector<Value, 2>(kvCache.begin(), kvCache.end()),
             KVScales{arg(op.scales.k), arg(op.scales.v)}};
-    kScale = c.scale(e, /*isV=*/false, t.kvHead);
-    vScale = c.scale(e, /*isV=*/true, t.kvHead);
+    kScale = c.scale(e, /*isV=*/false, cacheHead);
+    vScale = c.scale(e, /*isV=*/true, cacheHead);
   }
   scf::ForOp::create(
       b, loc, lo, hi, e.idx(tileKV), ValueRange{},
       [&](OpBuilder &, Location, Value t0, ValueRange) {
         TileGatherKVOp::create(b, loc, kvCache, pages.indptr,
-                               pages.indices, t.request, t0, hi, t.kvHead,
+                               pages.indices, t.request, t0, hi, cacheHead,
                                tiles.k, tiles.v, cache);
         TileQKOp::create(b, loc, tiles.q, tiles.k, kScale, tiles.s,
                          FloatAttr());

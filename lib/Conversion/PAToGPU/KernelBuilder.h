@@ -2,9 +2,10 @@
 //
 // Private to convert-pa-to-gpu: the emitter of kernel code (special-function
 // unit math, fused dots), the kernel module, kernel creation with its
-// `pa.kernel` ABI and the host-side launch. PAToGPU.cpp (decode,
-// merge_segments), PrefillToGPU.cpp (prefill's tiling), PromoteTiles.cpp
-// and TileToMma.cpp (its later stages) build on it.
+// `pa.kernel` ABI and the host-side launch. PAToGPU.cpp (the pass,
+// merge_segments), PrefillToGPU.cpp (the prefill and decode tiling),
+// PromoteTiles.cpp, TileToMma.cpp and TileToSimt.cpp (the later stages)
+// build on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,6 +212,13 @@ inline Value swizzleCol(Emitter &e, Value row, Value col,
 /// wgmma rather than ldmatrix / mma.sync.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "pa.wgmma";
 
+/// A decode kernel whose tile math runs on CUDA cores (convert-pa-to-gpu's
+/// decode-kernel=cuda-core, and auto's choice for MHA, small groups, f32 and
+/// groups above 32): pa-tile-to-simt lowers its tile ops to lane groups that
+/// read K / V rows from shared memory, 16 or 32 bytes a lane, with
+/// shuffle-reduced dot products; pa-tile-to-mma leaves it alone.
+inline constexpr llvm::StringLiteral kSimtAttr = "pa.simt";
+
 /// Where element (row, col) of the [rows][D] tile that starts at shared row
 /// `row0` lies in shared memory of [..][D] rows in a kWgmmaAttr kernel: the
 /// tile is D / 64 column blocks of [rows][64], one after the other, each
@@ -285,6 +293,10 @@ enum class PrefillMma { Sync, Wgmma, Auto };
 struct PrefillShape {
   int64_t warps = 0, tileKV = 0, warpRows = 0, kvWarps = 0, kvStages = 0;
   PrefillMma mma = PrefillMma::Sync;
+  /// The CUDA-core decode (kSimtAttr): its CTA threads, bytes of a K / V
+  /// row per lane and query heads per CTA (0: tuned).
+  bool simt = false;
+  int64_t threads = 0, laneBytes = 0, headsPerCTA = 0;
 };
 
 /// Checks that convert-pa-to-gpu can build the tile kernel of `op` (a

@@ -1,18 +1,13 @@
-//===- PAToGPU.cpp - tile decode / decode_partial / merge_segments to GPU --===//
+//===- PAToGPU.cpp - convert-pa-to-gpu: pa ops to GPU kernels -------------===//
 //
-// Kernel shape of the attention ops (see the pass description):
-//
-//   CTA (item, kv head hk, head chunk) item = request (decode) or work item;
-//                                     a chunk = `heads` of the g query heads
-//     lane group G = tid / L          L = D / V lanes, V elements = 16 bytes
-//       lane l = tid % L              holds dims [l*V, l*V + V) of q, k, v
-//     for t0 in [start, end) step NG*U:          NG = threads / L groups
-//       load U tokens (page lookups + vector.load of K and V rows)
-//       for each token, each of the g query heads of hk:
-//         s = subgroup_reduce(add, <q_l, k_l>) over the L lanes
-//         online softmax in base 2 (ex2), acc_l = acc_l * a + p * v_l
-//     states of the NG groups -> workgroup memory -> merged by the CTA ->
-//     o (q's dtype, or f32 partials) and lse
+// The pass itself: which kernel each pa op becomes, checked before any IR
+// changes, and the pieces of the attention kernels' host side (kernel
+// module, creation with its ABI, launch). The kernels are built by their
+// own files: the decode and prefill attention kernels as tile IR
+// (PrefillToGPU.cpp; pa-promote-tiles and pa-tile-to-mma /
+// pa-tile-to-simt finish them), merge_segments here, the others in
+// CacheToGPU.cpp, MergeToGPU.cpp, MLAToGPU.cpp, CacheBlendToGPU.cpp,
+// MaskToGPU.cpp and PlanToGPU.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,465 +41,6 @@ using namespace mlir::pa;
 using namespace mlir::pa::gpukernel;
 
 namespace {
-
-/// Static facts a kernel specializes on, checked before any IR changes.
-struct Config {
-  Type elem;
-  int64_t vec = 0, headDim = 0, lanes = 0, groups = 0, threads = 0;
-  int64_t group = 0, numKVHeads = 0, pageSize = 0, unroll = 1;
-  /// Query heads per CTA (a chunk of the GQA group) and chunks per KV head.
-  int64_t heads = 0, chunks = 1;
-  int64_t laneBytes = 16;
-};
-
-/// The kernel shape asked for by the pass options (0: tuned).
-struct ShapeOptions {
-  int64_t threads = 128, tokensInFlight = 0, laneBytes = 0, headsPerCTA = 0;
-};
-
-/// The tuned kernel shape of an attention op with GQA group `group`, head
-/// dim `headDim` and `bytes`-byte elements, for the options left at 0. The
-/// figures were measured on an H200 (docs/PERFORMANCE.md) and the rule is
-/// proven spill-free and within shared memory for every group 1..32, head
-/// dim 64/128/256 and f16/bf16/f32 by test/Pipelines/decode-shape-sweep.mlir:
-///
-///   * heads per CTA: the whole group up to 8 heads; larger groups are
-///     split into ceil(g / 8) chunks of equal size (the last one may be
-///     shorter): q and the accumulators of every head a CTA holds live in
-///     registers, and more than 8 x 8 of each spill;
-///   * 32-byte lanes for 2..4 heads of 16-bit data (2..8 of f32) whose rows
-///     split into at most 32 lanes of 32 bytes: half the lanes repeat each
-///     score's softmax and shuffles; 32-byte lanes also whenever 16-byte
-///     lanes would need more than 32 lanes (f32 with D = 256);
-///   * tokens in flight: 4 with 32-byte lanes, 8 for one head with 16-byte
-///     lanes, 2 for more heads (the loads in flight share the registers with
-///     the heads' q and accumulators).
-void tunedShape(int64_t group, int64_t headDim, int64_t bytes,
-                const ShapeOptions &o, Config &c) {
-  int64_t heads = o.headsPerCTA > 0 ? std::min(o.headsPerCTA, group) : group;
-  if (o.headsPerCTA <= 0 && group > 8) {
-    int64_t chunks = llvm::divideCeil(group, 8);
-    heads = llvm::divideCeil(group, chunks);
-  }
-  int64_t rowBytes = headDim * bytes;
-  bool fitsWide = rowBytes % 32 == 0 && rowBytes / 32 <= 32;
-  bool narrowTooWide = rowBytes / 16 > 32;
-  bool wide = fitsWide && ((heads >= 2 && heads * (32 / bytes) <= 64) ||
-                           narrowTooWide);
-  c.laneBytes = o.laneBytes > 0 ? o.laneBytes : (wide ? 32 : 16);
-  c.unroll = o.tokensInFlight > 0
-                 ? o.tokensInFlight
-                 : (c.laneBytes == 32 ? 4 : (heads == 1 ? 8 : 2));
-  c.heads = heads;
-  c.chunks = llvm::divideCeil(group, heads);
-  c.threads = o.threads;
-}
-
-/// Checks the operands of an attention op and fills `cfg`.
-LogicalResult makeConfig(AttentionOpInterface op, const ShapeOptions &shape,
-                         Config &cfg) {
-  for (Value v : op->getOperands())
-    if (!isIdentityMemRef(v.getType()))
-      return op->emitOpError()
-             << "convert-pa-to-gpu expects identity-layout memrefs";
-  auto qt = cast<MemRefType>(op.getQ().getType());
-  PagedKVAttr cache = op.getCache();
-  if (qt.isDynamicDim(1) || qt.isDynamicDim(2))
-    return op.emitOpError()
-           << "convert-pa-to-gpu needs static query heads and head dim";
-  cfg.elem = qt.getElementType();
-  cfg.headDim = cache.getHeadDim();
-  cfg.numKVHeads = cache.getNumKVHeads();
-  cfg.pageSize = cache.getPageSize();
-  cfg.group = qt.getDimSize(1) / cfg.numKVHeads;
-  int64_t bytes = cfg.elem.getIntOrFloatBitWidth() / 8;
-  tunedShape(cfg.group, cfg.headDim, bytes, shape, cfg);
-  if (cfg.laneBytes != 16 && cfg.laneBytes != 32)
-    return op->emitOpError() << "lane-bytes must be 16 or 32";
-  if (cfg.threads % 32 != 0 || cfg.threads <= 0 || cfg.unroll <= 0)
-    return op.emitOpError()
-           << "cta-threads must be a multiple of 32 and tokens-in-flight > 0";
-  cfg.vec = cfg.laneBytes / bytes;
-  if (cfg.headDim % cfg.vec != 0)
-    return op.emitOpError() << "head dim must be a multiple of " << cfg.vec
-                            << " (" << cfg.laneBytes << "-byte lanes)";
-  cfg.lanes = cfg.headDim / cfg.vec;
-  if (!llvm::isPowerOf2_64(cfg.lanes) || cfg.lanes > 32)
-    return op.emitOpError() << "head dim / " << cfg.vec
-                            << " must be a power of two <= 32, got "
-                            << cfg.lanes;
-  if (cfg.lanes > cfg.threads)
-    return op.emitOpError() << "a token's " << cfg.lanes
-                            << " lanes exceed the CTA's " << cfg.threads
-                            << " threads";
-  cfg.groups = cfg.threads / cfg.lanes;
-  // Workgroup memory of the cross-group merge: (m, l) and acc per group and
-  // head; static shared memory is limited to 48 KiB per CTA.
-  int64_t smemBytes = 4 * cfg.groups * cfg.heads * (2 + cfg.headDim);
-  if (smemBytes > 48 * 1024) {
-    int64_t fit = (48 * 1024) / (4 * cfg.groups * (2 + cfg.headDim));
-    return op.emitOpError()
-           << "the cross-group merge needs " << smemBytes
-           << " bytes of shared memory (" << cfg.groups << " lane groups x "
-           << cfg.heads << " heads), more than 48 KiB: use heads-per-cta <= "
-           << fit;
-  }
-  return success();
-}
-
-/// Operands of an attention kernel, already mapped into the kernel.
-struct AttnArgs {
-  Value q, alibi, o, lse;
-  Cache cache;
-  PageTable pages;
-  Value wIndptr, wRequest, wStart, wEnd; // decode_partial only
-  /// decode_partial with its merge fused (split-kv-merge=fused).
-  std::optional<FusedMerge> merge;
-  std::optional<double> smScale, softCap;
-  std::optional<int64_t> window;
-  bool lseBase2 = false;
-};
-
-/// Emits the body of a decode / decode_partial kernel.
-void emitAttentionBody(KernelEmitter &e, const Config &c, const AttnArgs &a,
-                       Value smemML, Value smemAcc) {
-  OpBuilder &b = e.b;
-  Location loc = e.loc;
-  Type f32 = b.getF32Type();
-  auto vecF32 = VectorType::get({c.vec}, f32);
-  auto vecElem = VectorType::get({c.vec}, c.elem);
-  Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value hk = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value grp = e.divui(tid, e.idx(c.lanes));
-  Value lane = e.remui(tid, e.idx(c.lanes));
-  Value d0 = e.mul(lane, e.idx(c.vec));
-  // The CTA's heads: chunk z of the group's g heads. With a partial last
-  // chunk, a head past the group reads head 0 of the group (in bounds) and
-  // writes nothing.
-  bool partialChunks = c.group % c.heads != 0;
-  Value firstHead = e.mul(hk, e.idx(c.group));
-  Value chunkBase = e.idx(0);
-  if (c.chunks > 1)
-    chunkBase = e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
-                      e.idx(c.heads));
-  SmallVector<Value> heads, headValid;
-  for (int64_t j = 0; j < c.heads; ++j) {
-    Value inGroup = e.add(chunkBase, e.idx(j));
-    Value valid = e.cmpi(arith::CmpIPredicate::slt, inGroup, e.idx(c.group));
-    Value h = e.add(firstHead, inGroup);
-    heads.push_back(partialChunks ? e.select(valid, h, firstHead) : h);
-    headValid.push_back(valid);
-  }
-
-  auto body = [&](Value request, Value start, Value end) {
-    Value ip0 = a.pages.pageBase(e, request);
-    Value kvLen = a.pages.kvLen(e, request);
-    if (!end)
-      end = kvLen;
-    Value pos = e.sub(kvLen, e.idx(1));
-    bool natural = a.softCap || a.alibi;
-    double scale = a.smScale.value_or(1.0 / std::sqrt((double)c.headDim));
-    Value qScale = e.splat(e.f32(natural ? scale : scale * kLog2e), vecF32);
-    SmallVector<Value> qv;
-    for (int64_t j = 0; j < c.heads; ++j) {
-      Value raw = vector::LoadOp::create(b, loc, vecElem, a.q,
-                                         ValueRange{request, heads[j], d0},
-                                         false, llvm::MaybeAlign(16));
-      Value wide = c.elem.isF32()
-                       ? raw
-                       : arith::ExtFOp::create(b, loc, vecF32, raw).getResult();
-      qv.push_back(e.mul(wide, qScale));
-    }
-    // Loop state: m[heads], l[heads], acc[heads].
-    SmallVector<Value> init;
-    for (int64_t j = 0; j < c.heads; ++j)
-      init.push_back(e.negInf());
-    for (int64_t j = 0; j < c.heads; ++j)
-      init.push_back(e.f32(0));
-    Value zeroVec = e.splat(e.f32(0), vecF32);
-    for (int64_t j = 0; j < c.heads; ++j)
-      init.push_back(zeroVec);
-    Value step = e.idx(c.groups * c.unroll);
-    // Token u of the block starting at t0, whether it is visible, and the
-    // (clamped, always in-bounds) token to load.
-    auto token = [&](Value t0, int64_t u) {
-      Value t = e.add(t0, e.add(e.idx(u * c.groups), grp));
-      Value valid = e.cmpi(arith::CmpIPredicate::slt, t, end);
-      if (a.window)
-        valid = e.andi(valid, emitInSlidingWindow(e, t, pos, *a.window));
-      return std::make_tuple(t, valid, e.select(valid, t, start));
-    };
-    // Issues the page lookups and K/V loads of a block of U tokens.
-    auto loadBlock = [&](Value t0) {
-      SmallVector<Value> loaded;
-      for (int64_t u = 0; u < c.unroll; ++u) {
-        auto [t, valid, tc] = token(t0, u);
-        (void)t;
-        (void)valid;
-        auto [page, slot] = a.pages.locate(e, ip0, tc);
-        for (bool isV : {false, true})
-          loaded.push_back(vector::LoadOp::create(
-              b, loc, vecElem, a.cache.memref(isV),
-              a.cache.indices(e, isV, page, slot, hk, d0), false,
-              llvm::MaybeAlign(16)));
-      }
-      return loaded;
-    };
-    // Software pipelining in registers: the loop carries the loads of its
-    // current block and issues the next block's loads before its arithmetic.
-    // Nothing is loaded (and no page is looked up) when the range is empty.
-    Value nonEmptyRange = e.cmpi(arith::CmpIPredicate::slt, start, end);
-    SmallVector<Type> loadTypes(2 * c.unroll, vecElem);
-    SmallVector<Value> first = e.ifThenElse(
-        nonEmptyRange, loadTypes, [&]() { return loadBlock(start); },
-        [&]() -> SmallVector<Value> {
-          SmallVector<Value> zeros;
-          Value z = e.splat(arith::ConstantOp::create(
-                                b, loc, b.getFloatAttr(c.elem, 0.0)),
-                            vecElem);
-          for (int64_t i = 0; i < 2 * c.unroll; ++i)
-            zeros.push_back(z);
-          return zeros;
-        });
-    init.append(first);
-    int64_t nState = 3 * c.heads;
-    auto loop = scf::ForOp::create(
-        b, loc, start, end, step, init,
-        [&](OpBuilder &, Location, Value t0, ValueRange st) {
-          SmallVector<Value> m(st.begin(), st.begin() + c.heads);
-          SmallVector<Value> l(st.begin() + c.heads,
-                               st.begin() + 2 * c.heads);
-          SmallVector<Value> acc(st.begin() + 2 * c.heads,
-                                 st.begin() + nState);
-          SmallVector<Value> cur(st.begin() + nState, st.end());
-          SmallVector<Value> next = loadBlock(e.add(t0, step));
-          // Widen the block's K/V rows once; every head reuses them.
-          SmallVector<Value> kf, vf, toks, valids;
-          for (int64_t u = 0; u < c.unroll; ++u) {
-            auto [t, valid, tc] = token(t0, u);
-            (void)tc;
-            toks.push_back(t);
-            valids.push_back(valid);
-            auto widen = [&](Value x) {
-              return c.elem.isF32()
-                         ? x
-                         : arith::ExtFOp::create(b, loc, vecF32, x).getResult();
-            };
-            kf.push_back(widen(cur[2 * u]));
-            vf.push_back(widen(cur[2 * u + 1]));
-          }
-          // Online softmax over the block: one rescale of the state per
-          // block (not per token), ex2 once per score.
-          for (int64_t j = 0; j < c.heads; ++j) {
-            SmallVector<Value> sc;
-            Value mt = m[j];
-            for (int64_t u = 0; u < c.unroll; ++u) {
-              Value part = e.dot(qv[j], kf[u], c.vec);
-              Value s = gpu::SubgroupReduceOp::create(
-                  b, loc, part, gpu::AllReduceOperation::ADD,
-                  /*uniform=*/false, static_cast<uint32_t>(c.lanes));
-              if (natural) {
-                if (a.softCap) {
-                  Value cap = e.f32(*a.softCap);
-                  s = e.mul(cap, e.tanh(e.divf(s, cap)));
-                }
-                if (a.alibi) {
-                  Value slope = e.load(a.alibi, {heads[j]});
-                  s = e.add(s,
-                            e.mul(slope, e.indexToF32(e.sub(toks[u], pos))));
-                }
-                s = e.mul(s, e.f32(kLog2e));
-              }
-              s = e.select(valids[u], s, e.negInf());
-              sc.push_back(s);
-              mt = e.maxf(mt, s);
-            }
-            Value mSafe =
-                e.select(e.cmpf(arith::CmpFPredicate::OEQ, mt, e.negInf()),
-                         e.f32(0), mt);
-            Value alpha = e.ex2(e.sub(m[j], mSafe));
-            Value lsum = e.mul(l[j], alpha);
-            Value accj = e.mul(acc[j], e.splat(alpha, vecF32));
-            for (int64_t u = 0; u < c.unroll; ++u) {
-              Value p = e.ex2(e.sub(sc[u], mSafe));
-              lsum = e.add(lsum, p);
-              accj = LLVM::FMAOp::create(b, loc, e.splat(p, vecF32), vf[u],
-                                         accj);
-            }
-            l[j] = lsum;
-            acc[j] = accj;
-            m[j] = mt;
-          }
-          SmallVector<Value> yields(m);
-          yields.append(l);
-          yields.append(acc);
-          yields.append(next);
-          scf::YieldOp::create(b, loc, yields);
-        });
-    // Publish every group's state to workgroup memory.
-    Value isLane0 = e.cmpi(arith::CmpIPredicate::eq, lane, e.idx(0));
-    int64_t ng = c.groups * c.heads;
-    for (int64_t j = 0; j < c.heads; ++j) {
-      Value slotIdx = e.add(e.mul(grp, e.idx(c.heads)), e.idx(j));
-      Value accOff = e.add(e.mul(slotIdx, e.idx(c.headDim)), d0);
-      vector::StoreOp::create(b, loc, loop.getResult(2 * c.heads + j), smemAcc,
-                              ValueRange{accOff}, /*nontemporal=*/false,
-                              llvm::MaybeAlign(16));
-      e.ifThen(isLane0, [&]() {
-        e.store(loop.getResult(j), smemML, {slotIdx});
-        e.store(loop.getResult(c.heads + j), smemML,
-                {e.add(slotIdx, e.idx(ng))});
-      });
-    }
-    gpu::BarrierOp::create(b, loc);
-    // Merge the groups' running states (m, l, acc) with the merge operator:
-    // thread idx handles (head j, dim d).
-    Value row = a.wIndptr ? item : request;
-    Type oElem = cast<MemRefType>(a.o.getType()).getElementType();
-    scf::ForOp::create(
-        b, loc, tid, e.idx(c.heads * c.headDim), e.idx(c.threads),
-        ValueRange{}, [&](OpBuilder &, Location, Value idx, ValueRange) {
-          Value j = e.divui(idx, e.idx(c.headDim));
-          Value d = e.remui(idx, e.idx(c.headDim));
-          auto slotOf = [&](Value g) {
-            return e.add(e.mul(g, e.idx(c.heads)), j);
-          };
-          auto ex2 = [&](Value x) { return e.ex2(x); };
-          auto lg2 = [&](Value x) { return e.lg2(x); };
-          auto mOf = [&](Value g) { return e.load(smemML, {slotOf(g)}); };
-          auto lOf = [&](Value g) {
-            return e.load(smemML, {e.add(slotOf(g), e.idx(ng))});
-          };
-          auto accOf = [&](Value g, Value dd) {
-            return e.load(smemAcc,
-                          {e.add(e.mul(slotOf(g), e.idx(c.headDim)), dd)});
-          };
-          StateMerge merge(e, ExpBase{/*base2=*/true, ex2, lg2},
-                           StateSet{e.idx(0), e.idx(c.groups), mOf, lOf,
-                                    accOf});
-          Value o = merge.element(d);
-          Value h = e.add(firstHead, e.add(chunkBase, j));
-          auto write = [&]() {
-            e.store(e.fromF32(o, oElem), a.o, {row, h, d});
-            e.ifThen(e.cmpi(arith::CmpIPredicate::eq, d, e.idx(0)), [&]() {
-              e.store(merge.lse(a.lseBase2), a.lse, {row, h});
-            });
-          };
-          if (partialChunks)
-            e.ifThen(e.cmpi(arith::CmpIPredicate::slt, e.add(chunkBase, j),
-                            e.idx(c.group)),
-                     write);
-          else
-            write();
-          scf::YieldOp::create(b, loc);
-        });
-  };
-
-  if (!a.wIndptr) {
-    body(item, e.idx(0), Value());
-    return;
-  }
-  Value batch = e.sub(e.dim(a.wIndptr, 0), e.idx(1));
-  Value items = e.loadIdx(a.wIndptr, batch);
-  CTAHeads ctaHeads{e.add(firstHead, chunkBase), c.heads, Value()};
-  if (partialChunks)
-    ctaHeads.valid = arith::MinUIOp::create(
-        b, loc, e.idx(c.heads), e.sub(e.idx(c.group), chunkBase));
-  e.ifThen(e.cmpi(arith::CmpIPredicate::slt, item, items), [&]() {
-    Value request = e.loadIdx(a.wRequest, item);
-    body(request, e.loadIdx(a.wStart, item), e.loadIdx(a.wEnd, item));
-    if (a.merge)
-      emitArriveAndMerge(e, *a.merge, request, ctaHeads, c.headDim,
-                         c.threads);
-  });
-  if (a.merge)
-    emitEmptyRequests(e, *a.merge, item, ctaHeads, c.headDim, c.threads);
-}
-
-/// The operands and options of an attention op, mapped into its kernel.
-AttnArgs mapAttnArgs(AttentionOpInterface op, IRMapping &m) {
-  AttnArgs a;
-  a.q = m.lookup(op.getQ());
-  a.cache.attr = op.getCache();
-  for (Value v : op.getKvCache())
-    a.cache.tensors.push_back(m.lookup(v));
-  PageTable pt = pageTableOf(cast<PagedOpInterface>(op.getOperation()),
-                             /*checked=*/false);
-  a.pages = PageTable{m.lookup(pt.indptr), m.lookup(pt.indices),
-                      m.lookup(pt.last), pt.pageSize, /*checked=*/false};
-  if (op.getAlibiSlopes())
-    a.alibi = m.lookup(op.getAlibiSlopes());
-  a.o = m.lookup(op.getO());
-  a.lse = m.lookup(op.getLse());
-  AttentionOptions opts = op.getAttentionOptions();
-  a.smScale = opts.smScale;
-  a.softCap = opts.softCap;
-  a.window = opts.window;
-  a.lseBase2 = opts.lseBase2;
-  return a;
-}
-
-/// Builds the kernel of a decode / decode_partial op (with `merge`, the
-/// fused split-KV kernel decode_split) and launches it.
-LogicalResult tileAttention(AttentionOpInterface op, gpu::GPUModuleOp kmod,
-                            StringRef name, const ShapeOptions &shape,
-                            MergeSegmentsOp merge = {}) {
-  Config c;
-  if (failed(makeConfig(op, shape, c)))
-    return failure();
-  MLIRContext *ctx = op.getContext();
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Type f32 = Float32Type::get(ctx);
-  int64_t slots = c.groups * c.heads;
-  auto smemML = MemRefType::get({2 * slots}, f32, MemRefLayoutAttrInterface(),
-                                wg);
-  auto smemAcc = MemRefType::get({slots * c.headDim}, f32,
-                                 MemRefLayoutAttrInterface(), wg);
-  auto partialOp = dyn_cast<DecodePartialOp>(op.getOperation());
-  bool partial = bool(partialOp);
-  KernelABI abi;
-  abi.kind = merge ? "decode_split" : partial ? "decode_partial" : "decode";
-  abi.args = merge ? fusedArgRoles(partialOp) : argRoles(op);
-  abi.grid = {GridExtentABI{partial ? "work_capacity" : "batch"},
-              GridExtentABI{"kv_heads"}, GridExtentABI{"", c.chunks}};
-  abi.block = {c.threads, 1, 1};
-  abi.laneBytes = c.laneBytes;
-  abi.tokensInFlight = c.unroll;
-  abi.headsPerCTA = c.heads;
-  IRMapping m;
-  OpBuilder host(op);
-  SmallVector<Value> extra;
-  if (merge)
-    extra = fusedMergeOperands(host, merge);
-  gpu::GPUFuncOp func = createKernel(kmod, op, name, TypeRange{smemML, smemAcc},
-                                     abi, m, extra);
-  AttnArgs a = mapAttnArgs(op, m);
-  if (partial) {
-    a.wIndptr = m.lookup(partialOp.getWorkIndptr());
-    a.wRequest = m.lookup(partialOp.getWorkRequest());
-    a.wStart = m.lookup(partialOp.getWorkStart());
-    a.wEnd = m.lookup(partialOp.getWorkEnd());
-  }
-  if (merge)
-    a.merge = mapFusedMerge(partialOp, extra, m);
-  {
-    OpBuilder b(func.getBody());
-    b.setInsertionPointToStart(&func.getBody().front());
-    KernelEmitter e{{b, op.getLoc()}};
-    emitAttentionBody(e, c, a, func.getWorkgroupAttributions()[0],
-                      func.getWorkgroupAttributions()[1]);
-    gpu::ReturnOp::create(b, op.getLoc());
-  }
-  OpBuilder b(op);
-  Value items = memref::DimOp::create(b, op.getLoc(), op.getO(), 0);
-  Value hkv = arith::ConstantIndexOp::create(b, op.getLoc(), c.numKVHeads);
-  Value chunks = arith::ConstantIndexOp::create(b, op.getLoc(), c.chunks);
-  launch(b, op, func, {items, hkv, chunks}, c.threads, 0, extra);
-  if (merge)
-    finishFusedLaunch(merge, extra[2]);
-  return success();
-}
 
 /// merge_segments: a CTA per (segment, head); threads walk the head dim.
 LogicalResult tileMergeSegments(MergeSegmentsOp op, gpu::GPUModuleOp kmod,
@@ -611,9 +147,16 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
   std::optional<PrefillShape> tileShape(Operation *op) const {
     if (isa<PrefillOp, PrefillPartialOp>(op))
       return prefillShape();
-    if (isa<DecodeOp, DecodePartialOp>(op) && tensorCoreDecode(op))
-      return PrefillShape{0, decodeTileKV, 0, 0, decodeKVStages};
-    return std::nullopt;
+    if (!isa<DecodeOp, DecodePartialOp>(op))
+      return std::nullopt;
+    PrefillShape s{0, decodeTileKV, 0, 0, decodeKVStages};
+    if (!tensorCoreDecode(op)) {
+      s.simt = true;
+      s.threads = ctaThreads;
+      s.laneBytes = laneBytes;
+      s.headsPerCTA = headsPerCTA;
+    }
+    return s;
   }
 
   void runOnOperation() override {
@@ -664,7 +207,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       }
       std::optional<PrefillShape> s = tileShape(op);
       if (auto a = dyn_cast<AttentionOpInterface>(op);
-          a && !s &&
+          a && s && s->simt &&
           isFP8CacheType(cast<ShapedType>(a.getKvCache()[0].getType())
                              .getElementType())) {
         op->emitOpError()
@@ -697,7 +240,6 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
             fuseWith[op] = m;
             fused.insert(m);
           }
-    ShapeOptions shape{ctaThreads, tokensInFlight, laneBytes, headsPerCTA};
     gpu::GPUModuleOp kmod = getKernelModule(module);
     for (Operation *op : ops) {
       if (fused.contains(op))
@@ -706,15 +248,13 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       LogicalResult r =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](DecodeOp d) {
-                return tiled ? buildTileKernel(d, kmod, "pa_decode", *tiled)
-                             : tileAttention(d, kmod, "pa_decode", shape);
+                return buildTileKernel(d, kmod, "pa_decode", *tiled);
               })
               .Case([&](DecodePartialOp d) {
                 MergeSegmentsOp merge = fuseWith.lookup(op);
                 StringRef name =
                     merge ? "pa_decode_split" : "pa_decode_partial";
-                return tiled ? buildTileKernel(d, kmod, name, *tiled, merge)
-                             : tileAttention(d, kmod, name, shape, merge);
+                return buildTileKernel(d, kmod, name, *tiled, merge);
               })
               .Case([&](PrefillOp p) {
                 return buildTileKernel(p, kmod, "pa_prefill", *tiled);

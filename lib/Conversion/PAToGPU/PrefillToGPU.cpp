@@ -17,16 +17,18 @@
 //   (gather_kv, qk, mask masked_if the tile needs it, softmax_update, pv),
 //   pa.tile.store.
 //
-// A pa.decode / pa.decode_partial with the tensor-core decode
-// (decode-kernel, PAToGPU.cpp) is the prefill of one query per request:
+// A pa.decode / pa.decode_partial is the prefill of one query per request:
 // `pa_decode` / `pa_decode_partial`, a CTA per (request or work item x, KV
-// head y), the group's heads as the 16 or 32 rows of its one query tile, 4
-// warps that split each KV tile's keys (kv_warps in the ABI), the same ABI
-// kind and grid as the CUDA-core kernels.
+// head y, head chunk z), 4 warps that split each KV tile's keys (kv_warps
+// in the ABI). The tensor-core decode (decode-kernel, PAToGPU.cpp) packs
+// the group's heads into the 16 or 32 rows of its query tile; the
+// CUDA-core decode (kSimtAttr) holds h heads of the group, one tile row
+// each (QueryTileCoords' head chunks).
 //
 // The tiles are f32 buffers (memref.alloca) that the later stages replace:
 // pa-promote-tiles puts Q / K / V in shared memory behind cp.async copies,
-// pa-tile-to-mma turns S and the state into mma.sync register fragments.
+// pa-tile-to-mma turns S and the state into mma.sync register fragments
+// (pa-tile-to-simt: into lane groups with shuffle-reduced scores).
 // This stage fixes the tile shape (the pass options) and the block size.
 //
 //===----------------------------------------------------------------------===//
@@ -56,16 +58,25 @@ struct PrefillConfig {
   int64_t kvStages = 0;
   /// The matmuls as warpgroup MMAs (kWgmmaAttr).
   bool wgmma = false;
+  /// The CUDA-core decode (kSimtAttr): a tile of `heads` rows (query heads
+  /// of a chunk of the group, `chunks` CTAs a KV head), K / V rows read
+  /// `laneBytes` a lane.
+  bool simt = false;
+  int64_t laneBytes = 0, heads = 0, chunks = 1;
+  /// Keys of a KV tile per lane group (the ABI's tokens_in_flight).
+  int64_t groupKeys = 0;
 
   int64_t threads() const { return warps * 32; }
-  int64_t tileRows() const { return warps / kvWarps * 16 * mTiles; }
+  int64_t tileRows() const {
+    return simt ? heads : warps / kvWarps * 16 * mTiles;
+  }
   int64_t queriesPerTile() const { return tileRows() / group; }
 };
 
 /// The checks every tile kernel makes of its operands (`what` names the op
 /// in the messages); fills the head dim, KV heads and group of `c`.
 LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
-                                PrefillConfig &c) {
+                                PrefillConfig &c, bool allowF32 = false) {
   Operation *op = p.op;
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
@@ -77,7 +88,7 @@ LogicalResult checkTileOperands(const PrefillOperands &p, StringRef what,
            << "convert-pa-to-gpu needs static query heads and head dim";
   PagedKVAttr cache = p.cache;
   Type elem = qt.getElementType();
-  if (!elem.isF16() && !elem.isBF16())
+  if (!elem.isF16() && !elem.isBF16() && !(allowF32 && elem.isF32()))
     return op->emitOpError() << what << " on the GPU runs on tensor cores "
                                 "and needs f16 or bf16 data, got "
                              << elem;
@@ -213,6 +224,109 @@ LogicalResult makeDecodeConfig(const PrefillOperands &p,
   return success();
 }
 
+/// The CUDA-core decode: a tile of h rows, h query heads of the group (the
+/// whole group up to 8 heads, else its largest divisor <= 8: q and the
+/// accumulators of every head live in registers; heads-per-cta must divide
+/// the group), CTAs of `threads` threads (default 128) whose warps split
+/// each KV tile's keys, each warp in lane groups of L = D * bytes /
+/// laneBytes lanes that take the warp's keys in turn (below: the rules
+/// that keep every shape of test/Pipelines/decode-shape-sweep.mlir free of
+/// spills).
+LogicalResult makeSimtDecodeConfig(const PrefillOperands &p,
+                                   const PrefillShape &shape,
+                                   PrefillConfig &c) {
+  Operation *op = p.op;
+  if (failed(checkTileOperands(p, "the CUDA-core decode", c,
+                               /*allowF32=*/true)))
+    return failure();
+  c.simt = true;
+  Type elem = cast<MemRefType>(p.q.getType()).getElementType();
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  // Heads per CTA and lane width. A lane holds dpl = laneBytes / bytes
+  // dims of each head's q and accumulator: at most 128 of those floats a
+  // lane for rows up to 256 bytes, 96 for longer ones (D = 256 of 16-bit
+  // data, f32 from D = 128: more spill); 32-byte lanes while h * dpl <= 64
+  // for f16 at D = 128 (4 heads: on an H200 (2026-11-26) faster than
+  // 16-byte lanes, by up to 16% at 64 x 512; bf16 there and f16 at D = 64
+  // spill), <= 32 otherwise, or when 16-byte lanes would need more than 32
+  // lanes.
+  int64_t rowBytes = c.headDim * bytes;
+  bool fitsWide = rowBytes % 32 == 0 && rowBytes / 32 <= 32;
+  bool narrowTooWide = rowBytes / 16 > 32;
+  bool f16Row128 = elem.isF16() && c.headDim == 128;
+  auto laneBytesFor = [&](int64_t h) {
+    if (shape.laneBytes > 0)
+      return shape.laneBytes;
+    bool wide = fitsWide && ((h >= 2 && h * (32 / bytes) <=
+                                            (f16Row128 ? 64 : 32)) ||
+                             narrowTooWide);
+    return int64_t(wide ? 32 : 16);
+  };
+  if (shape.headsPerCTA > 0) {
+    if (c.group % shape.headsPerCTA != 0)
+      return op->emitOpError()
+             << "heads-per-cta must divide the GQA group (" << c.group
+             << "), got " << shape.headsPerCTA;
+    c.heads = shape.headsPerCTA;
+  } else {
+    c.heads = 1;
+    for (int64_t h = std::min<int64_t>(8, c.group); h >= 1; --h)
+      if (c.group % h == 0 &&
+          (h == 1 ||
+           h * 2 * (laneBytesFor(h) / bytes) <= (rowBytes <= 256 ? 128 : 96))) {
+        c.heads = h;
+        break;
+      }
+  }
+  c.chunks = c.group / c.heads;
+  c.laneBytes = laneBytesFor(c.heads);
+  int64_t threads = shape.threads > 0 ? shape.threads : 128;
+  if (threads % 32 != 0 || threads > 1024)
+    return op->emitOpError()
+           << "cta-threads must be a multiple of 32 up to 1024, got "
+           << threads;
+  c.warps = threads / 32;
+  c.kvWarps = c.warps;
+  if ((c.laneBytes != 16 && c.laneBytes != 32) || rowBytes % c.laneBytes != 0)
+    return op->emitOpError()
+           << "the CUDA-core decode reads K / V rows of " << rowBytes
+           << " bytes 16 or 32 bytes a lane: lane-bytes must be 16 or 32 and "
+              "divide the row, got "
+           << c.laneBytes;
+  int64_t lanes = rowBytes / c.laneBytes;
+  if (!llvm::isPowerOf2_64(lanes) || lanes > 32)
+    return op->emitOpError()
+           << "the CUDA-core decode reduces a dot product over the lanes of "
+              "a K / V row: head dim x element bytes / lane-bytes must be a "
+              "power of two <= 32, got "
+           << lanes << " (use decode-kernel=tensor-core)";
+  int64_t laneGroups = 32 / lanes;
+  // Keys of a tile per lane group: 4 up to 4 heads, else 2 (its scores
+  // share the registers with q and the accumulators). MHA at D = 128 (32
+  // keys a tile, in 3 stages: 128 registers, 48 KiB, 4 CTAs an SM) was
+  // within 2% of the lane-group kernel it replaced on every benchmark row
+  // on an H200 (2026-11-26), where 64-key tiles in 2 stages (162
+  // registers: 3 CTAs) were up to 6% slower at 16 x 2048
+  // (docs/PERFORMANCE.md).
+  bool single = c.heads == 1 && bytes == 2 && c.headDim <= 128;
+  c.keys = shape.tileKV > 0 ? shape.tileKV
+                            : c.warps * laneGroups * (c.heads <= 4 ? 4 : 2);
+  c.kvStages = shape.kvStages > 0   ? shape.kvStages
+               : single && shape.tileKV <= 0 ? 3
+                                             : 0;
+  if (c.kvStages != 0 && (c.kvStages < 2 || c.kvStages > 4))
+    return op->emitOpError()
+           << "decode-kv-stages must be 2, 3 or 4, got " << c.kvStages;
+  if (c.keys % (c.warps * laneGroups) != 0 || c.keys > 256)
+    return op->emitOpError()
+           << "the CUDA-core decode splits each KV tile over " << c.warps
+           << " warps of " << laneGroups
+           << " lane groups: decode-tile-kv must be a multiple of "
+           << c.warps * laneGroups << " up to 256, got " << c.keys;
+  c.groupKeys = c.keys / (c.warps * laneGroups);
+  return success();
+}
+
 /// The f32 tile buffers of a kernel of shape `c` (memref.alloca, replaced
 /// by the later stages).
 PrefillTiles allocTiles(KernelEmitter &e, const PrefillConfig &c) {
@@ -231,6 +345,11 @@ KernelABI tileABI(Operation *op, const PrefillConfig &c, StringRef kind,
   abi.tileKV = c.keys;
   abi.kvWarps = c.kvWarps;
   abi.kvStages = c.kvStages;
+  if (c.simt) {
+    abi.laneBytes = c.laneBytes;
+    abi.headsPerCTA = c.heads;
+    abi.tokensInFlight = c.groupKeys;
+  }
   return abi;
 }
 
@@ -254,7 +373,7 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
   KernelABI abi = tileABI(
       op, c, merge ? "decode_split" : partial ? "decode_partial" : "decode",
       {GridExtentABI{partial ? "work_capacity" : "batch"},
-       GridExtentABI{"kv_heads"}, GridExtentABI{"", 1}});
+       GridExtentABI{"kv_heads"}, GridExtentABI{"", c.chunks}});
   SmallVector<Value> extra;
   if (merge) {
     abi.args = fusedArgRoles(partial);
@@ -264,6 +383,8 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
   IRMapping m;
   gpu::GPUFuncOp func =
       createKernel(kmod, op, name, TypeRange{}, abi, m, extra);
+  if (c.simt)
+    func->setAttr(kSimtAttr, UnitAttr::get(func.getContext()));
   Location loc = op->getLoc();
   {
     OpBuilder b(func.getBody());
@@ -273,20 +394,35 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
     PageTable pages = kernelPageTable(op, m);
     Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    // The CUDA-core decode's chunk z of the group: its heads are those of
+    // "KV head" y * chunks + z of a group of c.heads (QueryTileCoords).
+    Value rowsHead = kvHead;
+    int64_t rowsGroup = c.simt ? c.heads : c.group;
+    if (c.simt && c.chunks > 1)
+      rowsHead = e.add(e.mul(kvHead, e.idx(c.chunks)),
+                       gpu::BlockIdOp::create(b, loc, gpu::Dimension::z));
+    auto chunked = [&](QueryTileCoords t) {
+      if (c.simt) {
+        t.cacheHead = kvHead;
+        t.group = c.heads;
+      }
+      return t;
+    };
     if (partial) {
       // Items past work_indptr[B] exit. Unchecked: the runtime's planner
       // builds the list.
       Value indptr = m.lookup(partial.getWorkIndptr());
       Value items = e.loadIdx(indptr, e.sub(e.dim(indptr, 0), e.idx(1)));
       std::optional<FusedMerge> fused;
-      CTAHeads heads{e.mul(kvHead, e.idx(c.group)), c.group, Value()};
+      CTAHeads heads{e.mul(rowsHead, e.idx(rowsGroup)), rowsGroup, Value()};
       if (merge)
         fused = mapFusedMerge(partial, extra, m);
       e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
         DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
         emitPrefillQueryTile(
             e, p, m, pages,
-            item.tile(e, blockX, kvHead, pages.kvLen(e, item.request)),
+            chunked(item.tile(e, blockX, rowsHead,
+                              pages.kvLen(e, item.request))),
             tiles);
         if (fused)
           emitArriveAndMerge(e, *fused, item.request, heads, c.headDim,
@@ -295,17 +431,18 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       if (fused)
         emitEmptyRequests(e, *fused, blockX, heads, c.headDim, c.threads());
     } else {
-      emitPrefillQueryTile(
-          e, p, m, pages,
-          QueryTileCoords::decode(e, blockX, kvHead, pages.kvLen(e, blockX)),
-          tiles);
+      emitPrefillQueryTile(e, p, m, pages,
+                           chunked(QueryTileCoords::decode(
+                               e, blockX, rowsHead, pages.kvLen(e, blockX))),
+                           tiles);
     }
     gpu::ReturnOp::create(b, loc);
   }
   OpBuilder b(op);
   Emitter e{b, loc};
-  launch(b, op, func, {e.dim(p.o, 0), e.idx(c.numKVHeads), e.idx(1)},
-         c.threads(), 0, extra);
+  launch(b, op, func,
+         {e.dim(p.o, 0), e.idx(c.numKVHeads), e.idx(c.chunks)}, c.threads(),
+         0, extra);
   if (merge)
     finishFusedLaunch(merge, extra[2]);
   return success();
@@ -314,7 +451,8 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
 LogicalResult makeConfig(const PrefillOperands &p, const PrefillShape &shape,
                          PrefillConfig &c) {
   if (isa<DecodeOp, DecodePartialOp>(p.op))
-    return makeDecodeConfig(p, shape, c);
+    return shape.simt ? makeSimtDecodeConfig(p, shape, c)
+                      : makeDecodeConfig(p, shape, c);
   return makePrefillConfig(p, shape, c);
 }
 

@@ -102,14 +102,16 @@ using Pred = arith::CmpIPredicate;
 
 namespace {
 
-/// f16 / bf16 elements per 16-byte copy.
+/// f16 / bf16 elements per 16-byte copy (the type an fp8 cache is widened
+/// to).
 constexpr int64_t kChunk = 8;
 /// fp8 elements per 16-byte copy.
 constexpr int64_t kChunk8 = 16;
 
 /// The shared-memory layout and copy schedule of one kernel.
 struct Layout {
-  /// Q's element type, that of the matmul operands (f16 / bf16).
+  /// Q's element type, that of the matmul operands (f16 / bf16; f32 in the
+  /// CUDA-core decode).
   Type elem;
   /// The cache's: `elem`, or an fp8 type (copied as bytes, widened in
   /// shared memory).
@@ -129,6 +131,9 @@ struct Layout {
   int64_t warpPages = 0;
 
   bool fp8() const { return isFP8CacheType(cacheElem); }
+  /// Bytes of an `elem`, and `elem`s per 16-byte copy.
+  int64_t bytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+  int64_t chunk() const { return 16 / bytes(); }
   /// Every warp owns a block of keys of each tile (kv_warps = the CTA's
   /// warps, pa-tile-to-mma's key split): it copies, widens and reads only
   /// the K / V rows of its keys, so a warp barrier replaces the CTA's.
@@ -150,15 +155,15 @@ struct Layout {
   /// Padding of a padded shared-memory row in bytes (16 or 32).
   int64_t padBytes = 16;
   int64_t stride() const {
-    return headDim + (swizzle || wgmma ? 0 : padBytes / 2);
+    return headDim + (swizzle || wgmma ? 0 : padBytes / bytes());
   }
   /// Cache elements per 16-byte copy.
-  int64_t kvChunk() const { return fp8() ? kChunk8 : kChunk; }
+  int64_t kvChunk() const { return fp8() ? kChunk8 : chunk(); }
   /// K / V tiles of `elem`: the stages, or the one pair an fp8 stage is
   /// widened into.
   int64_t wideStages() const { return fp8() ? 1 : stages; }
   int64_t smemRows() const { return rows + 2 * wideStages() * keys; }
-  int64_t wideBytes() const { return smemRows() * stride() * 2; }
+  int64_t wideBytes() const { return smemRows() * stride() * bytes(); }
   /// Bytes per row of an fp8 stage: padded like `stride`, or with swizzled
   /// rows unpadded and unswizzled (a multiple of 64 bytes: the copies and
   /// the widening read whole rows, 8 lanes a 128-byte line, without bank
@@ -250,7 +255,8 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   l.padBytes = rowPadBytes ? rowPadBytes : (decode ? 32 : 16);
   // Swizzled rows: whole 128-byte lines of 8 chunks each (D % 64 == 0 for
   // 16-bit elements); other head dims (80, 96, 112) keep padded rows.
-  l.swizzle = smemLayout == "swizzle" && l.headDim % 64 == 0;
+  l.swizzle = smemLayout == "swizzle" &&
+              l.headDim * (l.elem.getIntOrFloatBitWidth() / 8) % 128 == 0;
   // A wgmma kernel's tiles are in the layout its descriptors describe,
   // whatever smem-layout says.
   l.wgmma = func->hasAttr(kWgmmaAttr);
@@ -262,9 +268,9 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
              << " kernel needs a head dim that is a multiple of 64 and K / "
                 "V of the queries' type";
   }
-  if (!l.elem.isF16() && !l.elem.isBF16())
+  if (!l.elem.isF16() && !l.elem.isBF16() && !l.elem.isF32())
     return m.loadQ.emitOpError()
-           << "pa-promote-tiles copies f16 / bf16 rows, got " << l.elem;
+           << "pa-promote-tiles copies f16 / bf16 / f32 rows, got " << l.elem;
   if (l.cacheElem != l.elem && !l.fp8())
     return m.gather.emitOpError()
            << "pa-promote-tiles needs a cache of the queries' type or fp8, "
@@ -345,7 +351,7 @@ private:
   /// The column of element `col` of shared row `row` of `elem` (swizzled
   /// or not).
   Value wideCol(Value row, Value col) {
-    return l.swizzle ? swizzleCol(e, row, col, kChunk) : col;
+    return l.swizzle ? swizzleCol(e, row, col, l.chunk()) : col;
   }
   /// Where element (r, col) of the [n][D] tile of `elem` at shared row
   /// `row0` lies in `smem`.
@@ -699,12 +705,12 @@ void Promoter::copyRound(int64_t i, int64_t chunks, bool kv,
 
 Value Promoter::issueQ() {
   TileLoadQOp op = m.loadQ;
-  int64_t chunks = l.rows * (l.headDim / kChunk);
+  int64_t chunks = l.rows * (l.headDim / l.chunk());
   SmallVector<Value> tokens;
   int64_t rounds = static_cast<int64_t>(llvm::divideCeil(chunks, l.threads));
   for (int64_t i = 0; i < rounds; ++i) {
     auto copyQ = [&](SmallVectorImpl<Value> &out) {
-      auto [r, col] = chunk(i, kChunk);
+      auto [r, col] = chunk(i, l.chunk());
       Value qi = e.divui(r, e.idx(l.group));
       Value head = e.add(e.mul(op.getKvHead(), e.idx(l.group)),
                          e.remui(r, e.idx(l.group)));
@@ -712,7 +718,7 @@ Value Promoter::issueQ() {
       Value qrow = e.add(op.getRow0(), e.select(valid, qi, e.idx(0)));
       auto [srow, scol] = tileIndex(0, l.rows, r, col);
       out.push_back(copy16(op.getQ(), {qrow, head, col}, smem, srow, scol,
-                           valid, kChunk));
+                           valid, l.chunk()));
     };
     // 16 rows of D = 80 end in a partial round.
     copyRound(i, chunks, /*kv=*/false, tokens, copyQ);

@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "TileLowering.h"
 
 #include "PagedAttn/Conversion/PagedAttention.h"
 #include "PagedAttn/Conversion/Passes.h"
@@ -63,6 +64,8 @@ using Pred = arith::CmpIPredicate;
 using FPred = arith::CmpFPredicate;
 
 namespace {
+
+constexpr llvm::StringLiteral kPass = "pa-tile-to-mma";
 
 /// What the fragments specialize on, read off the kernel's tile IR.
 struct MmaConfig {
@@ -95,57 +98,16 @@ struct MmaConfig {
   int64_t kSteps() const { return headDim / 16; }
 };
 
-/// A tile operand in shared memory: `base[row0 + r][col0 + c]` (the source
-/// of a subview with static offsets, or the memref itself), so that
-/// ldmatrix addresses the kernel's shared memory directly.
-struct SharedTile {
-  Value base;
-  int64_t row0 = 0, col0 = 0;
-  /// Rows of the tile (the view's first dimension).
-  int64_t rows = 0;
-};
+/// The state (m[rowHalves], l[rowHalves], acc[mTiles * dTiles]) and the
+/// S (then P) fragments s[mt * nTiles + n].
+using Env = TileEnv;
 
-FailureOr<SharedTile> sharedTile(Operation *op, Value v) {
-  auto t = cast<MemRefType>(v.getType());
-  if (!isa_and_present<gpu::AddressSpaceAttr>(t.getMemorySpace()) ||
-      cast<gpu::AddressSpaceAttr>(t.getMemorySpace()).getValue() !=
-          gpu::AddressSpace::Workgroup)
-    return op->emitOpError()
-           << "pa-tile-to-mma reads Q, K and V from workgroup memory (run "
-              "pa-promote-tiles first), got "
-           << t;
-  if (auto sv = v.getDefiningOp<memref::SubViewOp>()) {
-    ArrayRef<int64_t> off = sv.getStaticOffsets();
-    if (off.size() != 2 || ShapedType::isDynamic(off[0]) ||
-        ShapedType::isDynamic(off[1]) ||
-        !llvm::all_of(sv.getStaticStrides(),
-                      [](int64_t s) { return s == 1; }) ||
-        !cast<MemRefType>(sv.getSource().getType()).getLayout().isIdentity())
-      return op->emitOpError() << "pa-tile-to-mma expects a unit-stride "
-                                  "subview with static offsets of an "
-                                  "identity-layout shared buffer";
-    return SharedTile{sv.getSource(), off[0], off[1], t.getDimSize(0)};
-  }
-  if (!t.getLayout().isIdentity())
-    return op->emitOpError()
-           << "pa-tile-to-mma expects an identity-layout shared buffer";
-  return SharedTile{v, 0, 0, t.getDimSize(0)};
-}
-
-/// The state of the online softmax in registers, and the score fragments of
-/// the current KV tile.
-struct Env {
-  /// m[rowHalves], l[rowHalves], acc[mTiles * dTiles] (empty: no state).
-  SmallVector<Value> state;
-  /// s[mt * nTiles + n]: the S (then P) fragments.
-  SmallVector<Value> s;
-};
-
-class MmaLowering : MmaFragments {
+class MmaLowering : MmaFragments, TileStateLowering {
 public:
   MmaLowering(KernelEmitter &e, const MmaConfig &c, Value stateM,
               Value stateL, Value stateAcc, Value scores)
-      : MmaFragments{e, c.elem}, e(e), b(e.b), loc(e.loc), c(c),
+      : MmaFragments{e, c.elem}, TileStateLowering(e.b, kPass),
+        e(e), b(e.b), loc(e.loc), c(c),
         stateM(stateM), stateL(stateL),
         stateAcc(stateAcc), scores(scores) {}
 
@@ -161,7 +123,6 @@ private:
   Value tid, lane, warp, laneCol;
   /// The warp's row block, and its first key in a KV tile (key split).
   Value warpRow, keyOff;
-  bool prelude = false;
   /// Per thread: the tile rows it holds, row half h of m block mt at
   /// rowInfo[2 * mt + h] (C fragment rows lane / 4 and lane / 4 + 8).
   struct Row {
@@ -232,12 +193,15 @@ private:
     return 2 * c.rowHalves() + mt * c.dTiles() + dn;
   }
 
-  LogicalResult lowerBlock(Block &block, Env &env);
-  LogicalResult lowerFor(scf::ForOp op, Env &env);
-  LogicalResult lowerIf(scf::IfOp op, Env &env);
   /// Computes what every KV tile reuses (the rows a thread holds for the
   /// masks, Q fragments) once, before `before`.
-  LogicalResult emitPrelude(Operation *before);
+  LogicalResult emitPrelude(Operation *before) override;
+  SmallVector<Value> initState() override {
+    SmallVector<Value> st(c.rowHalves(), e.negInf());
+    st.append(c.rowHalves(), e.f32(0));
+    st.append(c.mTiles * c.dTiles(), zeroC());
+    return st;
+  }
   /// Where tile row `r` (a packed (query, group head) row) goes: query i = r
   /// / group of the tile, valid when i < `rows`, head kvHead * group + r %
   /// group, row row0 + i * stride (stride 1 when `rowStride` is null; i = 0
@@ -259,7 +223,7 @@ private:
   void computeRows(bool forStore, Value row0, Value rows, Value kvHead,
                    Value pos0, Value qrow0, Value rowStride = Value());
   Value qFragment(const SharedTile &q, int64_t mt, int64_t kk);
-  void qk(TileQKOp op, Env &env);
+  void qk(TileQKOp op, Env &env) override;
   /// wgmma (c.wgmma). Descriptors of the shared tiles, from the prelude:
   /// K-major ones (Q, K) and MN-major ones (V, leading byte offset the
   /// span of a 64-column block of a K / V tile) at the start of shared
@@ -285,12 +249,12 @@ private:
                                 bool transB);
   void qkWgmma(TileQKOp op, Env &env);
   void pvWgmma(TilePVOp op, Env &env);
-  void applyMask(TileMaskOp op, Env &env);
+  void applyMask(TileMaskOp op, Env &env) override;
   SmallVector<Value> logits(ArrayRef<Value> s, int64_t mt, Value tileStart,
                             bool masked);
-  void softmaxUpdate(Env &env);
-  void pv(TilePVOp op, Env &env);
-  void store(TileStoreOp op, Env &env);
+  void softmaxUpdate(Env &env) override;
+  void pv(TilePVOp op, Env &env) override;
+  void store(TileStoreOp op, Env &env) override;
   /// A row's output scale 1 / l (times the V scale; 0 without a visible
   /// key) and its lse (m + log2 l in the lse's base; -inf without a key).
   std::pair<Value, Value> finalRow(Value m, Value l, Value toBase) {
@@ -320,22 +284,7 @@ private:
                      SmallVectorImpl<Value> &acc, function_ref<void()> finish);
 };
 
-/// True when `op` holds a tile op in one of its regions.
-bool holdsTileOps(Operation *op) {
-  bool found = false;
-  op->walk([&](Operation *inner) {
-    if (inner != op &&
-        isa<TileQKOp, TileMaskOp, TileSoftmaxUpdateOp, TilePVOp, TileStoreOp,
-            TileInitStateOp, TileLoadQOp, TileGatherKVOp>(inner))
-      found = true;
-  });
-  return found;
-}
-
 LogicalResult MmaLowering::emitPrelude(Operation *before) {
-  if (prelude)
-    return success();
-  prelude = true;
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPoint(before);
   auto defined = [&](Value v) {
@@ -369,7 +318,7 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
       first = op;
   });
   if (first)
-    qTile = *sharedTile(first, first.getQ());
+    qTile = *sharedTile(kPass, first, first.getQ());
   if (first && c.wgmma) {
     Type i64 = b.getI64Type();
     Value addr = arith::IndexCastOp::create(
@@ -389,7 +338,7 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
                           b, loc, b.getIntegerAttr(i64, 64 * 128 / 16))));
   }
   if (first && !c.wgmma && c.mTiles * c.headDim <= 128) {
-    SharedTile q = *sharedTile(first, first.getQ());
+    SharedTile q = *sharedTile(kPass, first, first.getQ());
     for (int64_t mt = 0; mt < c.mTiles; ++mt)
       for (int64_t kk = 0; kk < c.kSteps(); ++kk)
         qFrag.push_back(qFragment(q, mt, kk));
@@ -446,7 +395,7 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
   if (c.wgmma)
     return qkWgmma(op, env);
   int64_t mT = c.mTiles, nTiles = c.nTiles();
-  SharedTile q = *sharedTile(op, op.getQ()), k = *sharedTile(op, op.getK());
+  SharedTile q = *sharedTile(kPass, op, op.getQ()), k = *sharedTile(kPass, op, op.getK());
   // S = Q K^T: s[mt * nTiles + n]. k steps outer: the accumulators of a
   // step are independent, so their mma.sync pipeline; each K fragment
   // serves the mT row blocks of the warp.
@@ -674,7 +623,7 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
   if (c.wgmma)
     return pvWgmma(op, env);
   int64_t mT = c.mTiles, nTiles = c.nTiles();
-  SharedTile v = *sharedTile(op, op.getV());
+  SharedTile v = *sharedTile(kPass, op, op.getV());
   SmallVector<Value> pa = pFragments(*this, e, c, env.s);
   // O += P V, k steps outer (independent accumulators within a step); each
   // V fragment serves the mT row blocks.
@@ -785,7 +734,7 @@ void MmaLowering::qkWgmma(TileQKOp op, Env &env) {
   // S = Q K^T for the warpgroup's 64 rows: A = its Q rows, B = the K tile
   // (N = the tile's keys), both K-major, k steps of 16 columns: step kk is
   // in 64-column block kk / 4 at byte (kk % 4) * 32 of each 128-byte line.
-  SharedTile k = *sharedTile(op, op.getK());
+  SharedTile k = *sharedTile(kPass, op, op.getK());
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> acc;
   for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
@@ -807,7 +756,7 @@ void MmaLowering::qkWgmma(TileQKOp op, Env &env) {
 void MmaLowering::pvWgmma(TilePVOp op, Env &env) {
   // O += P V: A = P from registers (k step kk: keys [16 kk, 16 kk + 16)),
   // B = rows 16 kk .. of the V tile, MN-major (transposed), N = D.
-  SharedTile v = *sharedTile(op, op.getV());
+  SharedTile v = *sharedTile(kPass, op, op.getV());
   SmallVector<Value> pa = pFragments(*this, e, c, env.s);
   SmallVector<Value> vals;
   for (int64_t dn = 0; dn < c.dTiles(); ++dn)
@@ -1079,136 +1028,6 @@ void MmaLowering::mergeKeyWarps(SmallVectorImpl<Value> &m,
   });
 }
 
-LogicalResult MmaLowering::lowerFor(scf::ForOp op, Env &env) {
-  if (!prelude && failed(emitPrelude(op)))
-    return failure();
-  b.setInsertionPoint(op);
-  SmallVector<Value> init(op.getInitArgs());
-  size_t carried = env.state.size();
-  init.append(env.state);
-  auto loop = scf::ForOp::create(b, op.getLoc(), op.getLowerBound(),
-                                 op.getUpperBound(), op.getStep(), init);
-  Block *body = loop.getBody();
-  if (!body->empty())
-    body->getTerminator()->erase();
-  Block *oldBody = op.getBody();
-  size_t own = op.getNumRegionIterArgs();
-  for (auto [i, arg] : llvm::enumerate(oldBody->getArguments()))
-    arg.replaceAllUsesWith(body->getArgument(i));
-  body->getOperations().splice(body->end(), oldBody->getOperations());
-  Env inner = env;
-  inner.state.assign(body->getArguments().begin() + 1 + own,
-                     body->getArguments().end());
-  if (failed(lowerBlock(*body, inner)))
-    return failure();
-  if (inner.state.size() != carried)
-    return op.emitOpError()
-           << "pa-tile-to-mma: the tile state must be initialized outside "
-              "the loops it lives across";
-  body->getTerminator()->insertOperands(
-      body->getTerminator()->getNumOperands(), inner.state);
-  for (auto [i, r] : llvm::enumerate(op.getResults()))
-    r.replaceAllUsesWith(loop.getResult(i));
-  env.state.assign(loop.getResults().begin() + own, loop.getResults().end());
-  op.erase();
-  return success();
-}
-
-LogicalResult MmaLowering::lowerIf(scf::IfOp op, Env &env) {
-  b.setInsertionPoint(op);
-  SmallVector<Type> types(op.getResultTypes());
-  size_t own = types.size(), carried = env.state.size();
-  for (Value v : env.state)
-    types.push_back(v.getType());
-  auto ifOp = scf::IfOp::create(b, op.getLoc(), types, op.getCondition(),
-                                /*withElse=*/true);
-  for (auto [from, to] : {std::pair{&op.getThenRegion(), &ifOp.getThenRegion()},
-                          std::pair{&op.getElseRegion(), &ifOp.getElseRegion()}}) {
-    Block *dst = &to->front();
-    if (!dst->empty())
-      dst->getTerminator()->erase();
-    Env inner = env;
-    if (from->empty()) {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToEnd(dst);
-      scf::YieldOp::create(b, op.getLoc(), env.state);
-      continue;
-    }
-    dst->getOperations().splice(dst->end(), from->front().getOperations());
-    if (failed(lowerBlock(*dst, inner)))
-      return failure();
-    if (inner.state.size() != carried)
-      return op.emitOpError()
-             << "pa-tile-to-mma: the tile state must be initialized outside "
-                "the branches it lives across";
-    dst->getTerminator()->insertOperands(dst->getTerminator()->getNumOperands(),
-                                         inner.state);
-  }
-  for (auto [i, r] : llvm::enumerate(op.getResults()))
-    r.replaceAllUsesWith(ifOp.getResult(i));
-  env.state.assign(ifOp.getResults().begin() + own, ifOp.getResults().end());
-  op.erase();
-  return success();
-}
-
-LogicalResult MmaLowering::lowerBlock(Block &block, Env &env) {
-  for (Operation &op : llvm::make_early_inc_range(block)) {
-    b.setInsertionPoint(&op);
-    if (isa<TileInitStateOp>(op)) {
-      env.state.assign(c.rowHalves(), e.negInf());
-      env.state.append(c.rowHalves(), e.f32(0));
-      env.state.append(c.mTiles * c.dTiles(), zeroC());
-    } else if (isa<TileQKOp, TileMaskOp>(op)) {
-      if (!prelude && failed(emitPrelude(&op)))
-        return failure();
-      b.setInsertionPoint(&op);
-      if (auto q = dyn_cast<TileQKOp>(op))
-        qk(q, env);
-      else
-        applyMask(cast<TileMaskOp>(op), env);
-    } else if (isa<TileSoftmaxUpdateOp, TilePVOp, TileStoreOp>(op)) {
-      if (env.state.empty())
-        return op.emitOpError()
-               << "pa-tile-to-mma: the tile state is used before "
-                  "pa.tile.init_state";
-      if (auto p = dyn_cast<TilePVOp>(op))
-        pv(p, env);
-      else if (auto st = dyn_cast<TileStoreOp>(op))
-        store(st, env);
-      else
-        softmaxUpdate(env);
-    } else if (holdsTileOps(&op)) {
-      // Control flow around tile ops: the state lives across it.
-      LogicalResult done = failure();
-      if (auto f = dyn_cast<scf::ForOp>(op)) {
-        done = lowerFor(f, env);
-      } else if (auto i = dyn_cast<scf::IfOp>(op); i && env.state.empty()) {
-        // No state yet (it is created inside): lower each branch in place.
-        done = success();
-        for (Region *r : {&i.getThenRegion(), &i.getElseRegion()})
-          if (!r->empty()) {
-            Env inner = env;
-            if (failed(lowerBlock(r->front(), inner)))
-              return failure();
-          }
-      } else if (auto i = dyn_cast<scf::IfOp>(op)) {
-        done = lowerIf(i, env);
-      } else {
-        return op.emitOpError()
-               << "pa-tile-to-mma cannot carry the tile state through this "
-                  "op";
-      }
-      if (failed(done))
-        return failure();
-      continue;
-    } else {
-      continue;
-    }
-    op.erase();
-  }
-  return success();
-}
-
 LogicalResult MmaLowering::run(gpu::GPUFuncOp kernel) {
   func = kernel;
   swizzle = func->hasAttr(kSmemSwizzleAttr);
@@ -1278,8 +1097,8 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
   acc = inits[0].getAcc();
   TileQKOp qk = qks[0];
   scores = qk.getS();
-  FailureOr<SharedTile> q = sharedTile(qk, qk.getQ());
-  if (failed(q) || failed(sharedTile(qk, qk.getK())))
+  FailureOr<SharedTile> q = sharedTile(kPass, qk, qk.getQ());
+  if (failed(q) || failed(sharedTile(kPass, qk, qk.getK())))
     return failure();
   auto qt = cast<MemRefType>(qk.getQ().getType());
   auto kt = cast<MemRefType>(qk.getK().getType());
@@ -1314,7 +1133,7 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
     func.walk([&](TilePVOp op) { all.push_back(op.getV()); });
     Value base = q->base;
     bool sameBase = llvm::all_of(all, [&](Value t) {
-      FailureOr<SharedTile> st = sharedTile(qk, t);
+      FailureOr<SharedTile> st = sharedTile(kPass, qk, t);
       return succeeded(st) && st->base == base && st->col0 == 0 &&
              (st->row0 * c.headDim * 2) % 1024 == 0;
     });
@@ -1333,7 +1152,7 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
   for (TileQKOp other : qks)
     if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
         cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
-        failed(sharedTile(other, other.getK())) ||
+        failed(sharedTile(kPass, other, other.getK())) ||
         other.getScaleAttr() != qk.getScaleAttr() ||
         other.getKScale() != qk.getKScale() || other.getS() != scores)
       return other.emitOpError()
@@ -1366,7 +1185,8 @@ struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
   void runOnOperation() override {
     SmallVector<gpu::GPUFuncOp> funcs;
     getOperation().walk([&](gpu::GPUFuncOp func) {
-      if (holdsTileOps(func))
+      // CUDA-core kernels are pa-tile-to-simt's.
+      if (holdsTileOps(func) && !func->hasAttr(kSimtAttr))
         funcs.push_back(func);
     });
     if (!(rescaleThreshold >= 0 && rescaleThreshold <= 15)) {

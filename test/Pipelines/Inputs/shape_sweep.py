@@ -13,7 +13,7 @@ per failing kernel; exits 1 on any failure.
 
     shape_sweep.py --pa-opt PATH --ptxas PATH [--kernel decode|prefill]
                    [--chip sm_90] [--groups 1-32]
-                   [--options "tokens-in-flight=16"]
+                   [--options "decode-tile-kv=256"]
 """
 import argparse
 import re

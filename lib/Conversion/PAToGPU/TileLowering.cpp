@@ -1,0 +1,189 @@
+//===- TileLowering.cpp - a tile state carried through control flow -------===//
+//
+// See TileLowering.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileLowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::pa;
+using namespace mlir::pa::gpukernel;
+
+bool gpukernel::holdsTileOps(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (inner != op &&
+        isa<TileQKOp, TileMaskOp, TileSoftmaxUpdateOp, TilePVOp, TileStoreOp,
+            TileInitStateOp, TileLoadQOp, TileGatherKVOp>(inner))
+      found = true;
+  });
+  return found;
+}
+
+FailureOr<SharedTile> gpukernel::sharedTile(StringRef pass, Operation *op,
+                                            Value v) {
+  auto t = cast<MemRefType>(v.getType());
+  if (!isa_and_present<gpu::AddressSpaceAttr>(t.getMemorySpace()) ||
+      cast<gpu::AddressSpaceAttr>(t.getMemorySpace()).getValue() !=
+          gpu::AddressSpace::Workgroup)
+    return op->emitOpError()
+           << pass
+           << " reads Q, K and V from workgroup memory (run pa-promote-tiles "
+              "first), got "
+           << t;
+  if (auto sv = v.getDefiningOp<memref::SubViewOp>()) {
+    ArrayRef<int64_t> off = sv.getStaticOffsets();
+    if (off.size() != 2 || ShapedType::isDynamic(off[0]) ||
+        ShapedType::isDynamic(off[1]) ||
+        !llvm::all_of(sv.getStaticStrides(),
+                      [](int64_t s) { return s == 1; }) ||
+        !cast<MemRefType>(sv.getSource().getType()).getLayout().isIdentity())
+      return op->emitOpError() << pass
+                               << " expects a unit-stride subview with static "
+                                  "offsets of an identity-layout shared buffer";
+    return SharedTile{sv.getSource(), off[0], off[1], t.getDimSize(0)};
+  }
+  if (!t.getLayout().isIdentity())
+    return op->emitOpError()
+           << pass << " expects an identity-layout shared buffer";
+  return SharedTile{v, 0, 0, t.getDimSize(0)};
+}
+
+LogicalResult TileStateLowering::ensurePrelude(Operation *before) {
+  if (prelude)
+    return success();
+  prelude = true;
+  return emitPrelude(before);
+}
+
+LogicalResult TileStateLowering::lowerFor(scf::ForOp op, TileEnv &env) {
+  if (failed(ensurePrelude(op)))
+    return failure();
+  b.setInsertionPoint(op);
+  SmallVector<Value> init(op.getInitArgs());
+  size_t carried = env.state.size();
+  init.append(env.state);
+  auto loop = scf::ForOp::create(b, op.getLoc(), op.getLowerBound(),
+                                 op.getUpperBound(), op.getStep(), init);
+  Block *body = loop.getBody();
+  if (!body->empty())
+    body->getTerminator()->erase();
+  Block *oldBody = op.getBody();
+  size_t own = op.getNumRegionIterArgs();
+  for (auto [i, arg] : llvm::enumerate(oldBody->getArguments()))
+    arg.replaceAllUsesWith(body->getArgument(i));
+  body->getOperations().splice(body->end(), oldBody->getOperations());
+  TileEnv inner = env;
+  inner.state.assign(body->getArguments().begin() + 1 + own,
+                     body->getArguments().end());
+  if (failed(lowerBlock(*body, inner)))
+    return failure();
+  if (inner.state.size() != carried)
+    return op.emitOpError()
+           << pass << ": the tile state must be initialized outside the loops "
+                      "it lives across";
+  body->getTerminator()->insertOperands(
+      body->getTerminator()->getNumOperands(), inner.state);
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    r.replaceAllUsesWith(loop.getResult(i));
+  env.state.assign(loop.getResults().begin() + own, loop.getResults().end());
+  op.erase();
+  return success();
+}
+
+LogicalResult TileStateLowering::lowerIf(scf::IfOp op, TileEnv &env) {
+  b.setInsertionPoint(op);
+  SmallVector<Type> types(op.getResultTypes());
+  size_t own = types.size(), carried = env.state.size();
+  for (Value v : env.state)
+    types.push_back(v.getType());
+  auto ifOp = scf::IfOp::create(b, op.getLoc(), types, op.getCondition(),
+                                /*withElse=*/true);
+  for (auto [from, to] :
+       {std::pair{&op.getThenRegion(), &ifOp.getThenRegion()},
+        std::pair{&op.getElseRegion(), &ifOp.getElseRegion()}}) {
+    Block *dst = &to->front();
+    if (!dst->empty())
+      dst->getTerminator()->erase();
+    TileEnv inner = env;
+    if (from->empty()) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(dst);
+      scf::YieldOp::create(b, op.getLoc(), env.state);
+      continue;
+    }
+    dst->getOperations().splice(dst->end(), from->front().getOperations());
+    if (failed(lowerBlock(*dst, inner)))
+      return failure();
+    if (inner.state.size() != carried)
+      return op.emitOpError()
+             << pass << ": the tile state must be initialized outside the "
+                        "branches it lives across";
+    dst->getTerminator()->insertOperands(dst->getTerminator()->getNumOperands(),
+                                         inner.state);
+  }
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    r.replaceAllUsesWith(ifOp.getResult(i));
+  env.state.assign(ifOp.getResults().begin() + own, ifOp.getResults().end());
+  op.erase();
+  return success();
+}
+
+LogicalResult TileStateLowering::lowerBlock(Block &block, TileEnv &env) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    b.setInsertionPoint(&op);
+    if (isa<TileInitStateOp>(op)) {
+      env.state = initState();
+    } else if (isa<TileQKOp, TileMaskOp>(op)) {
+      if (failed(ensurePrelude(&op)))
+        return failure();
+      b.setInsertionPoint(&op);
+      if (auto q = dyn_cast<TileQKOp>(op))
+        qk(q, env);
+      else
+        applyMask(cast<TileMaskOp>(op), env);
+    } else if (isa<TileSoftmaxUpdateOp, TilePVOp, TileStoreOp>(op)) {
+      if (env.state.empty())
+        return op.emitOpError()
+               << pass << ": the tile state is used before "
+                          "pa.tile.init_state";
+      if (auto p = dyn_cast<TilePVOp>(op))
+        pv(p, env);
+      else if (auto st = dyn_cast<TileStoreOp>(op))
+        store(st, env);
+      else
+        softmaxUpdate(env);
+    } else if (holdsTileOps(&op)) {
+      // Control flow around tile ops: the state lives across it.
+      LogicalResult done = failure();
+      if (auto f = dyn_cast<scf::ForOp>(op)) {
+        done = lowerFor(f, env);
+      } else if (auto i = dyn_cast<scf::IfOp>(op); i && env.state.empty()) {
+        // No state yet (it is created inside): lower each branch in place.
+        done = success();
+        for (Region *r : {&i.getThenRegion(), &i.getElseRegion()})
+          if (!r->empty()) {
+            TileEnv inner = env;
+            if (failed(lowerBlock(r->front(), inner)))
+              return failure();
+          }
+      } else if (auto i = dyn_cast<scf::IfOp>(op)) {
+        done = lowerIf(i, env);
+      } else {
+        return op.emitOpError()
+               << pass << " cannot carry the tile state through this op";
+      }
+      if (failed(done))
+        return failure();
+      continue;
+    } else {
+      continue;
+    }
+    op.erase();
+  }
+  return success();
+}

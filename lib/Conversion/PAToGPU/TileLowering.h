@@ -1,0 +1,84 @@
+//===- TileLowering.h - a tile state carried through control flow -*- C++ -*-===//
+//
+// Private to the last stages of the tile pipeline (pa-tile-to-mma,
+// pa-tile-to-simt): both replace a kernel's tile ops by register math and
+// keep the online-softmax state as SSA values, which the scf.for / scf.if
+// that it lives across get as extra iter_args / results. The walk over the
+// kernel and that carrying live here once; each stage gives the math of
+// the ops (the hooks).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_LIB_CONVERSION_PATOGPU_TILELOWERING_H
+#define PAGEDATTN_LIB_CONVERSION_PATOGPU_TILELOWERING_H
+
+#include "PagedAttn/Dialect/PA.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::pa::gpukernel {
+
+/// True when `op` holds a tile op in one of its regions.
+bool holdsTileOps(Operation *op);
+
+/// A tile operand in shared memory: `base[row0 + r][col0 + c]` (the source
+/// of a subview with static offsets, or the memref itself), so that the
+/// math addresses the kernel's shared memory directly.
+struct SharedTile {
+  Value base;
+  int64_t row0 = 0, col0 = 0;
+  /// Rows of the tile (the view's first dimension).
+  int64_t rows = 0;
+};
+
+/// The shared tile `v` read by `op`, or an error at `op` (naming `pass`)
+/// when `v` is not such a view of workgroup memory.
+FailureOr<SharedTile> sharedTile(StringRef pass, Operation *op, Value v);
+
+/// The online-softmax state of a tile in registers and the scores (then P)
+/// of the current KV tile, in the layout of the stage that lowers them.
+struct TileEnv {
+  /// Empty before pa.tile.init_state.
+  SmallVector<Value> state;
+  SmallVector<Value> s;
+};
+
+/// Walks a kernel's tile IR, replacing every tile op by the hook of its
+/// kind and carrying the state through the control flow around it.
+class TileStateLowering {
+public:
+  virtual ~TileStateLowering() = default;
+
+protected:
+  /// `pass` names the pass in the errors.
+  TileStateLowering(OpBuilder &b, StringRef pass) : b(b), pass(pass) {}
+
+  /// Emits what every KV tile reuses, once, before `before` (the first KV
+  /// loop, qk or mask met).
+  virtual LogicalResult emitPrelude(Operation *before) = 0;
+  /// The state's values after pa.tile.init_state.
+  virtual SmallVector<Value> initState() = 0;
+  virtual void qk(TileQKOp op, TileEnv &env) = 0;
+  virtual void applyMask(TileMaskOp op, TileEnv &env) = 0;
+  virtual void softmaxUpdate(TileEnv &env) = 0;
+  virtual void pv(TilePVOp op, TileEnv &env) = 0;
+  virtual void store(TileStoreOp op, TileEnv &env) = 0;
+
+  /// Lowers the tile ops of `block` (and of the control flow in it).
+  LogicalResult lowerBlock(Block &block, TileEnv &env);
+  /// Emits the prelude before `before` unless done.
+  LogicalResult ensurePrelude(Operation *before);
+
+private:
+  LogicalResult lowerFor(scf::ForOp op, TileEnv &env);
+  LogicalResult lowerIf(scf::IfOp op, TileEnv &env);
+
+  OpBuilder &b;
+  StringRef pass;
+  bool prelude = false;
+};
+
+} // namespace mlir::pa::gpukernel
+
+#endif // PAGEDATTN_LIB_CONVERSION_PATOGPU_TILELOWERING_H
