@@ -246,10 +246,10 @@ LogicalResult makeSimtDecodeConfig(const PrefillOperands &p,
   // dims of each head's q and accumulator: at most 128 of those floats a
   // lane for rows up to 256 bytes, 96 for longer ones (D = 256 of 16-bit
   // data, f32 from D = 128: more spill); 32-byte lanes while h * dpl <= 64
-  // for f16 at D = 128 (4 heads: on an H200 (2026-11-26) faster than
-  // 16-byte lanes, by up to 16% at 64 x 512; bf16 there and f16 at D = 64
-  // spill), <= 32 otherwise, or when 16-byte lanes would need more than 32
-  // lanes.
+  // for f16 at D = 128 (4 heads: on an H200, 2026-11-26, faster than the
+  // lane-group kernel it replaced on every row, where 16-byte lanes were up
+  // to 19% slower; bf16 there and f16 at D = 64 spill), <= 32 otherwise, or
+  // when 16-byte lanes would need more than 32 lanes.
   int64_t rowBytes = c.headDim * bytes;
   bool fitsWide = rowBytes % 32 == 0 && rowBytes / 32 <= 32;
   bool narrowTooWide = rowBytes / 16 > 32;
