@@ -53,6 +53,76 @@ FailureOr<SharedTile> gpukernel::sharedTile(StringRef pass, Operation *op,
   return SharedTile{v, 0, 0, t.getDimSize(0)};
 }
 
+FailureOr<KernelTileOps> KernelTileOps::collect(Operation *func,
+                                                StringRef pass) {
+  KernelTileOps ops;
+  SmallVector<TileInitStateOp> inits;
+  SmallVector<TileStoreOp> stores;
+  bool unpromoted = false;
+  func->walk([&](Operation *op) {
+    if (auto i = dyn_cast<TileInitStateOp>(op))
+      inits.push_back(i);
+    else if (auto q = dyn_cast<TileQKOp>(op))
+      ops.qks.push_back(q);
+    else if (auto mk = dyn_cast<TileMaskOp>(op))
+      ops.masks.push_back(mk);
+    else if (auto st = dyn_cast<TileStoreOp>(op))
+      stores.push_back(st);
+    else if (isa<TileLoadQOp, TileGatherKVOp>(op)) {
+      op->emitOpError() << pass
+                        << " runs after pa-promote-tiles, which replaces "
+                           "this op";
+      unpromoted = true;
+    }
+  });
+  if (unpromoted)
+    return failure();
+  if (inits.size() != 1 || ops.qks.empty() || stores.size() != 1)
+    return func->emitOpError()
+           << pass
+           << " expects one pa.tile.init_state, one pa.tile.store and at "
+              "least one pa.tile.qk per kernel";
+  ops.store = stores[0];
+  ops.m = inits[0].getM();
+  ops.l = inits[0].getL();
+  ops.acc = inits[0].getAcc();
+  ops.scores = ops.qks[0].getS();
+  return ops;
+}
+
+LogicalResult gpukernel::readMaskOptions(StringRef pass,
+                                         ArrayRef<TileMaskOp> masks,
+                                         int64_t group, Value scores,
+                                         TileMaskOptions &o) {
+  for (TileMaskOp mk : masks) {
+    if (static_cast<int64_t>(mk.getGroup()) != group || mk.getS() != scores)
+      return mk.emitOpError() << pass
+                              << ": the mask's group and scores must be the "
+                                 "store's and the qk's";
+    if (auto sc = mk.getLogitsSoftCap())
+      o.softCap = sc->convertToDouble();
+    o.alibi = bool(mk.getAlibiSlopes());
+    o.causal = mk.getCausal();
+    o.customMask = bool(mk.getCustomMask());
+    o.positions = bool(mk.getQPositions());
+    if (auto w = mk.getWindow())
+      o.window = static_cast<int64_t>(*w);
+  }
+  return success();
+}
+
+void gpukernel::eraseDeadTileBuffers(Operation *func,
+                                     const KernelTileOps &ops) {
+  for (Value v : {ops.m, ops.l, ops.acc, ops.scores})
+    if (Operation *def = v.getDefiningOp(); def && def->use_empty())
+      def->erase();
+  SmallVector<memref::SubViewOp> views;
+  func->walk([&](memref::SubViewOp sv) { views.push_back(sv); });
+  for (memref::SubViewOp sv : views)
+    if (sv->use_empty())
+      sv.erase();
+}
+
 LogicalResult TileStateLowering::ensurePrelude(Operation *before) {
   if (prelude)
     return success();
@@ -84,10 +154,11 @@ LogicalResult TileStateLowering::lowerFor(scf::ForOp op, TileEnv &env) {
     return failure();
   if (inner.state.size() != carried)
     return op.emitOpError()
-           << pass << ": the tile state must be initialized outside the loops "
-                      "it lives across";
-  body->getTerminator()->insertOperands(
-      body->getTerminator()->getNumOperands(), inner.state);
+           << pass
+           << ": the tile state must be initialized outside the loops "
+              "it lives across";
+  body->getTerminator()->insertOperands(body->getTerminator()->getNumOperands(),
+                                        inner.state);
   for (auto [i, r] : llvm::enumerate(op.getResults()))
     r.replaceAllUsesWith(loop.getResult(i));
   env.state.assign(loop.getResults().begin() + own, loop.getResults().end());
@@ -121,8 +192,9 @@ LogicalResult TileStateLowering::lowerIf(scf::IfOp op, TileEnv &env) {
       return failure();
     if (inner.state.size() != carried)
       return op.emitOpError()
-             << pass << ": the tile state must be initialized outside the "
-                        "branches it lives across";
+             << pass
+             << ": the tile state must be initialized outside the "
+                "branches it lives across";
     dst->getTerminator()->insertOperands(dst->getTerminator()->getNumOperands(),
                                          inner.state);
   }
@@ -148,9 +220,9 @@ LogicalResult TileStateLowering::lowerBlock(Block &block, TileEnv &env) {
         applyMask(cast<TileMaskOp>(op), env);
     } else if (isa<TileSoftmaxUpdateOp, TilePVOp, TileStoreOp>(op)) {
       if (env.state.empty())
-        return op.emitOpError()
-               << pass << ": the tile state is used before "
-                          "pa.tile.init_state";
+        return op.emitOpError() << pass
+                                << ": the tile state is used before "
+                                   "pa.tile.init_state";
       if (auto p = dyn_cast<TilePVOp>(op))
         pv(p, env);
       else if (auto st = dyn_cast<TileStoreOp>(op))

@@ -1,4 +1,5 @@
-//===- TileLowering.h - a tile state carried through control flow -*- C++ -*-===//
+//===- TileLowering.h - a tile state carried through control flow -*- C++
+//-*-===//
 //
 // Private to the last stages of the tile pipeline (pa-tile-to-mma,
 // pa-tile-to-simt): both replace a kernel's tile ops by register math and
@@ -35,6 +36,38 @@ struct SharedTile {
 /// The shared tile `v` read by `op`, or an error at `op` (naming `pass`)
 /// when `v` is not such a view of workgroup memory.
 FailureOr<SharedTile> sharedTile(StringRef pass, Operation *op, Value v);
+
+/// The tile ops a math stage reads its configuration off, with the state
+/// and score buffers they share.
+struct KernelTileOps {
+  SmallVector<TileQKOp> qks;
+  SmallVector<TileMaskOp> masks;
+  TileStoreOp store;
+  /// The state (pa.tile.init_state's m, l, acc) and the first qk's scores.
+  Value m, l, acc, scores;
+
+  /// Collects the tile ops of `func`: an error (naming `pass`) at a
+  /// load_q / gather_kv left (pa-promote-tiles replaces them), or at
+  /// `func` unless it has one init_state, one store and a qk.
+  static FailureOr<KernelTileOps> collect(Operation *func, StringRef pass);
+};
+
+/// What the kernel's pa.tile.mask ops ask of the scores (every mask of a
+/// kernel the same), read by readMaskOptions.
+struct TileMaskOptions {
+  std::optional<double> softCap;
+  std::optional<int64_t> window;
+  bool alibi = false, causal = false, customMask = false, positions = false;
+};
+
+/// Fills `o` from `masks`: an error (naming `pass`) at a mask whose group
+/// or score buffer is not `group` / `scores` (the store's and the qk's).
+LogicalResult readMaskOptions(StringRef pass, ArrayRef<TileMaskOp> masks,
+                              int64_t group, Value scores, TileMaskOptions &o);
+
+/// Erases the buffers of `ops` (state, scores) and the subviews of `func`
+/// that the lowering left without a use.
+void eraseDeadTileBuffers(Operation *func, const KernelTileOps &ops);
 
 /// The online-softmax state of a tile in registers and the scores (then P)
 /// of the current KV tile, in the layout of the stage that lowers them.

@@ -68,7 +68,7 @@ namespace {
 constexpr llvm::StringLiteral kPass = "pa-tile-to-mma";
 
 /// What the fragments specialize on, read off the kernel's tile IR.
-struct MmaConfig {
+struct MmaConfig : TileMaskOptions {
   Type elem;
   int64_t headDim = 0, group = 1, warps = 0, mTiles = 1, keys = 0;
   /// Warps that split each KV tile's keys (the ABI's kv_warps): warp w
@@ -83,9 +83,7 @@ struct MmaConfig {
   /// (pa.tile.store's v_scale) of the CTA's KV head: f32 values defined
   /// before the KV loop; null without.
   Value kScale, vScale;
-  std::optional<double> softCap;
-  bool alibi = false, causal = false, customMask = false, lseBase2 = false;
-  std::optional<int64_t> window;
+  bool lseBase2 = false;
   /// Warpgroup MMAs (kWgmmaAttr): qk and pv as wgmma.mma_async over
   /// descriptors of the shared tiles.
   bool wgmma = false;
@@ -104,12 +102,9 @@ using Env = TileEnv;
 
 class MmaLowering : MmaFragments, TileStateLowering {
 public:
-  MmaLowering(KernelEmitter &e, const MmaConfig &c, Value stateM,
-              Value stateL, Value stateAcc, Value scores)
-      : MmaFragments{e, c.elem}, TileStateLowering(e.b, kPass),
-        e(e), b(e.b), loc(e.loc), c(c),
-        stateM(stateM), stateL(stateL),
-        stateAcc(stateAcc), scores(scores) {}
+  MmaLowering(KernelEmitter &e, const MmaConfig &c, const KernelTileOps &ops)
+      : MmaFragments{e, c.elem}, TileStateLowering(e.b, kPass), e(e),
+        b(e.b), loc(e.loc), c(c), ops(ops) {}
 
   LogicalResult run(gpu::GPUFuncOp func);
 
@@ -118,7 +113,7 @@ private:
   OpBuilder &b;
   Location loc;
   const MmaConfig &c;
-  Value stateM, stateL, stateAcc, scores;
+  const KernelTileOps &ops;
   gpu::GPUFuncOp func;
   Value tid, lane, warp, laneCol;
   /// The warp's row block, and its first key in a KV tile (key split).
@@ -1051,52 +1046,18 @@ LogicalResult MmaLowering::run(gpu::GPUFuncOp kernel) {
   if (failed(lowerBlock(func.getBody().front(), env)))
     return failure();
   // The buffers now unused: the state, the scores and the shared views.
-  for (Value v : {stateM, stateL, stateAcc, scores})
-    if (Operation *def = v.getDefiningOp(); def && def->use_empty())
-      def->erase();
-  SmallVector<memref::SubViewOp> views;
-  func.walk([&](memref::SubViewOp sv) { views.push_back(sv); });
-  for (memref::SubViewOp sv : views)
-    if (sv->use_empty())
-      sv.erase();
+  eraseDeadTileBuffers(func, ops);
   return success();
 }
 
 /// Reads the fragment configuration off `func`'s tile ops (an error at the
 /// op that does not fit).
-LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
-                         Value &l, Value &acc, Value &scores) {
-  SmallVector<TileInitStateOp> inits;
-  SmallVector<TileQKOp> qks;
-  SmallVector<TileMaskOp> masks;
-  SmallVector<TileStoreOp> stores;
-  bool unpromoted = false;
-  func.walk([&](Operation *op) {
-    if (auto i = dyn_cast<TileInitStateOp>(op))
-      inits.push_back(i);
-    else if (auto q = dyn_cast<TileQKOp>(op))
-      qks.push_back(q);
-    else if (auto mk = dyn_cast<TileMaskOp>(op))
-      masks.push_back(mk);
-    else if (auto st = dyn_cast<TileStoreOp>(op))
-      stores.push_back(st);
-    else if (isa<TileLoadQOp, TileGatherKVOp>(op)) {
-      op->emitOpError() << "pa-tile-to-mma runs after pa-promote-tiles, "
-                           "which replaces this op";
-      unpromoted = true;
-    }
-  });
-  if (unpromoted)
-    return failure();
-  if (inits.size() != 1 || qks.empty() || stores.size() != 1)
-    return func.emitOpError()
-           << "pa-tile-to-mma expects one pa.tile.init_state, one "
-              "pa.tile.store and at least one pa.tile.qk per kernel";
-  m = inits[0].getM();
-  l = inits[0].getL();
-  acc = inits[0].getAcc();
+LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
+                         const KernelTileOps &ops) {
+  ArrayRef<TileQKOp> qks = ops.qks;
+  ArrayRef<TileMaskOp> masks = ops.masks;
   TileQKOp qk = qks[0];
-  scores = qk.getS();
+  Value scores = ops.scores;
   FailureOr<SharedTile> q = sharedTile(kPass, qk, qk.getQ());
   if (failed(q) || failed(sharedTile(kPass, qk, qk.getK())))
     return failure();
@@ -1161,23 +1122,11 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c, Value &m,
   if (auto sc = qk.getScale())
     c.smScale = sc->convertToDouble();
   c.kScale = qk.getKScale();
-  TileStoreOp st = stores[0];
+  TileStoreOp st = ops.store;
   c.vScale = st.getVScale();
   c.group = st.getGroup();
   c.lseBase2 = st.getLseBase2();
-  for (TileMaskOp mk : masks) {
-    if (static_cast<int64_t>(mk.getGroup()) != c.group || mk.getS() != scores)
-      return mk.emitOpError() << "pa-tile-to-mma: the mask's group and "
-                                 "scores must be the store's and the qk's";
-    if (auto sc = mk.getLogitsSoftCap())
-      c.softCap = sc->convertToDouble();
-    c.alibi = bool(mk.getAlibiSlopes());
-    c.causal = mk.getCausal();
-    c.customMask = bool(mk.getCustomMask());
-    if (auto w = mk.getWindow())
-      c.window = static_cast<int64_t>(*w);
-  }
-  return success();
+  return readMaskOptions(kPass, masks, c.group, scores, c);
 }
 
 struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
@@ -1199,12 +1148,12 @@ struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
     for (gpu::GPUFuncOp func : funcs) {
       MmaConfig c;
       c.rescaleThreshold = rescaleThreshold;
-      Value m, l, acc, scores;
-      if (failed(makeConfig(func, c, m, l, acc, scores)))
+      FailureOr<KernelTileOps> ops = KernelTileOps::collect(func, kPass);
+      if (failed(ops) || failed(makeConfig(func, c, *ops)))
         return signalPassFailure();
       OpBuilder b(func);
       KernelEmitter e{{b, func.getLoc()}};
-      if (failed(MmaLowering(e, c, m, l, acc, scores).run(func)))
+      if (failed(MmaLowering(e, c, *ops).run(func)))
         return signalPassFailure();
     }
   }

@@ -59,14 +59,12 @@ constexpr llvm::StringLiteral kPass = "pa-tile-to-simt";
 
 /// What the lane groups specialize on, read off the kernel's tile IR and
 /// its ABI.
-struct SimtConfig {
+struct SimtConfig : TileMaskOptions {
   Type elem;
   int64_t headDim = 0, rows = 0, keys = 0, warps = 0, laneBytes = 16;
   int64_t group = 1;
   double smScale = 1.0;
-  std::optional<double> softCap;
-  std::optional<int64_t> window;
-  bool alibi = false, causal = false, positions = false, lseBase2 = false;
+  bool lseBase2 = false;
 
   int64_t bytes() const { return elem.getIntOrFloatBitWidth() / 8; }
   /// Elements per 16-byte chunk, chunks per lane, lanes per row.
@@ -83,10 +81,9 @@ struct SimtConfig {
 
 class SimtLowering : TileStateLowering {
 public:
-  SimtLowering(KernelEmitter &e, const SimtConfig &c, Value stateM,
-               Value stateL, Value stateAcc, Value scores)
+  SimtLowering(KernelEmitter &e, const SimtConfig &c, const KernelTileOps &ops)
       : TileStateLowering(e.b, kPass), e(e), b(e.b), loc(e.loc), c(c),
-        stateM(stateM), stateL(stateL), stateAcc(stateAcc), scores(scores) {}
+        ops(ops) {}
 
   LogicalResult run(gpu::GPUFuncOp func);
 
@@ -95,7 +92,7 @@ private:
   OpBuilder &b;
   Location loc;
   const SimtConfig &c;
-  Value stateM, stateL, stateAcc, scores;
+  const KernelTileOps &ops;
   gpu::GPUFuncOp func;
   bool swizzle = false;
   Value tid, lane, warp, laneGroup, laneInGroup;
@@ -118,17 +115,17 @@ private:
   /// Chunk p of this lane's part of row `row` of `t`, widened to f32.
   Value loadChunk(const SharedTile &t, Value row, int64_t p) {
     Value r = e.add(e.idx(t.row0), row);
-    Value col = e.add(e.idx(t.col0),
-                      e.mul(e.add(laneInGroup, e.idx(p * c.lanes())),
-                            e.idx(c.chunkElems())));
+    Value col =
+        e.add(e.idx(t.col0), e.mul(e.add(laneInGroup, e.idx(p * c.lanes())),
+                                   e.idx(c.chunkElems())));
     if (swizzle)
       col = swizzleCol(e, r, col, c.chunkElems());
     Value v = vector::LoadOp::create(
         b, loc, VectorType::get({c.chunkElems()}, c.elem), t.base,
         ValueRange{r, col}, /*nontemporal=*/false, llvm::MaybeAlign(16));
-    return c.elem.isF32() ? v
-                          : arith::ExtFOp::create(b, loc, chunkF32(), v)
-                                .getResult();
+    return c.elem.isF32()
+               ? v
+               : arith::ExtFOp::create(b, loc, chunkF32(), v).getResult();
   }
   /// Row `u` of this lane group's keys in a K / V tile.
   Value keyRow(int64_t u) { return e.add(keyOff, e.idx(u * c.laneGroups())); }
@@ -179,9 +176,9 @@ LogicalResult SimtLowering::emitPrelude(Operation *before) {
     for (int64_t r = 0; r < c.rows; ++r) {
       Row row = tileRow(r, maskOp.getRow0(), maskOp.getRows(),
                         maskOp.getKvHead(), Value());
-      pos32.push_back(e.toI32(
-          c.positions ? e.loadIdx(maskOp.getQPositions(), row.row)
-                      : e.add(maskOp.getPos0(), row.qi)));
+      pos32.push_back(e.toI32(c.positions
+                                  ? e.loadIdx(maskOp.getQPositions(), row.row)
+                                  : e.add(maskOp.getPos0(), row.qi)));
       slope.push_back(c.alibi ? e.load(maskOp.getAlibiSlopes(), {row.head})
                               : Value());
     }
@@ -195,8 +192,8 @@ LogicalResult SimtLowering::emitPrelude(Operation *before) {
   if (!first)
     return success();
   SharedTile qt = *sharedTile(kPass, first, first.getQ());
-  Value scale = e.splat(
-      e.f32(natural() ? c.smScale : c.smScale * kLog2e), chunkF32());
+  Value scale =
+      e.splat(e.f32(natural() ? c.smScale : c.smScale * kLog2e), chunkF32());
   for (int64_t j = 0; j < c.rows; ++j)
     for (int64_t p = 0; p < c.parts(); ++p)
       q.push_back(e.mul(loadChunk(qt, e.idx(j), p), scale));
@@ -254,8 +251,8 @@ SmallVector<Value> SimtLowering::logits(ArrayRef<Value> s, Value t0,
         if (c.causal)
           vis = e.andi(vis, e.cmpi(Pred::sle, t32, pos32[j]));
         if (c.window && *c.window < (int64_t(1) << 31))
-          vis = e.andi(vis, e.cmpi(Pred::slt, e.sub(pos32[j], t32),
-                                   e.i32(*c.window)));
+          vis = e.andi(
+              vis, e.cmpi(Pred::slt, e.sub(pos32[j], t32), e.i32(*c.window)));
         x = e.select(vis, x, e.negInf());
       }
       out.push_back(x);
@@ -312,8 +309,7 @@ void SimtLowering::pv(TilePVOp op, TileEnv &env) {
       for (int64_t j = 0; j < c.rows; ++j) {
         Value &acc = env.state[2 * c.rows + j * c.parts() + part];
         acc = LLVM::FMAOp::create(
-            b, loc, e.splat(env.s[j * c.groupKeys() + u], chunkF32()), vc,
-            acc);
+            b, loc, e.splat(env.s[j * c.groupKeys() + u], chunkF32()), vc, acc);
       }
     }
 }
@@ -340,9 +336,8 @@ void SimtLowering::store(TileStoreOp op, TileEnv &env) {
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), wg));
   Value scratch = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({floats}, f32(), MemRefLayoutAttrInterface(), wg), raw,
-      e.idx(0), ValueRange{});
+      b, loc, MemRefType::get({floats}, f32(), MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(0), ValueRange{});
   Value slot = e.add(e.mul(warp, e.idx(c.laneGroups())), laneGroup);
   int64_t accBase = 2 * slots * h;
   Value first = e.cmpi(Pred::eq, laneInGroup, e.idx(0));
@@ -391,9 +386,9 @@ void SimtLowering::store(TileStoreOp op, TileEnv &env) {
         Value head = e.add(e.mul(op.getKvHead(), e.idx(c.group)),
                            e.remui(j, e.idx(c.group)));
         Value safe = e.select(valid, qi, e.idx(0));
-        Value row = e.add(op.getRow0(), op.getRowStride()
-                                            ? e.mul(safe, op.getRowStride())
-                                            : safe);
+        Value row =
+            e.add(op.getRow0(),
+                  op.getRowStride() ? e.mul(safe, op.getRowStride()) : safe);
         e.ifThen(valid, [&]() {
           e.store(e.fromF32(o, oElem), op.getO(), {row, head, dd});
           e.ifThen(e.cmpi(Pred::eq, dd, e.idx(0)), [&]() {
@@ -421,54 +416,18 @@ LogicalResult SimtLowering::run(gpu::GPUFuncOp kernel) {
   TileEnv env;
   if (failed(lowerBlock(func.getBody().front(), env)))
     return failure();
-  for (Value v : {stateM, stateL, stateAcc, scores})
-    if (Operation *def = v.getDefiningOp(); def && def->use_empty())
-      def->erase();
-  SmallVector<memref::SubViewOp> views;
-  func.walk([&](memref::SubViewOp sv) { views.push_back(sv); });
-  for (memref::SubViewOp sv : views)
-    if (sv->use_empty())
-      sv.erase();
+  eraseDeadTileBuffers(func, ops);
   return success();
 }
 
 /// Reads the lane-group configuration off `func`'s tile IR and ABI (an
 /// error at the op that does not fit).
-LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c, Value &m,
-                         Value &l, Value &acc, Value &scores) {
-  SmallVector<TileInitStateOp> inits;
-  SmallVector<TileQKOp> qks;
-  SmallVector<TileMaskOp> masks;
-  SmallVector<TileStoreOp> stores;
-  bool unpromoted = false;
-  func.walk([&](Operation *op) {
-    if (auto i = dyn_cast<TileInitStateOp>(op))
-      inits.push_back(i);
-    else if (auto q = dyn_cast<TileQKOp>(op))
-      qks.push_back(q);
-    else if (auto mk = dyn_cast<TileMaskOp>(op))
-      masks.push_back(mk);
-    else if (auto st = dyn_cast<TileStoreOp>(op))
-      stores.push_back(st);
-    else if (isa<TileLoadQOp, TileGatherKVOp>(op)) {
-      op->emitOpError() << kPass
-                        << " runs after pa-promote-tiles, which replaces "
-                           "this op";
-      unpromoted = true;
-    }
-  });
-  if (unpromoted)
-    return failure();
-  if (inits.size() != 1 || qks.empty() || stores.size() != 1)
-    return func.emitOpError()
-           << kPass
-           << " expects one pa.tile.init_state, one pa.tile.store and at "
-              "least one pa.tile.qk per kernel";
-  m = inits[0].getM();
-  l = inits[0].getL();
-  acc = inits[0].getAcc();
+LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c,
+                         const KernelTileOps &ops) {
+  ArrayRef<TileQKOp> qks = ops.qks;
+  ArrayRef<TileMaskOp> masks = ops.masks;
   TileQKOp qk = qks[0];
-  scores = qk.getS();
+  Value scores = ops.scores;
   if (failed(sharedTile(kPass, qk, qk.getQ())) ||
       failed(sharedTile(kPass, qk, qk.getK())))
     return failure();
@@ -481,18 +440,18 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c, Value &m,
   FailureOr<KernelABI> abi = decodeKernelABI(func);
   if (failed(abi))
     return func.emitOpError()
-           << kPass << " needs the kernel's pa.kernel ABI (its block size "
-                       "and lane bytes)";
+           << kPass
+           << " needs the kernel's pa.kernel ABI (its block size "
+              "and lane bytes)";
   c.warps = abi->block[0] / 32;
   c.laneBytes = abi->laneBytes;
   int64_t rowBytes = c.headDim * c.elem.getIntOrFloatBitWidth() / 8;
   if (!(c.elem.isF16() || c.elem.isBF16() || c.elem.isF32()) ||
       kt.getElementType() != c.elem ||
-      (c.laneBytes != 16 && c.laneBytes != 32) ||
-      rowBytes % c.laneBytes != 0 ||
+      (c.laneBytes != 16 && c.laneBytes != 32) || rowBytes % c.laneBytes != 0 ||
       !llvm::isPowerOf2_64(rowBytes / c.laneBytes) ||
-      rowBytes / c.laneBytes > 32 || c.warps <= 0 ||
-      abi->kvWarps != c.warps || c.keys % (c.warps * c.laneGroups()) != 0)
+      rowBytes / c.laneBytes > 32 || c.warps <= 0 || abi->kvWarps != c.warps ||
+      c.keys % (c.warps * c.laneGroups()) != 0)
     return qk.emitOpError()
            << kPass
            << " needs f16 / bf16 / f32 tiles of one type, lane_bytes 16 or "
@@ -511,10 +470,8 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c, Value &m,
            << " bytes of shared memory, more than the 232448 a CTA can have "
               "(fewer heads per CTA or threads)";
   for (TileQKOp other : qks)
-    if (cast<MemRefType>(other.getQ().getType()).getShape() !=
-            qt.getShape() ||
-        cast<MemRefType>(other.getK().getType()).getShape() !=
-            kt.getShape() ||
+    if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
+        cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
         failed(sharedTile(kPass, other, other.getK())) ||
         other.getScaleAttr() != qk.getScaleAttr() || other.getS() != scores)
       return other.emitOpError()
@@ -524,36 +481,27 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c, Value &m,
   for (TileQKOp op : qks)
     if (op.getKScale())
       return op.emitOpError()
-             << kPass << " has no fp8 path (k_scale): fp8 caches run on the "
-                         "tensor-core decode";
+             << kPass
+             << " has no fp8 path (k_scale): fp8 caches run on the "
+                "tensor-core decode";
   if (auto sc = qk.getScale())
     c.smScale = sc->convertToDouble();
-  TileStoreOp st = stores[0];
+  TileStoreOp st = ops.store;
   if (st.getVScale())
     return st.emitOpError()
-           << kPass << " has no fp8 path (v_scale): fp8 caches run on the "
-                       "tensor-core decode";
+           << kPass
+           << " has no fp8 path (v_scale): fp8 caches run on the "
+              "tensor-core decode";
   c.group = st.getGroup();
   c.lseBase2 = st.getLseBase2();
   if (masks.empty() || masks.size() != qks.size())
     return func.emitOpError()
            << kPass << " expects one pa.tile.mask after every pa.tile.qk";
-  for (TileMaskOp mk : masks) {
-    if (static_cast<int64_t>(mk.getGroup()) != c.group || mk.getS() != scores)
-      return mk.emitOpError() << kPass
-                              << ": the mask's group and scores must be the "
-                                 "store's and the qk's";
-    if (mk.getCustomMask())
-      return mk.emitOpError()
-             << kPass << " has no custom-mask path (a decode has none)";
-    if (auto sc = mk.getLogitsSoftCap())
-      c.softCap = sc->convertToDouble();
-    c.alibi = bool(mk.getAlibiSlopes());
-    c.causal = mk.getCausal();
-    c.positions = bool(mk.getQPositions());
-    if (auto w = mk.getWindow())
-      c.window = static_cast<int64_t>(*w);
-  }
+  if (failed(readMaskOptions(kPass, masks, c.group, scores, c)))
+    return failure();
+  if (c.customMask)
+    return TileMaskOp(masks.front()).emitOpError()
+           << kPass << " has no custom-mask path (a decode has none)";
   return success();
 }
 
@@ -567,12 +515,12 @@ struct PATileToSimt final : pa::impl::PATileToSimtBase<PATileToSimt> {
     });
     for (gpu::GPUFuncOp func : funcs) {
       SimtConfig c;
-      Value m, l, acc, scores;
-      if (failed(makeConfig(func, c, m, l, acc, scores)))
+      FailureOr<KernelTileOps> ops = KernelTileOps::collect(func, kPass);
+      if (failed(ops) || failed(makeConfig(func, c, *ops)))
         return signalPassFailure();
       OpBuilder b(func);
       KernelEmitter e{{b, func.getLoc()}};
-      if (failed(SimtLowering(e, c, m, l, acc, scores).run(func)))
+      if (failed(SimtLowering(e, c, *ops).run(func)))
         return signalPassFailure();
     }
   }
