@@ -90,6 +90,18 @@ FailureOr<KernelTileOps> KernelTileOps::collect(Operation *func,
   return ops;
 }
 
+TileRowPlace gpukernel::tileRowPlace(Emitter &e, Value r, int64_t group,
+                                     Value row0, Value rows, Value kvHead,
+                                     Value rowStride) {
+  TileRowPlace p;
+  Value qi = e.divui(r, e.idx(group));
+  p.head = e.add(e.mul(kvHead, e.idx(group)), e.remui(r, e.idx(group)));
+  p.valid = e.cmpi(arith::CmpIPredicate::ult, qi, rows);
+  p.qi = e.select(p.valid, qi, e.idx(0));
+  p.row = e.add(row0, rowStride ? e.mul(p.qi, rowStride) : p.qi);
+  return p;
+}
+
 LogicalResult gpukernel::readMaskOptions(StringRef pass,
                                          ArrayRef<TileMaskOp> masks,
                                          int64_t group, Value scores,

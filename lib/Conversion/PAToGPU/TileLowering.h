@@ -13,6 +13,7 @@
 #ifndef PAGEDATTN_LIB_CONVERSION_PATOGPU_TILELOWERING_H
 #define PAGEDATTN_LIB_CONVERSION_PATOGPU_TILELOWERING_H
 
+#include "PagedAttn/Conversion/Emitter.h"
 #include "PagedAttn/Dialect/PA.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -51,6 +52,16 @@ struct KernelTileOps {
   /// `func` unless it has one init_state, one store and a qk.
   static FailureOr<KernelTileOps> collect(Operation *func, StringRef pass);
 };
+
+/// Where tile row `r` (a packed (query, group head) row) goes: query i =
+/// r / group of the tile, valid when i < `rows`, head kvHead * group + r %
+/// group, row row0 + i * stride (stride 1 when `rowStride` is null); `qi`
+/// is i, or 0 for an invalid row.
+struct TileRowPlace {
+  Value valid, head, row, qi;
+};
+TileRowPlace tileRowPlace(Emitter &e, Value r, int64_t group, Value row0,
+                          Value rows, Value kvHead, Value rowStride);
 
 /// What the kernel's pa.tile.mask ops ask of the scores (every mask of a
 /// kernel the same), read by readMaskOptions.

@@ -197,20 +197,18 @@ private:
     st.append(c.mTiles * c.dTiles(), zeroC());
     return st;
   }
-  /// Where tile row `r` (a packed (query, group head) row) goes: query i = r
-  /// / group of the tile, valid when i < `rows`, head kvHead * group + r %
-  /// group, row row0 + i * stride (stride 1 when `rowStride` is null; i = 0
-  /// for an invalid row, also returned in `qiSafe`).
+  /// Where tile row `r` goes (tileRowPlace; `qiSafe`: its query, 0 for an
+  /// invalid row).
   Row tileRow(Value r, Value row0, Value rows, Value kvHead, Value rowStride,
               Value *qiSafe = nullptr) {
+    TileRowPlace p =
+        tileRowPlace(e, r, c.group, row0, rows, kvHead, rowStride);
     Row row;
-    Value qi = e.divui(r, e.idx(c.group));
-    row.head = e.add(e.mul(kvHead, e.idx(c.group)), e.remui(r, e.idx(c.group)));
-    row.valid = e.cmpi(Pred::ult, qi, rows);
-    Value safe = e.select(row.valid, qi, e.idx(0));
-    row.row = e.add(row0, rowStride ? e.mul(safe, rowStride) : safe);
+    row.valid = p.valid;
+    row.head = p.head;
+    row.row = p.row;
     if (qiSafe)
-      *qiSafe = safe;
+      *qiSafe = p.qi;
     return row;
   }
   /// The rows a thread holds: tile query i writes row row0 + i * stride
@@ -307,11 +305,7 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
   }
   // Q fragments stay in registers when they fit beside the accumulators
   // (one m block up to D = 128); otherwise each step reloads them.
-  TileQKOp first;
-  before->getParentOfType<gpu::GPUFuncOp>().walk([&](TileQKOp op) {
-    if (!first)
-      first = op;
-  });
+  TileQKOp first = ops.qks.front();
   if (first)
     qTile = *sharedTile(kPass, first, first.getQ());
   if (first && c.wgmma) {
@@ -1036,10 +1030,8 @@ LogicalResult MmaLowering::run(gpu::GPUFuncOp kernel) {
     keyOff = e.mul(e.remui(warp, e.idx(c.kvWarps)), e.idx(c.warpKeys()));
   }
   laneCol = e.mul(e.remui(lane, e.idx(4)), e.idx(2));
-  func.walk([&](TileMaskOp op) {
-    if (!maskOp)
-      maskOp = op;
-  });
+  if (!ops.masks.empty())
+    maskOp = ops.masks.front();
   if (maskOp)
     mask = PackedMask{maskOp.getCustomMask(), Value()};
   Env env;

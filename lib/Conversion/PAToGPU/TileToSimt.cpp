@@ -129,22 +129,6 @@ private:
   }
   /// Row `u` of this lane group's keys in a K / V tile.
   Value keyRow(int64_t u) { return e.add(keyOff, e.idx(u * c.laneGroups())); }
-  /// Where tile row `r` goes: query r / group (valid below `rows`), head
-  /// kvHead * group + r % group, row row0 + i * stride.
-  struct Row {
-    Value valid, head, row, qi;
-  };
-  Row tileRow(int64_t r, Value row0, Value rows, Value kvHead,
-              Value rowStride) {
-    Row row;
-    int64_t qi = r / c.group;
-    row.head = e.add(e.mul(kvHead, e.idx(c.group)), e.idx(r % c.group));
-    row.valid = e.cmpi(Pred::ult, e.idx(qi), rows);
-    row.qi = e.select(row.valid, e.idx(qi), e.idx(0));
-    row.row = e.add(row0, rowStride ? e.mul(row.qi, rowStride) : row.qi);
-    return row;
-  }
-
   LogicalResult emitPrelude(Operation *before) override;
   SmallVector<Value> initState() override {
     SmallVector<Value> st(c.rows, e.negInf());
@@ -174,8 +158,9 @@ LogicalResult SimtLowering::emitPrelude(Operation *before) {
                   "before the KV loop";
     keyEnd = maskOp.getEnd();
     for (int64_t r = 0; r < c.rows; ++r) {
-      Row row = tileRow(r, maskOp.getRow0(), maskOp.getRows(),
-                        maskOp.getKvHead(), Value());
+      TileRowPlace row =
+          tileRowPlace(e, e.idx(r), c.group, maskOp.getRow0(), maskOp.getRows(),
+                       maskOp.getKvHead(), Value());
       pos32.push_back(e.toI32(c.positions
                                   ? e.loadIdx(maskOp.getQPositions(), row.row)
                                   : e.add(maskOp.getPos0(), row.qi)));
@@ -184,13 +169,7 @@ LogicalResult SimtLowering::emitPrelude(Operation *before) {
     }
   }
   // Every head's q chunks in registers, scaled once.
-  TileQKOp first;
-  func.walk([&](TileQKOp op) {
-    if (!first)
-      first = op;
-  });
-  if (!first)
-    return success();
+  TileQKOp first = ops.qks.front();
   SharedTile qt = *sharedTile(kPass, first, first.getQ());
   Value scale =
       e.splat(e.f32(natural() ? c.smScale : c.smScale * kLog2e), chunkF32());
@@ -379,20 +358,13 @@ void SimtLowering::store(TileStoreOp op, TileEnv &env) {
         StateMerge merge(e, ExpBase{/*base2=*/true, ex2, lg2},
                          StateSet{e.idx(0), e.idx(slots), mOf, lOf, accOf});
         Value o = merge.element(dd);
-        // Row j of the tile: query j / group, head kvHead * group + j %
-        // group.
-        Value qi = e.divui(j, e.idx(c.group));
-        Value valid = e.cmpi(Pred::ult, qi, op.getRows());
-        Value head = e.add(e.mul(op.getKvHead(), e.idx(c.group)),
-                           e.remui(j, e.idx(c.group)));
-        Value safe = e.select(valid, qi, e.idx(0));
-        Value row =
-            e.add(op.getRow0(),
-                  op.getRowStride() ? e.mul(safe, op.getRowStride()) : safe);
-        e.ifThen(valid, [&]() {
-          e.store(e.fromF32(o, oElem), op.getO(), {row, head, dd});
+        TileRowPlace row =
+            tileRowPlace(e, j, c.group, op.getRow0(), op.getRows(),
+                         op.getKvHead(), op.getRowStride());
+        e.ifThen(row.valid, [&]() {
+          e.store(e.fromF32(o, oElem), op.getO(), {row.row, row.head, dd});
           e.ifThen(e.cmpi(Pred::eq, dd, e.idx(0)), [&]() {
-            e.store(merge.lse(c.lseBase2), op.getLse(), {row, head});
+            e.store(merge.lse(c.lseBase2), op.getLse(), {row.row, row.head});
           });
         });
         scf::YieldOp::create(b, loc);
@@ -409,10 +381,7 @@ LogicalResult SimtLowering::run(gpu::GPUFuncOp kernel) {
   laneGroup = e.divui(lane, e.idx(c.lanes()));
   laneInGroup = e.remui(lane, e.idx(c.lanes()));
   keyOff = e.add(e.mul(warp, e.idx(c.warpKeys())), laneGroup);
-  func.walk([&](TileMaskOp op) {
-    if (!maskOp)
-      maskOp = op;
-  });
+  maskOp = ops.masks.front();
   TileEnv env;
   if (failed(lowerBlock(func.getBody().front(), env)))
     return failure();
