@@ -58,6 +58,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   pm.addPass(pa::createPAPromoteTiles(promote));
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;
+  mma.narrowPv = opts.narrowPv;
   pm.addPass(pa::createPATileToMma(mma));
   pm.addPass(pa::createPATileToSimt());
   pm.addPass(createPAWarpShuffleReduce());

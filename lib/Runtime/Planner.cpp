@@ -567,6 +567,23 @@ int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
   return noSplit;
 }
 
+int64_t pa::rt::decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs,
+                                int64_t maxCTAs) {
+  if (maxCTAs <= 2 || numSMs <= 0)
+    return maxCTAs;
+  if (gridCTAs < numSMs * (maxCTAs - 1))
+    return maxCTAs == 3 ? 2 : maxCTAs;
+  if (gridCTAs < numSMs * maxCTAs)
+    return maxCTAs;
+  auto idle = [&](int64_t c) {
+    int64_t slots = numSMs * c * ceilDiv(gridCTAs, numSMs * c);
+    return static_cast<double>(slots - gridCTAs) / static_cast<double>(slots);
+  };
+  if (idle(maxCTAs) > kMaxIdleWaveShare && idle(maxCTAs - 1) < idle(maxCTAs))
+    return maxCTAs - 1;
+  return maxCTAs;
+}
+
 int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
                             int64_t chunk, int64_t pageSize) {
   pageSize = std::max<int64_t>(pageSize, 1);

@@ -175,6 +175,52 @@ Status loadBundle(pa_bundle &b) {
   return Status::success();
 }
 
+Status limitOccupancy(const pa_bundle &b, KernelKind kind, int64_t ctas,
+                      int64_t &sharedBytes) {
+  sharedBytes = 0;
+  const KernelSpec *k = b.manifest.find(kind);
+  CUfunction fn = b.function(kind);
+  if (!k || !fn || ctas < 1)
+    return Status::success();
+  CUdevice dev;
+  PA_CU(cuCtxGetDevice(&dev));
+  int perSM = 0, reserved = 0, optin = 0, staticBytes = 0;
+  PA_CU(cuDeviceGetAttribute(
+      &perSM, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
+  PA_CU(cuDeviceGetAttribute(
+      &reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev));
+  PA_CU(cuDeviceGetAttribute(
+      &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+  PA_CU(cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                           fn));
+  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
+                                 k->launch.block[2]);
+  auto occupancy = [&](int64_t bytes, int &blocks) -> Status {
+    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, fn, threads, static_cast<size_t>(bytes)));
+    return Status::success();
+  };
+  int now = 0;
+  PA_TRY(occupancy(k->launch.sharedBytes, now));
+  if (now <= ctas)
+    return Status::success();
+  int64_t bytes = std::max<int64_t>(
+      perSM / (ctas + 1) - reserved - staticBytes + 1, k->launch.sharedBytes);
+  if (bytes + staticBytes > optin)
+    return Status::success();
+  std::string what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
+                     std::to_string(bytes) + ") for '" + k->symbol + "'";
+  PA_TRY(cuCheck(cuFuncSetAttribute(
+                     fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                     static_cast<int>(bytes)),
+                 what.c_str()));
+  int limited = 0;
+  PA_TRY(occupancy(bytes, limited));
+  if (limited >= 1 && limited <= ctas)
+    sharedBytes = bytes;
+  return Status::success();
+}
+
 /// Allocates `bytes` (at least 1) and copies `data` to it when non-null.
 Status upload(CUdeviceptr &dst, const void *data, size_t bytes) {
   PA_CU(cuMemAlloc(&dst, std::max<size_t>(bytes, 1)));
@@ -241,6 +287,34 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   int64_t capacity = options ? options->graph_work_capacity : 0;
   if (capacity < 0)
     return fail("graph_work_capacity = ", capacity, " is negative");
+  // The planner's occupancy (not for a forced ctas_per_sm, nor a graph
+  // plan, which keeps the kernels' occupancy as updates re-plan it):
+  // decodeCTAsPerSM. A split plan assumes it; a one-pass grid whose last
+  // wave idles runs at it, held there by the decode kernels' shared memory.
+  if ((!options || options->ctas_per_sm == 0) && capacity == 0) {
+    int64_t want = decodeCTAsPerSM(batch * c.kvHeads, sms, p.ctasPerSM);
+    if (batch * c.kvHeads < sms * p.ctasPerSM) {
+      p.ctasPerSM = want;
+    } else if (want < p.ctasPerSM) {
+      int64_t smem = 0;
+      for (KernelKind kind : {KernelKind::Decode, KernelKind::DecodeSplit,
+                              KernelKind::DecodePartial}) {
+        if (!b.function(kind))
+          continue;
+        int64_t bytes = 0;
+        PA_TRY(limitOccupancy(b, kind, want, bytes));
+        if (bytes == 0) {
+          smem = -1;
+          break;
+        }
+        smem = std::max(smem, bytes);
+      }
+      if (smem > 0) {
+        p.launchSmem = smem;
+        p.ctasPerSM = want;
+      }
+    }
+  }
   if (capacity > 0) {
     if (!b.hasSplit())
       return fail("a CUDA-graph plan (graph_work_capacity) runs "
@@ -581,7 +655,8 @@ Status checkPageTable(const BundleConfig &c,
 /// Packs and launches kernel `kind` of `b`; in checked mode synchronizes and
 /// names the kernel on an asynchronous fault.
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
-              const ProblemDims &dims, CUstream stream, bool checked) {
+              const ProblemDims &dims, CUstream stream, bool checked,
+              int64_t sharedBytes) {
   const KernelSpec *k = b.manifest.find(kind);
   CUfunction fn = b.function(kind);
   if (!k || !fn)
@@ -596,7 +671,9 @@ Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
                                 static_cast<unsigned>(k->launch.block[0]),
                                 static_cast<unsigned>(k->launch.block[1]),
                                 static_cast<unsigned>(k->launch.block[2]),
-                                static_cast<unsigned>(k->launch.sharedBytes),
+                                static_cast<unsigned>(
+                                    sharedBytes > 0 ? sharedBytes
+                                                    : k->launch.sharedBytes),
                                 stream, params.kernelParams(), nullptr),
                  what.c_str()));
   if (checked) {
@@ -629,7 +706,8 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   bindCacheArgs(c, ca, dims, args);
   bool checked = a.checked != 0;
   if (!p.plan.split)
-    return launch(b, KernelKind::Decode, args, dims, stream, checked);
+    return launch(b, KernelKind::Decode, args, dims, stream, checked,
+                  p.launchSmem);
 
   RoleBinder bind{c, dims, args};
   bind(ArgRole::WorkIndptr, p.workIndptr);
@@ -641,9 +719,11 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   if (p.mergeCounters) {
     // One launch: the last CTA of each request merges its states.
     bind(ArgRole::MergeCounters, p.mergeCounters);
-    return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked);
+    return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
+                  p.launchSmem);
   }
-  PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked));
+  PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked,
+                p.launchSmem));
   return launch(b, KernelKind::MergeSegments, args, dims, stream, checked);
 }
 

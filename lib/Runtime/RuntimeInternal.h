@@ -124,6 +124,9 @@ struct pa_plan {
   pa::rt::BundleConfig config;
   CUcontext ctx = nullptr;
   int64_t batch = 0, nnz = 0, numSMs = 0, ctasPerSM = 0;
+  /// > 0: the decode kernels' dynamic shared memory, which holds them to
+  /// ctasPerSM CTAs per SM (decodeCTAsPerSM below the occupancy).
+  int64_t launchSmem = 0;
   pa::rt::DecodePlan plan;
   std::vector<int64_t> kvLens;
   /// Device copies of plan.work and the split-KV workspace (split only).
@@ -195,9 +198,21 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
                 CUstream stream, const char *what);
 
 /// Packs and launches kernel `kind` of `b`; in checked mode synchronizes and
-/// names the kernel on an asynchronous fault.
+/// names the kernel on an asynchronous fault. `sharedBytes` > 0: dynamic
+/// shared memory instead of the manifest's (a plan's occupancy limit,
+/// limitOccupancy()).
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
-              const ProblemDims &dims, CUstream stream, bool checked);
+              const ProblemDims &dims, CUstream stream, bool checked,
+              int64_t sharedBytes = 0);
+
+/// The dynamic shared memory that holds kernel `kind` of `b` to at most
+/// `ctas` CTAs per SM (the SM's shared memory over ctas + 1, less the
+/// per-block reservation and the function's static bytes, plus one;
+/// never below the manifest's), its function's dynamic-memory limit raised
+/// to it. 0 when the kernel already runs at most `ctas` or the device's
+/// per-block limit does not allow the amount.
+Status limitOccupancy(const pa_bundle &b, KernelKind kind, int64_t ctas,
+                      int64_t &sharedBytes);
 
 /// Binds roles into `args` with the shapes roleShape gives them for the
 /// configuration and the problem: `RoleBinder bind{c, dims, args};

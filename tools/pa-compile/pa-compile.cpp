@@ -130,6 +130,11 @@ static cl::opt<double> rescaleThreshold(
              "maximum before the accumulators are rescaled, in [0, 15] (0: "
              "whenever it grows)"),
     cl::cat(category));
+static cl::opt<bool> narrowPv(
+    "narrow-pv", cl::init(true),
+    cl::desc("Tensor-core decode of groups up to 8: O^T += V^T P^T (half "
+             "the accumulator registers); --narrow-pv=0: O += P V"),
+    cl::cat(category));
 static cl::opt<int64_t> pageListRounds(
     "page-list-rounds", cl::init(8),
     cl::desc("Tiled kernels: chunk rounds per thread and K / V tile from "
@@ -971,6 +976,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.prefillWarps = warps > 0 ? warps : prefillWarps.getValue();
   opts.prefillTileKV = prefillTileKV;
   opts.rescaleThreshold = rescaleThreshold;
+  opts.narrowPv = narrowPv;
   opts.pageListRounds = pageListRounds;
   opts.l2PrefetchBytes = l2PrefetchBytes;
   opts.rowPadBytes = rowPadBytes;

@@ -411,6 +411,7 @@ int pa::runner::runBench(const BenchOptions &o) {
                 ? fmt("split %" PRId64 ", %" PRId64, r.info.chunk_size,
                       r.info.num_work_items)
                 : fmt("one pass, %" PRId64, r.info.num_work_items);
+        planStr += fmt(", %" PRId64 "/SM", r.info.ctas_per_sm);
         out(fmt("| %" PRId64 " | %" PRId64 " | %s | %s | %d | %.1f | %.1f | "
                 "%.0f | %.1f | %.1f |%s",
                 B, L, heads.c_str(), planStr.c_str(), r.sets, r.t.medianUs,

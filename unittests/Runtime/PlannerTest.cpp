@@ -656,6 +656,46 @@ TEST(BalanceWaves, NeverModelsSlowerThanNoSplit) {
   }
 }
 
+TEST(DecodeCTAsPerSM, OneFewerWhereTheLastWaveIdles) {
+  // GQA 4, 132 SMs, a kernel of 3 CTAs per SM: 64 x 8 = 512 CTAs are 2
+  // waves of 396 slots, 35% idle; at 2 CTAs per SM 2 waves of 264, 3%.
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 3), 2);
+  // 256 x 8 = 2048: 6 waves, 14% idle: full occupancy.
+  EXPECT_EQ(decodeCTAsPerSM(2048, 132, 3), 3);
+  // Below one wave (split plans): 2 for a kernel of 3; others (at most 2
+  // CTAs per SM, the 4-CTA MHA decode) keep their occupancy.
+  EXPECT_EQ(decodeCTAsPerSM(128, 132, 3), 2);
+  EXPECT_EQ(decodeCTAsPerSM(8, 132, 4), 4);
+  // A grid that is one pass at one fewer but a split at the occupancy
+  // keeps it (MHA 16 x 32 = 512 CTAs on 396 / 528 slots).
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 4), 4);
+  EXPECT_EQ(decodeCTAsPerSM(300, 132, 2), 2);
+  EXPECT_EQ(decodeCTAsPerSM(8, 132, 1), 1);
+  // MHA on a 4-CTA kernel: 64 x 32 = 2048 CTAs on 528 slots, 3% idle.
+  EXPECT_EQ(decodeCTAsPerSM(2048, 132, 4), 4);
+  // 600 CTAs on 528 slots (2 waves, 43% idle) but 396 (2 waves, 24%).
+  EXPECT_EQ(decodeCTAsPerSM(600, 132, 4), 3);
+  // One fewer only where it idles less: 400 CTAs on 396 (2 waves, 49%
+  // idle) and on 264 (2 waves, 24%) -> 2; on 132 SMs x 5 = 660 slots, 700
+  // CTAs idle 47%, at 4 (528 slots, 2 waves) 34% -> 4.
+  EXPECT_EQ(decodeCTAsPerSM(400, 132, 3), 2);
+  EXPECT_EQ(decodeCTAsPerSM(700, 132, 5), 4);
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Rng rng(seed);
+    int64_t grid = rng.uniformInt(1, 10000), sms = rng.uniformInt(1, 200),
+            maxCTAs = rng.uniformInt(1, 8);
+    int64_t c = decodeCTAsPerSM(grid, sms, maxCTAs);
+    EXPECT_TRUE(c == maxCTAs || (c == maxCTAs - 1 && c >= 2));
+    if (grid < sms * (maxCTAs - 1)) {
+      EXPECT_EQ(c, maxCTAs == 3 ? 2 : maxCTAs);
+    }
+    if (grid >= sms * (maxCTAs - 1) && grid < sms * maxCTAs) {
+      EXPECT_EQ(c, maxCTAs);
+    }
+  }
+}
+
 TEST(FewerMerges, ModelledChoice) {
   // One request of GQA 4 (8 KV heads) on 132 SMs x 2 CTAs, page size 16:
   // chooseChunkSize's smallest fitting chunk, then C + 8 n over C, 2C, 4C.

@@ -366,7 +366,11 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
   let options = [
     Option<"rescaleThreshold", "rescale-threshold", "double", "8.0",
            "Base-2 growth of a row's maximum before the accumulators are "
-           "rescaled (0: whenever it grows; at most 15)">
+           "rescaled (0: whenever it grows; at most 15)">,
+    Option<"narrowPv", "narrow-pv", "bool", "true",
+           "Kernels whose tiles hold at most 8 valid rows in one m block "
+           "(the decode of groups up to 8) compute O^T += V^T P^T: half "
+           "the accumulator registers">
   ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",

@@ -128,6 +128,12 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
                      "row's maximum before the accumulators are rescaled, "
                      "in [0, 15] (0: whenever it grows)"),
       llvm::cl::init(8.0)};
+  PassOptions::Option<bool> narrowPv{
+      *this, "narrow-pv",
+      llvm::cl::desc("pa-tile-to-mma: kernels whose tiles hold at most 8 "
+                     "valid rows (the tensor-core decode of groups up to "
+                     "8) compute O^T += V^T P^T, half the accumulators"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> pageListRounds{
       *this, "page-list-rounds",
       llvm::cl::desc("pa-promote-tiles: chunk rounds per thread and K / V "

@@ -213,6 +213,29 @@ inline constexpr int64_t kWaveMaxSplit = 8, kWaveMinGainPercent = 15;
 int64_t balanceWaves(const std::vector<int64_t> &kvLens, int64_t numKVHeads,
                      int64_t maxCTAs, int64_t pageSize, int64_t minChunk);
 
+/// The idle share of its waves' slot time above which decodeCTAsPerSM()
+/// runs a one-pass grid at one CTA per SM fewer.
+inline constexpr double kMaxIdleWaveShare = 0.25;
+
+/// CTAs per SM a decode plan assumes, from the kernel's occupancy
+/// `maxCTAs` (kernels of at most 2 CTAs per SM keep theirs):
+/// - a one-pass grid of `gridCTAs` CTAs (batch x KV heads) below one wave
+///   of numSMs x (maxCTAs - 1) (a split plan at either) of a kernel of 3
+///   CTAs per SM assumes 2: fewer, longer work items (for the 4-CTA
+///   CUDA-core MHA decode, plans for 3 ran 2.5-5% slower than for 4);
+/// - a grid of at least one wave whose waves leave more than
+///   kMaxIdleWaveShare of their slot time idle (the empty slots of the
+///   last wave over all waves' slots) runs at maxCTAs - 1 when that idles
+///   less (the runtime holds the kernels there with dynamic shared memory);
+/// - otherwise maxCTAs.
+/// H200, 2026-11-27, the tensor-core decode of GQA 4 at 3 CTAs per SM: 64 x
+/// 8 = 512 CTAs on 396 slots (2 waves, 35% idle) ran 64 x 2048 in 142.4 µs
+/// one pass and 148.1 split in three, against 137.7 at 2 CTAs per SM (1.94
+/// waves, 3% idle); 256 x 8 (6 waves, 14% idle) ran 1-2.5% faster at 3 on
+/// three of four machines; split plans for 396 slots (1 x 32768: 49 items)
+/// ran 1-4% slower than those for 264 (33 items) (docs/PERFORMANCE.md).
+int64_t decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs, int64_t maxCTAs);
+
 /// The merge cost of a split below one wave, in tokens of one work item's
 /// stream per item of a request (the last CTA of a request reads every
 /// partial state and merges them alone): fewerMerges() weighs it.

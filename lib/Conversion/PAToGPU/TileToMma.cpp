@@ -50,6 +50,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::pa {
 #define GEN_PASS_DEF_PATILETOMMA
@@ -87,8 +88,18 @@ struct MmaConfig : TileMaskOptions {
   /// Warpgroup MMAs (kWgmmaAttr): qk and pv as wgmma.mma_async over
   /// descriptors of the shared tiles.
   bool wgmma = false;
+  /// Narrow rows (narrow-pv, mma.sync, one m block whose valid rows are
+  /// its first 8: the decode of a group of at most 8 heads): O += P V is
+  /// computed transposed, O^T += V^T P^T, head dims as the m16 rows and the
+  /// tile's rows as the n8 columns, so a thread holds D / 4 accumulators
+  /// instead of D / 2 (P^T's B fragments are P's row-half-0 C fragments;
+  /// V^T's A fragments one ldmatrix.x4.trans each). Row half 1 keeps no
+  /// softmax state; the store brings acc back to the C layout.
+  bool narrow = false;
 
   int64_t rowHalves() const { return 2 * mTiles; }
+  /// acc fragments: mTiles x D / 8 C fragments, or D / 16 O^T ones.
+  int64_t accFrags() const { return narrow ? headDim / 16 : mTiles * dTiles(); }
   int64_t dTiles() const { return headDim / 8; }
   int64_t warpKeys() const { return keys / kvWarps; }
   int64_t rowWarps() const { return warps / kvWarps; }
@@ -194,7 +205,7 @@ private:
   SmallVector<Value> initState() override {
     SmallVector<Value> st(c.rowHalves(), e.negInf());
     st.append(c.rowHalves(), e.f32(0));
-    st.append(c.mTiles * c.dTiles(), zeroC());
+    st.append(c.accFrags(), zeroC());
     return st;
   }
   /// Where tile row `r` goes (tileRowPlace; `qiSafe`: its query, 0 for an
@@ -247,6 +258,11 @@ private:
                             bool masked);
   void softmaxUpdate(Env &env) override;
   void pv(TilePVOp op, Env &env) override;
+  /// pv of narrow rows: O^T += V^T P^T (MmaConfig::narrow).
+  void pvNarrow(TilePVOp op, Env &env);
+  /// The O^T fragments of narrow rows as the C fragments (rows, dims) of
+  /// the other kernels, for the store.
+  SmallVector<Value> narrowToRows(ArrayRef<Value> accT);
   void store(TileStoreOp op, Env &env) override;
   /// A row's output scale 1 / l (times the V scale; 0 without a visible
   /// key) and its lse (m + log2 l in the lse's base; -inf without a key).
@@ -511,9 +527,16 @@ void MmaLowering::softmaxUpdate(Env &env) {
   const bool lazy = c.rescaleThreshold > 0;
   SmallVector<Value> mUse(halves), alpha(halves), rowSum(halves, e.f32(0));
   Value anyMoved;
+  // Narrow rows: row half 1 holds no valid row and keeps its initial state.
+  auto live = [&](int64_t r) { return !c.narrow || r % 2 == 0; };
   for (int64_t mt = 0; mt < mT; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       int64_t r = 2 * mt + h;
+      if (!live(r)) {
+        mUse[r] = e.f32(0);
+        alpha[r] = e.f32(1);
+        continue;
+      }
       Value mx = e.negInf();
       for (int64_t n = 0; n < nTiles; ++n)
         for (int64_t i = 0; i < 2; ++i)
@@ -545,6 +568,10 @@ void MmaLowering::softmaxUpdate(Env &env) {
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t i = 0; i < 2; ++i) {
           int64_t r = 2 * mt + h;
+          if (!live(r)) {
+            v.push_back(e.f32(0));
+            continue;
+          }
           Value pi = e.ex2(LLVM::FMAOp::create(
               b, loc, elem(x[mt * nTiles + n], h, i), post, negM[r]));
           rowSum[r] = e.add(rowSum[r], pi);
@@ -553,37 +580,56 @@ void MmaLowering::softmaxUpdate(Env &env) {
       p.push_back(fragment(fragC(), v));
     }
   for (int64_t r = 0; r < halves; ++r)
-    next[halves + r] =
-        LLVM::FMAOp::create(b, loc, state[halves + r], alpha[r], rowSum[r]);
-  // acc *= alpha (row-wise); lazily only when one of the thread's rows
-  // moved its maximum (alpha is exactly 1 for the others: ex2(0)).
+    if (live(r))
+      next[halves + r] = LLVM::FMAOp::create(b, loc, state[halves + r],
+                                             alpha[r], rowSum[r]);
+  // The factor of acc element (f, h, i): row-wise, or for O^T (narrow) per
+  // column: the alpha of row 2 (lane % 4) + i, from lane 8 (lane % 4) + 4 i
+  // (row lane / 4 of each quad; every lane shuffles). Lazily, the thread
+  // rescales only when one of its rows (columns) moved its maximum (alpha
+  // is exactly 1 otherwise: ex2(0)).
+  SmallVector<Value> colAlpha;
+  if (c.narrow) {
+    Value src0 = e.toI32(e.mul(e.remui(lane, e.idx(4)), e.idx(8)));
+    for (int64_t i = 0; i < 2; ++i) {
+      colAlpha.push_back(gpu::ShuffleOp::create(
+                             b, loc, alpha[0], e.add(src0, e.i32(4 * i)),
+                             e.i32(32), gpu::ShuffleMode::IDX)
+                             .getShuffleResult());
+      if (lazy) {
+        Value moved = e.cmpf(FPred::UNE, colAlpha[i], e.f32(1));
+        anyMoved = i ? arith::OrIOp::create(b, loc, anyMoved, moved).getResult()
+                     : moved;
+      }
+    }
+  }
+  auto factor = [&](int64_t f, int64_t h, int64_t i) {
+    return c.narrow ? colAlpha[i] : alpha[2 * (f / c.dTiles()) + h];
+  };
   auto rescaled = [&]() {
     SmallVector<Value> out;
-    for (int64_t mt = 0; mt < mT; ++mt)
-      for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-        Value acc = state[accIndex(mt, dn)];
-        SmallVector<Value> v;
-        for (int64_t h = 0; h < 2; ++h)
-          for (int64_t i = 0; i < 2; ++i)
-            v.push_back(e.mul(elem(acc, h, i), alpha[2 * mt + h]));
-        out.push_back(fragment(fragC(), v));
-      }
+    for (int64_t f = 0; f < c.accFrags(); ++f) {
+      Value acc = state[accIndex(0, f)];
+      SmallVector<Value> v;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 2; ++i)
+          v.push_back(e.mul(elem(acc, h, i), factor(f, h, i)));
+      out.push_back(fragment(fragC(), v));
+    }
     return out;
   };
   SmallVector<Value> accs;
   if (lazy) {
     SmallVector<Value> old;
-    for (int64_t mt = 0; mt < mT; ++mt)
-      for (int64_t dn = 0; dn < c.dTiles(); ++dn)
-        old.push_back(state[accIndex(mt, dn)]);
+    for (int64_t f = 0; f < c.accFrags(); ++f)
+      old.push_back(state[accIndex(0, f)]);
     SmallVector<Type> types(old.size(), fragC());
     accs = e.ifThenElse(anyMoved, types, rescaled, [&]() { return old; });
   } else {
     accs = rescaled();
   }
-  for (int64_t mt = 0; mt < mT; ++mt)
-    for (int64_t dn = 0; dn < c.dTiles(); ++dn)
-      next[accIndex(mt, dn)] = accs[mt * c.dTiles() + dn];
+  for (int64_t f = 0; f < c.accFrags(); ++f)
+    next[accIndex(0, f)] = accs[f];
   env.state = next;
   env.s = p;
 }
@@ -611,6 +657,8 @@ static SmallVector<Value> pFragments(MmaFragments &f, KernelEmitter &e,
 void MmaLowering::pv(TilePVOp op, Env &env) {
   if (c.wgmma)
     return pvWgmma(op, env);
+  if (c.narrow)
+    return pvNarrow(op, env);
   int64_t mT = c.mTiles, nTiles = c.nTiles();
   SharedTile v = *sharedTile(kPass, op, op.getV());
   SmallVector<Value> pa = pFragments(*this, e, c, env.s);
@@ -635,6 +683,62 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
       }
     }
   }
+}
+
+void MmaLowering::pvNarrow(TilePVOp op, Env &env) {
+  SharedTile v = *sharedTile(kPass, op, op.getV());
+  // O^T += V^T P^T per k step of 16 keys: B = P^T, whose fragment is row
+  // half 0 of the C fragments of S's n tiles 2 kk and 2 kk + 1 (rows
+  // lane / 4, keys 2 (lane % 4) + {0, 1} of each); A = V^T for head dims
+  // [16 dp, 16 dp + 16): ldmatrix.x4.trans of the 8x8 blocks (keys lo,
+  // dims lo), (lo, hi), (hi, lo), (hi, hi), lanes 8 j .. 8 j + 7 giving
+  // block j's rows.
+  Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
+  Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
+  SmallVector<Value> &next = env.state;
+  for (int64_t kk = 0; kk < c.nTiles() / 2; ++kk) {
+    SmallVector<Value> vals;
+    for (int64_t part = 0; part < 2; ++part)
+      for (int64_t i = 0; i < 2; ++i)
+        vals.push_back(e.fromF32(elem(env.s[2 * kk + part], 0, i), c.elem));
+    Value pT = fragment(fragB(), vals);
+    Value vrow =
+        keyRow(e.add(e.idx(kk * 16), e.add(e.mul(l16, e.idx(8)), l8)));
+    for (int64_t dp = 0; dp < c.accFrags(); ++dp) {
+      Value vcol = ldmatrixCol(dp, lMid);
+      Value vT = ldmatrix(v, vrow, vcol, dp, lMid, /*transpose=*/true);
+      Value &o = next[accIndex(0, dp)];
+      o = mma(vT, pT, o);
+    }
+  }
+}
+
+SmallVector<Value> MmaLowering::narrowToRows(ArrayRef<Value> accT) {
+  // Element (0, i) of C fragment dn is O[row lane / 4][dim 8 dn + 2 (lane %
+  // 4) + i]: in O^T fragment dn / 2, half dn % 2, column element (lane / 4)
+  // % 2 of lane 4 (2 (lane % 4) + i) + lane / 8. The source lane serves
+  // two lanes that want different elements: both are shuffled and each
+  // lane picks its own. Row half 1 holds no valid row: zeros.
+  Value odd = e.cmpi(Pred::eq, e.remui(e.divui(lane, e.idx(4)), e.idx(2)),
+                     e.idx(1));
+  Value src0 = e.toI32(e.add(e.mul(e.remui(lane, e.idx(4)), e.idx(8)),
+                             e.divui(lane, e.idx(8))));
+  SmallVector<Value> out;
+  for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+    SmallVector<Value> xs;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value src = e.add(src0, e.i32(4 * i));
+      Value got[2];
+      for (int64_t j = 0; j < 2; ++j)
+        got[j] = gpu::ShuffleOp::create(b, loc, elem(accT[dn / 2], dn % 2, j),
+                                        src, e.i32(32), gpu::ShuffleMode::IDX)
+                     .getShuffleResult();
+      xs.push_back(e.select(odd, got[1], got[0]));
+    }
+    xs.append({e.f32(0), e.f32(0)});
+    out.push_back(fragment(fragC(), xs));
+  }
+  return out;
 }
 
 Value MmaLowering::descriptorOf(Value addr, int64_t leadingBytes) {
@@ -783,6 +887,8 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
   for (int64_t r = 0; r < halves; ++r)
     l.push_back(quadReduce(state[halves + r], /*isMax=*/false));
   SmallVector<Value> acc(state.drop_front(2 * halves));
+  if (c.narrow)
+    acc = narrowToRows(acc);
   // o's element type: the data type, or f32 for partial states.
   Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
   // Staged store: a warp of a row split (kv_warps = 1) owns its Q rows in
@@ -1118,6 +1224,14 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
   c.vScale = st.getVScale();
   c.group = st.getGroup();
   c.lseBase2 = st.getLseBase2();
+  // Narrow rows: the store's rows (queries) a constant whose rows x group
+  // tile rows fit row half 0 of the one m block (tileRowPlace: tile row r
+  // is valid iff r / group < rows), kept in place (no row stride).
+  if (c.narrow) {
+    std::optional<int64_t> rowsC = getConstantIntValue(st.getRows());
+    c.narrow = !c.wgmma && c.mTiles == 1 && c.kvWarps > 1 &&
+               !st.getRowStride() && rowsC && *rowsC * c.group <= 8;
+  }
   return readMaskOptions(kPass, masks, c.group, scores, c);
 }
 
@@ -1140,6 +1254,7 @@ struct PATileToMma final : pa::impl::PATileToMmaBase<PATileToMma> {
     for (gpu::GPUFuncOp func : funcs) {
       MmaConfig c;
       c.rescaleThreshold = rescaleThreshold;
+      c.narrow = narrowPv;
       FailureOr<KernelTileOps> ops = KernelTileOps::collect(func, kPass);
       if (failed(ops) || failed(makeConfig(func, c, *ops)))
         return signalPassFailure();
