@@ -362,6 +362,17 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
     bf16; o = acc / l and lse = m + log2 l are unchanged). T = 0 rescales
     whenever the maximum grows (every tile's ex2 / multiplies, the
     classic online softmax).
+
+    Narrow rows (`narrow-pv`, default true): in an mma.sync kernel with one
+    m16 block split over key warps (the tensor-core decode) whose store
+    has a constant row count that, times the group, fits row half 0 (at
+    most 8 valid rows: groups up to 8), O += P V becomes O^T += V^T P^T:
+    head dims as the m16 rows, the tile's rows as the n8 columns, D / 4
+    accumulators a thread instead of D / 2. P^T's B fragments are row half
+    0 of S's C fragments, V^T's A fragments one `ldmatrix.x4.trans` each;
+    row half 1 keeps no softmax state; the alphas of a thread's columns
+    come by `gpu.shuffle idx` from the lanes holding those rows, and the
+    store shuffles O^T back into the C layout.
   }];
   let options = [
     Option<"rescaleThreshold", "rescale-threshold", "double", "8.0",

@@ -137,8 +137,10 @@ typedef struct pa_prefill_plan_options {
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
 typedef struct pa_plan_options {
   /** CTAs per SM assumed by the planner (its budget is SMs * this); 0: the
-   *  occupancy of decode_split (else decode_partial) at its launch block
-   *  and smem. */
+   *  runtime's choice (pa::rt::decodeCTAsPerSM over the occupancy of
+   *  decode_split, else decode_partial, at its launch block and smem),
+   *  which may hold the decode kernels to one CTA per SM fewer through
+   *  their dynamic shared memory (docs/Runtime.md, "Occupancy"). */
   int64_t ctas_per_sm;
   /** > 0: use this chunk size (tokens per work item) instead of the
    *  planner's choice, e.g. to force split-KV in tests; needs the split
