@@ -4,8 +4,9 @@
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 
 // append_kv_slots: a CTA per new row (grid x = the rows), 128 threads over
-// the row's 8 x 128 elements of K, then of V, in 16-byte vectors; rows whose
-// slot is negative or past the cache are skipped.
+// the row's 8 x 128 elements of K and V in 16-byte vectors, a thread's K
+// and V loads before its stores; rows whose slot is negative or past the
+// cache are skipped.
 // CHECK-LABEL: func @append(
 // CHECK-SAME: %[[KN:[^:]*]]: memref<?x8x128xf16>, %[[VN:[^:]*]]: memref<?x8x128xf16>, %[[SL:[^:]*]]: memref<?xi32>, %[[KV:[^:]*]]: memref<?x2x16x8x128xf16>
 // CHECK: %[[N:.*]] = memref.dim %[[SL]], %c0
@@ -18,10 +19,12 @@
 // CHECK: arith.cmpi slt
 // CHECK: scf.if
 // CHECK: scf.for
-// CHECK: vector.load %{{.*}}[%[[R]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x8x128xf16>, vector<8xf16>
-// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c0{{(_[0-9]+)?}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x16x8x128xf16>, vector<8xf16>
-// CHECK: scf.for
-// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c1{{(_[0-9]+)?}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x16x8x128xf16>, vector<8xf16>
+// CHECK: %[[XK:.*]] = vector.load %[[KN]][%[[R]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x8x128xf16>, vector<8xf16>
+// CHECK-NEXT: %[[XV:.*]] = vector.load %[[VN]][%[[R]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x8x128xf16>, vector<8xf16>
+// CHECK-NOT: scf.for
+// CHECK: vector.store %[[XK]], %{{.*}}[%{{.*}}, %c0{{(_[0-9]+)?}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x16x8x128xf16>, vector<8xf16>
+// CHECK-NOT: scf.for
+// CHECK: vector.store %[[XV]], %{{.*}}[%{{.*}}, %c1{{(_[0-9]+)?}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x16x8x128xf16>, vector<8xf16>
 func.func @append(%kn: memref<?x8x128xf16>, %vn: memref<?x8x128xf16>, %slots: memref<?xi32>, %kv: memref<?x2x16x8x128xf16>) {
   pa.append_kv_slots new(%kn, %vn : memref<?x8x128xf16>, memref<?x8x128xf16>) slots(%slots : memref<?xi32>) outs(%kv : memref<?x2x16x8x128xf16>) {cache = #cache}
   return
@@ -36,8 +39,9 @@ func.func @append(%kn: memref<?x8x128xf16>, %vn: memref<?x8x128xf16>, %slots: me
 // CHECK-LABEL: func @append_fp8(
 // CHECK: gpu.func @pa_append_kv_slots(
 // CHECK-SAME: args = ["k_new", "v_new", "slot_mapping", "k_scale", "v_scale", "k", "v"]
-// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<8xf32>
 // CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x8x128xbf16>, vector<16xbf16>
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x8x128xbf16>, vector<16xbf16>
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<8xf32>
 // CHECK: arith.divf {{.*}} : vector<16xf32>
 // CHECK: arith.maximumf
 // CHECK: arith.minimumf

@@ -3,9 +3,10 @@
 // convert-pa-to-gpu's cache-write family: a memref-form pa.append_kv_slots
 // becomes the kernel `pa_append_kv_slots` (ABI kind `append_kv_slots`), a
 // CTA per new row r (grid x = N, the `batch` symbol of the runtime's append
-// dims), whose threads walk the row's Hkv x D elements of K and then of V
+// dims), whose threads walk the row's Hkv x D elements of K and V together
 // in vectors of 16 bytes of the cache (8 elements of 16 bits, 4 of f32, 16
-// of fp8 read as two 16-byte loads of the rows):
+// of fp8 read as two 16-byte loads of the rows; both loads before either
+// store):
 //
 //   slot = slot_mapping[r]; rows with slot < 0 (vLLM's padding) or slot >=
 //   num_pages * P (out of range: the runtime's checked mode reports it) are
@@ -75,8 +76,10 @@ int64_t checkCacheWrite(Operation *op, PagedKVAttr attr, Type cacheElem,
 }
 
 /// The CTA's threads write row `r` of `kNew` / `vNew` ([N, Hkv, D]) into
-/// (page, slot) of `cache`, K then V, one 16-byte vector of the cache each
-/// (quantized for an fp8 cache).
+/// (page, slot) of `cache`, one 16-byte vector of the cache each (quantized
+/// for an fp8 cache): a thread loads its K and its V vector before it
+/// stores either, so that the two loads are in flight together (the
+/// compiler keeps a load after a store to memory that may alias it).
 void emitRowCopy(KernelEmitter &e, const Cache &cache, Value kNew, Value vNew,
                  Value r, Value page, Value slot, int64_t vec,
                  int64_t threads) {
@@ -88,25 +91,27 @@ void emitRowCopy(KernelEmitter &e, const Cache &cache, Value kNew, Value vNew,
   auto vecT = VectorType::get({vec}, newElem);
   int64_t perHead = d / vec;
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  for (bool isV : {false, true}) {
-    Value rows = isV ? vNew : kNew;
-    scf::ForOp::create(
-        b, loc, tid, e.idx(hkv * perHead), e.idx(threads), ValueRange{},
-        [&](OpBuilder &, Location, Value i, ValueRange) {
-          Value h = e.divui(i, e.idx(perHead));
-          Value d0 = e.mul(e.remui(i, e.idx(perHead)), e.idx(vec));
-          Value x = vector::LoadOp::create(b, loc, vecT, rows,
-                                           ValueRange{r, h, d0}, false,
-                                           llvm::MaybeAlign(16));
+  scf::ForOp::create(
+      b, loc, tid, e.idx(hkv * perHead), e.idx(threads), ValueRange{},
+      [&](OpBuilder &, Location, Value i, ValueRange) {
+        Value h = e.divui(i, e.idx(perHead));
+        Value d0 = e.mul(e.remui(i, e.idx(perHead)), e.idx(vec));
+        Value x[2];
+        for (bool isV : {false, true})
+          x[isV] = vector::LoadOp::create(b, loc, vecT, isV ? vNew : kNew,
+                                          ValueRange{r, h, d0}, false,
+                                          llvm::MaybeAlign(16));
+        for (bool isV : {false, true}) {
+          Value v = x[isV];
           if (cache.fp8())
-            x = emitQuantize(e, x, cache.scale(e, isV, h),
+            v = emitQuantize(e, v, cache.scale(e, isV, h),
                              cache.elementType());
-          vector::StoreOp::create(b, loc, x, cache.memref(isV),
+          vector::StoreOp::create(b, loc, v, cache.memref(isV),
                                   cache.indices(e, isV, page, slot, h, d0),
                                   false, llvm::MaybeAlign(16));
-          scf::YieldOp::create(b, loc);
-        });
-  }
+        }
+        scf::YieldOp::create(b, loc);
+      });
 }
 
 /// The cache operand group of a write op, mapped into the kernel.
