@@ -24,7 +24,10 @@
 //                        FMA and one ex2, l and acc rescaled
 //   pa.tile.pv           P converted to f16 / bf16 A fragments in registers
 //                        (the C layout of two n8 tiles is the A layout of a
-//                        k16 step), ldmatrix.x4.trans of V, mma.sync
+//                        k16 step), ldmatrix.x4.trans of V, mma.sync; with
+//                        narrow rows (at most 8 valid rows: the decode of
+//                        groups up to 8) transposed, O^T += V^T P^T, half
+//                        the accumulators (MmaConfig::narrow)
 //   pa.tile.store        row sums reduced over the quad, o = acc / l,
 //                        lse = m + log2 l (times ln 2 unless base 2); rows
 //                        without a visible key give 0 and -inf
