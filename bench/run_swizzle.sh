@@ -48,28 +48,15 @@ fi
 gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 S="$out/summary.md"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$S"
+. "$root/bench/device_lib.sh"
+pa_header "$out"
 
 case "$mode" in
 checks)
   {
-    for d in "$B"/*; do
-      n="$(basename "$d")"
-      case "$n" in
-        mla_*) c=check-mla ;;
-        prefill_*|pf_*) c=check-prefill ;;
-        *) c=check ;;
-      esac
-      q=--quick; [[ $c == check-mla ]] && q=
-      echo "$c $n: $(timeout 60 "$R" $c $q "$d" 2>&1 | tail -1 | cut -c1-100)"
-    done
-    for d in pf_gqa4_swz dc_fp8_swz; do
-      c=check; [[ $d == pf_* ]] && c=check-prefill
-      for tool in memcheck racecheck; do
-        echo "$tool $d: $(timeout 150 compute-sanitizer --tool $tool --report-api-errors no "$R" $c --quick "$B/$d" 2>&1 \
-          | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
-      done
-    done
+    pa_check_bundles "$R" "$B"/*
+    pa_sanitize "$R" check-prefill "$B/pf_gqa4_swz"
+    pa_sanitize "$R" check "$B/dc_fp8_swz"
   } >> "$S" 2>&1
   ;;
 prefill)
@@ -90,29 +77,11 @@ prefill)
   } >> "$S" 2>&1
   ;;
 decode)
-  grid=(--batches 1,16,64,256 --lens 512,2048,8192,32768 --max-kv-gib 9)
   read -r -a vs <<< "${PA_VARIANTS:-dc_gqa4_swz dc_gqa4_pad dc_fp8_swz dc_fp8_pad dc_mha_tc_swz dc_mha_cc}"
-  for rep in 1 2; do
-    for v in "${vs[@]}"; do
-      timeout 100 "$R" bench "${grid[@]}" --out "$out/d_${v}_$rep.md" "$B/$v" > /dev/null 2>&1
-    done
-  done
   {
-    echo "## decode: B | L | Hq/Hkv | plan | time us round 1 | time us round 2 | % read roof round 2"
-    grep -m1 "read roof:" "$out/d_${vs[0]}_1.md"
-    for v in "${vs[@]}"; do
-      echo "### $v"
-      paste -d'|' <(grep -E "^\| [0-9]" "$out/d_${v}_1.md" | cut -d'|' -f2-5,7) \
-                  <(grep -E "^\| [0-9]" "$out/d_${v}_2.md" | cut -d'|' -f7,10)
-    done
-    if [[ "${PA_NO_FI:-0}" != 1 ]]; then
-      eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null
-      echo; echo "## FlashInfer tensor-core decode (Hkv 8, 32)"
-      timeout 200 python3 .gpu-fi/kit/fi_bench.py decode --batches 1,16,64,256 \
-        --lens 512,2048,8192,32768 --kv-heads 8,32 --paths tc --max-kv-gib 9 2>&1 | grep -E "^\| [0-9]"
-    fi
+    pa_decode_rounds "$R" "$B" "$out" "${vs[@]}"
+    [[ "${PA_NO_FI:-0}" == 1 ]] || pa_fi_decode 8,32
   } >> "$S" 2>&1
-  rm -f "$out"/d_*.md
   ;;
 *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Shared steps of the device scripts (source it: `. bench/device_lib.sh`).
+#
+#   pa_header OUT                  OUT/summary.md: the GPU, driver and date
+#   pa_check_bundles R DIR...      one line a bundle: the runner's check
+#                                  (check-mla for mla_*, check-prefill for
+#                                  prefill_* / pf_* / wg_*, else check;
+#                                  --quick except MLA) and its last line
+#   pa_sanitize R CHECK DIR        memcheck and racecheck of `R CHECK --quick
+#                                  DIR`: their summaries, one line each
+#   pa_decode_rounds R B OUT V...  `R bench` over the decode grid (B 1 / 16 /
+#                                  64 / 256 x L 512 / 2048 / 8192 / 32768,
+#                                  9 GiB of KV at most) for bundles B/V, two
+#                                  rounds interleaved; prints B | L | Hq/Hkv
+#                                  | plan | round 1 | round 2 | % read roof
+#   pa_fi_decode HEADS             FlashInfer's tensor-core decode on the
+#                                  same grid for the KV head counts HEADS
+#                                  (e.g. 8,32), from the staged .gpu-fi
+
+pa_header() {
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$1/summary.md"
+}
+
+pa_check_bundles() {
+  local r="$1" d n c q
+  shift
+  for d in "$@"; do
+    [[ -d "$d" ]] || continue
+    n="$(basename "$d")"
+    case "$n" in
+      mla_*) c=check-mla ;;
+      prefill_*|pf_*|wg_*) c=check-prefill ;;
+      *) c=check ;;
+    esac
+    q=--quick; [[ $c == check-mla ]] && q=
+    echo "$c $n: $(timeout 90 "$r" $c $q "$d" 2>&1 | tail -1 | cut -c1-120)"
+  done
+}
+
+pa_sanitize() {
+  local r="$1" c="$2" d="$3" tool
+  for tool in memcheck racecheck; do
+    echo "$tool $(basename "$d"): $(timeout 150 compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" --quick "$d" 2>&1 \
+      | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
+  done
+}
+
+pa_decode_rounds() {
+  local r="$1" b="$2" out="$3" rep v
+  shift 3
+  local grid=(--batches 1,16,64,256 --lens 512,2048,8192,32768 --max-kv-gib 9)
+  for rep in 1 2; do
+    for v in "$@"; do
+      timeout 100 "$r" bench "${grid[@]}" --out "$out/d_${v}_$rep.md" "$b/$v" > /dev/null 2>&1
+    done
+  done
+  echo "## decode: B | L | Hq/Hkv | plan | time us round 1 | time us round 2 | % read roof round 2"
+  grep -m1 "read roof:" "$out/d_$1_1.md"
+  for v in "$@"; do
+    echo "### $v"
+    paste -d'|' <(grep -E "^\| [0-9]" "$out/d_${v}_1.md" | cut -d'|' -f2-5,7) \
+                <(grep -E "^\| [0-9]" "$out/d_${v}_2.md" | cut -d'|' -f7,10)
+  done
+  rm -f "$out"/d_*.md
+}
+
+pa_fi_decode() {
+  eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null
+  echo; echo "## FlashInfer tensor-core decode (Hkv $1)"
+  timeout 200 python3 .gpu-fi/kit/fi_bench.py decode --batches 1,16,64,256 \
+    --lens 512,2048,8192,32768 --kv-heads "$1" --paths tc --max-kv-gib 9 2>&1 | grep -E "^\| [0-9]"
+}
