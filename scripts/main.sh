@@ -8,7 +8,9 @@
 #      (128 heads, ckv 512 + kpe 64, bf16, P 64) to cubin bundles
 #      (pa-compile);
 #   3. with a CUDA device: run the bundles against the float64 reference
-#      (pa-gpu-runner check, check-prefill, check-cascade, check-mla);
+#      (pa-gpu-runner check, check-prefill, check-cascade, the cache
+#      writes and CacheBlend ops of examples/cacheblend.mlir: check-append,
+#      check-cacheblend, and check-mla);
 #      without one: run the CPU lowering of every op
 #      on generated inputs against the reference and print the largest error
 #      per op.
@@ -85,6 +87,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
   # examples/cascade.mlir's computation (shared prefix + suffixes) and the
   # merges, through the runtime's cascade plan.
   "$build/bin/pa-gpu-runner" check-cascade "$out/bundle-all-gqa4"
+  # examples/cacheblend.mlir's ops: the page-table writes (append_kv,
+  # scatter_kv, append_kv_slots) and kv_deviation / select_topk.
+  "$build/bin/pa-gpu-runner" check-append "$out/bundle-all-gqa4"
+  "$build/bin/pa-gpu-runner" check-cacheblend "$out/bundle-all-gqa4"
   "$build/bin/pa-gpu-runner" check-mla "$out/bundle-mla"
 else
   echo "=== 3. no CUDA device: CPU lowering of every op vs the float64 reference"
