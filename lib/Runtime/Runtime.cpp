@@ -287,11 +287,12 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   int64_t capacity = options ? options->graph_work_capacity : 0;
   if (capacity < 0)
     return fail("graph_work_capacity = ", capacity, " is negative");
-  // The planner's occupancy (not for a forced ctas_per_sm, nor a graph
-  // plan, which keeps the kernels' occupancy as updates re-plan it):
+  // The planner's occupancy (not for a forced ctas_per_sm or chunk, nor a
+  // graph plan, which keeps the kernels' occupancy as updates re-plan it):
   // decodeCTAsPerSM. A split plan assumes it; a one-pass grid whose last
   // wave idles runs at it, held there by the decode kernels' shared memory.
-  if ((!options || options->ctas_per_sm == 0) && capacity == 0) {
+  if ((!options || options->ctas_per_sm == 0) && forceChunk == 0 &&
+      capacity == 0) {
     int64_t want = decodeCTAsPerSM(batch * c.kvHeads, sms, p.ctasPerSM);
     if (batch * c.kvHeads < sms * p.ctasPerSM) {
       p.ctasPerSM = want;
