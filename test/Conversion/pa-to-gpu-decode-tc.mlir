@@ -41,19 +41,22 @@
 // shared memory) is written; the warps with key offset 0 read the others'
 // (m, l, acc) after a second barrier and store. D = 128: the rows are
 // XOR-swizzled, unpadded (pa.smem_swizzle): (16 + 4 x 64) x 256 bytes.
+// The group of 4 has narrow rows (tile-to-mma-narrow.mlir): the scratch
+// holds 3 warps x 32 lanes x (2 x 2 m / l + 8 O^T fragments x 4) floats,
+// and o is written element by element from the O^T layout.
 // MMA-LABEL: func.func @decode(
 // MMA: gpu.func @pa_decode({{.*}}smem = 69632 : i64{{.*}}pa.smem_swizzle
 // MMA: nvgpu.mma.sync
 // MMA: %[[NONE:.*]] = nvgpu.device_async_create_group{{ *$}}
 // MMA-NEXT: nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
 // MMA-NEXT: gpu.barrier
-// MMA: memref.view {{.*}} to memref<6528xf32, #gpu.address_space<workgroup>>
+// MMA: memref.view {{.*}} to memref<3456xf32, #gpu.address_space<workgroup>>
 // MMA: scf.if
-// MMA: vector.store {{.*}} : memref<6528xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// MMA: vector.store {{.*}} : memref<3456xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // MMA: gpu.barrier
 // MMA: scf.if
-// MMA: vector.load {{.*}} : memref<6528xf32, #gpu.address_space<workgroup>>, vector<2xf32>
-// MMA: vector.store {{.*}} : memref<?x32x128xf16>, vector<2xf16>
+// MMA: vector.load {{.*}} : memref<3456xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// MMA: memref.store {{.*}} : memref<?x32x128xf16>
 // BAD: convert-pa-to-gpu: decode-kernel must be auto, cuda-core or tensor-core, got 'simd'
 // Three K/V stages (kv_stages in the ABI): Q waits behind the two K/V
 // groups issued before the loop, each step waits for all but the newest
@@ -88,7 +91,7 @@ func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: 
 // CHECK: pa.tile.store {{.*}} rows(%[[W]], %c1{{.*}}) kv_head
 // CHECK-SAME: memref<?x32x128xf32>
 // MMA-LABEL: func.func @partial(
-// MMA: vector.store {{.*}} : memref<?x32x128xf32>, vector<2xf32>
+// MMA: memref.store {{.*}} : memref<?x32x128xf32>
 func.func @partial(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<5xi32>, %ix: memref<?xi32>, %lp: memref<4xi32>, %wi: memref<5xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %o: memref<?x32x128xf32>, %l: memref<?x32xf32>) {
   pa.decode_partial q(%q : memref<4x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>) pages(%ip, %ix, %lp : memref<5xi32>, memref<?xi32>, memref<4xi32>) work(%wi, %wr, %ws, %we : memref<5xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x128xf32>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>}
   return

@@ -13,7 +13,9 @@
 // (two m / l values instead of four). V^T's A fragment is one
 // ldmatrix.x4.trans, fed to mma.sync whole; P^T is the B operand. The
 // alphas of a thread's two columns come from the lanes holding those rows
-// (gpu.shuffle idx), and the store shuffles O^T back into the C layout.
+// (gpu.shuffle idx). At the store each thread shuffles in the m / l of its
+// two columns, the key warps merge O^T through 3 x 640 floats of scratch
+// (half the C layout's 3 x 2176) and o is written from the O^T layout.
 
 // CHECK-LABEL: gpu.func @pa_decode(
 // CHECK: scf.for {{.*}} -> (i32, i32, i32, i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
@@ -22,7 +24,9 @@
 // CHECK: %[[VT:.*]] = nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK-NEXT: nvgpu.mma.sync(%[[VT]], %{{.*}}, %{{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>)
 // CHECK: scf.yield
-// CHECK-COUNT-32: gpu.shuffle idx
+// CHECK-COUNT-4: gpu.shuffle idx
+// CHECK: memref.view {{.*}} to memref<1920xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store {{.*}} : memref<?x32x64xf16>
 // CHECK: gpu.return
 // narrow-pv=false: O += P V with D / 8 accumulators; V's ldmatrix gives
 // two B fragments.

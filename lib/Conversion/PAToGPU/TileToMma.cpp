@@ -97,7 +97,7 @@ struct MmaConfig : TileMaskOptions {
   /// tile's rows as the n8 columns, so a thread holds D / 4 accumulators
   /// instead of D / 2 (P^T's B fragments are P's row-half-0 C fragments;
   /// V^T's A fragments one ldmatrix.x4.trans each). Row half 1 keeps no
-  /// softmax state; the store brings acc back to the C layout.
+  /// softmax state; the store merges and writes from the O^T layout.
   bool narrow = false;
 
   int64_t rowHalves() const { return 2 * mTiles; }
@@ -263,9 +263,11 @@ private:
   void pv(TilePVOp op, Env &env) override;
   /// pv of narrow rows: O^T += V^T P^T (MmaConfig::narrow).
   void pvNarrow(TilePVOp op, Env &env);
-  /// The O^T fragments of narrow rows as the C fragments (rows, dims) of
-  /// the other kernels, for the store.
-  SmallVector<Value> narrowToRows(ArrayRef<Value> accT);
+  /// The store of narrow rows: the key warps merge the O^T fragments with
+  /// the m / l of each thread's two columns, and o is written from the O^T
+  /// layout.
+  void storeNarrow(TileStoreOp op, ArrayRef<Value> m, ArrayRef<Value> l,
+                   ArrayRef<Value> accT, Type oElem);
   void store(TileStoreOp op, Env &env) override;
   /// A row's output scale 1 / l (times the V scale; 0 without a visible
   /// key) and its lse (m + log2 l in the lse's base; -inf without a key).
@@ -291,9 +293,13 @@ private:
   /// Key split: merges the warps' states of each row block into the
   /// state of its warp with key offset 0, through shared memory; `m`, `l`
   /// (quad-reduced) and `acc` are the thread's, replaced by the merged
-  /// ones. Emits the store's body (`finish`) for the merging warps only.
+  /// ones; element (h, i) of acc fragment f belongs to the row of m / l
+  /// slot `slotOf(f, h, i)`. Emits the store's body (`finish`) for the
+  /// merging warps only.
   void mergeKeyWarps(SmallVectorImpl<Value> &m, SmallVectorImpl<Value> &l,
-                     SmallVectorImpl<Value> &acc, function_ref<void()> finish);
+                     SmallVectorImpl<Value> &acc,
+                     function_ref<int64_t(int64_t, int64_t, int64_t)> slotOf,
+                     function_ref<void()> finish);
 };
 
 LogicalResult MmaLowering::emitPrelude(Operation *before) {
@@ -716,34 +722,6 @@ void MmaLowering::pvNarrow(TilePVOp op, Env &env) {
   }
 }
 
-SmallVector<Value> MmaLowering::narrowToRows(ArrayRef<Value> accT) {
-  // Element (0, i) of C fragment dn is O[row lane / 4][dim 8 dn + 2 (lane %
-  // 4) + i]: in O^T fragment dn / 2, half dn % 2, column element (lane / 4)
-  // % 2 of lane 4 (2 (lane % 4) + i) + lane / 8. The source lane serves
-  // two lanes that want different elements: both are shuffled and each
-  // lane picks its own. Row half 1 holds no valid row: zeros.
-  Value odd = e.cmpi(Pred::eq, e.remui(e.divui(lane, e.idx(4)), e.idx(2)),
-                     e.idx(1));
-  Value src0 = e.toI32(e.add(e.mul(e.remui(lane, e.idx(4)), e.idx(8)),
-                             e.divui(lane, e.idx(8))));
-  SmallVector<Value> out;
-  for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
-    SmallVector<Value> xs;
-    for (int64_t i = 0; i < 2; ++i) {
-      Value src = e.add(src0, e.i32(4 * i));
-      Value got[2];
-      for (int64_t j = 0; j < 2; ++j)
-        got[j] = gpu::ShuffleOp::create(b, loc, elem(accT[dn / 2], dn % 2, j),
-                                        src, e.i32(32), gpu::ShuffleMode::IDX)
-                     .getShuffleResult();
-      xs.push_back(e.select(odd, got[1], got[0]));
-    }
-    xs.append({e.f32(0), e.f32(0)});
-    out.push_back(fragment(fragC(), xs));
-  }
-  return out;
-}
-
 Value MmaLowering::descriptorOf(Value addr, int64_t leadingBytes) {
   // PTX ISA, "Matrix Descriptor Format": start address >> 4 in bits 0-13,
   // leading byte offset >> 4 in bits 16-29, stride byte offset >> 4 in
@@ -890,10 +868,10 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
   for (int64_t r = 0; r < halves; ++r)
     l.push_back(quadReduce(state[halves + r], /*isMax=*/false));
   SmallVector<Value> acc(state.drop_front(2 * halves));
-  if (c.narrow)
-    acc = narrowToRows(acc);
   // o's element type: the data type, or f32 for partial states.
   Type oElem = cast<MemRefType>(op.getO().getType()).getElementType();
+  if (c.narrow)
+    return storeNarrow(op, m, l, acc, oElem);
   // Staged store: a warp of a row split (kv_warps = 1) owns its Q rows in
   // shared memory, which it no longer reads; its o rows go there first and
   // then out as 16-byte chunks, a warp writing whole rows (rather than 4
@@ -931,9 +909,57 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
       }
   };
   if (c.kvWarps > 1)
-    mergeKeyWarps(m, l, acc, finish);
+    mergeKeyWarps(
+        m, l, acc,
+        [&](int64_t f, int64_t h, int64_t) {
+          return 2 * (f / c.dTiles()) + h;
+        },
+        finish);
   else
     finish();
+}
+
+void MmaLowering::storeNarrow(TileStoreOp op, ArrayRef<Value> m,
+                              ArrayRef<Value> l, ArrayRef<Value> accT,
+                              Type oElem) {
+  // Column i of a thread's O^T fragments is tile row q_i = 2 (lane % 4) +
+  // i, whose m / l (row half 0) lane 4 q_i holds: four shuffles give the
+  // thread its columns' state, the key warps merge per column, and o[q_i,
+  // dims 16 dp + 8 h + lane / 4] is written element by element (the 8
+  // lanes of a row write 8 consecutive dims: 16- or 32-byte runs).
+  Value src0 = e.toI32(e.mul(e.remui(lane, e.idx(4)), e.idx(8)));
+  SmallVector<Value> mc, lc;
+  for (int64_t i = 0; i < 2; ++i) {
+    Value src = e.add(src0, e.i32(4 * i));
+    for (auto [from, to] : {std::pair{m[0], &mc}, std::pair{l[0], &lc}})
+      to->push_back(gpu::ShuffleOp::create(b, loc, from, src, e.i32(32),
+                                           gpu::ShuffleMode::IDX)
+                        .getShuffleResult());
+  }
+  SmallVector<Value> acc(accT);
+  auto finish = [&]() {
+    Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+    Value firstRow = e.cmpi(Pred::ult, lane, e.idx(4));
+    Value dim0 = e.divui(lane, e.idx(4));
+    for (int64_t i = 0; i < 2; ++i) {
+      Value q = e.add(e.mul(e.remui(lane, e.idx(4)), e.idx(2)), e.idx(i));
+      Row row = tileRow(q, op.getRow0(), op.getRows(), op.getKvHead(),
+                        op.getRowStride());
+      auto [inv, lseV] = finalRow(mc[i], lc[i], toBase);
+      e.ifThen(row.valid, [&]() {
+        for (int64_t dp = 0; dp < c.accFrags(); ++dp)
+          for (int64_t h = 0; h < 2; ++h)
+            e.store(e.fromF32(e.mul(elem(acc[dp], h, i), inv), oElem),
+                    op.getO(),
+                    {row.row, row.head, e.add(dim0, e.idx(16 * dp + 8 * h))});
+        e.ifThen(firstRow, [&]() {
+          e.store(lseV, op.getLse(), {row.row, row.head});
+        });
+      });
+    }
+  };
+  mergeKeyWarps(
+      mc, lc, acc, [](int64_t, int64_t, int64_t i) { return i; }, finish);
 }
 
 void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
@@ -1000,12 +1026,13 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
   }
 }
 
-void MmaLowering::mergeKeyWarps(SmallVectorImpl<Value> &m,
-                                SmallVectorImpl<Value> &l,
-                                SmallVectorImpl<Value> &acc,
-                                function_ref<void()> finish) {
+void MmaLowering::mergeKeyWarps(
+    SmallVectorImpl<Value> &m, SmallVectorImpl<Value> &l,
+    SmallVectorImpl<Value> &acc,
+    function_ref<int64_t(int64_t, int64_t, int64_t)> slotOf,
+    function_ref<void()> finish) {
   MLIRContext *ctx = b.getContext();
-  int64_t halves = c.rowHalves(), frags = acc.size(), others = c.kvWarps - 1;
+  int64_t halves = m.size(), frags = acc.size(), others = c.kvWarps - 1;
   // Scratch per (row block, key warp k >= 1): (m, l) of each row half, then
   // the two rows of each acc fragment, lane-interleaved so that a warp's
   // accesses are contiguous: [halves][32] x 2 floats, [frags][2][32] x 2
@@ -1110,14 +1137,13 @@ void MmaLowering::mergeKeyWarps(SmallVectorImpl<Value> &m,
       l[r] = sum;
     }
     for (int64_t f = 0; f < frags; ++f) {
-      int64_t mt = f / c.dTiles();
       SmallVector<Value> xs;
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t i = 0; i < 2; ++i) {
           Value x = e.f32(0);
           for (int64_t k = 0; k <= others; ++k)
             x = LLVM::FMAOp::create(b, loc, elem(acck[f][k], h, i),
-                                    w[2 * mt + h][k], x);
+                                    w[slotOf(f, h, i)][k], x);
           xs.push_back(x);
         }
       acc[f] = fragment(fragC(), xs);
