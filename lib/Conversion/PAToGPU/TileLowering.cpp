@@ -90,6 +90,22 @@ FailureOr<KernelTileOps> KernelTileOps::collect(Operation *func,
   return ops;
 }
 
+LogicalResult KernelTileOps::checkUniformQKs(StringRef pass) const {
+  TileQKOp first = qks.front();
+  auto shape = [](Value v) { return cast<MemRefType>(v.getType()).getShape(); };
+  for (TileQKOp other : qks)
+    if (shape(other.getQ()) != shape(first.getQ()) ||
+        shape(other.getK()) != shape(first.getK()) ||
+        failed(sharedTile(pass, other, other.getK())) ||
+        other.getScaleAttr() != first.getScaleAttr() ||
+        other.getKScale() != first.getKScale() || other.getS() != scores)
+      return other.emitOpError()
+             << pass
+             << " expects every pa.tile.qk of a kernel to share its shapes, "
+                "scales and score buffer";
+  return success();
+}
+
 TileRowPlace gpukernel::tileRowPlace(Emitter &e, Value r, int64_t group,
                                      Value row0, Value rows, Value kvHead,
                                      Value rowStride) {

@@ -51,6 +51,11 @@ struct KernelTileOps {
   /// load_q / gather_kv left (pa-promote-tiles replaces them), or at
   /// `func` unless it has one init_state, one store and a qk.
   static FailureOr<KernelTileOps> collect(Operation *func, StringRef pass);
+
+  /// An error (naming `pass`) at the first pa.tile.qk that does not share
+  /// the first one's Q / K shapes, scale, k_scale and score buffer, or
+  /// whose K is not a shared tile (the first's, checked by the caller).
+  LogicalResult checkUniformQKs(StringRef pass) const;
 };
 
 /// Where tile row `r` (a packed (query, group head) row) goes: query i =

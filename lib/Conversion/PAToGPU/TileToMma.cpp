@@ -261,6 +261,16 @@ private:
                             bool masked);
   void softmaxUpdate(Env &env) override;
   void pv(TilePVOp op, Env &env) override;
+  /// Narrow rows: `rowValue` (a value of row half 0, row lane / 4) of row
+  /// 2 (lane % 4) + i, the row of column i of the thread's O^T fragments,
+  /// shuffled from lane 8 (lane % 4) + 4 i (every lane must run it).
+  Value columnValue(Value rowValue, int64_t i) {
+    Value src = e.toI32(
+        e.add(e.mul(e.remui(lane, e.idx(4)), e.idx(8)), e.idx(4 * i)));
+    return gpu::ShuffleOp::create(b, loc, rowValue, src, e.i32(32),
+                                  gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  }
   /// pv of narrow rows: O^T += V^T P^T (MmaConfig::narrow).
   void pvNarrow(TilePVOp op, Env &env);
   /// The store of narrow rows: the key warps merge the O^T fragments with
@@ -593,18 +603,13 @@ void MmaLowering::softmaxUpdate(Env &env) {
       next[halves + r] = LLVM::FMAOp::create(b, loc, state[halves + r],
                                              alpha[r], rowSum[r]);
   // The factor of acc element (f, h, i): row-wise, or for O^T (narrow) per
-  // column: the alpha of row 2 (lane % 4) + i, from lane 8 (lane % 4) + 4 i
-  // (row lane / 4 of each quad; every lane shuffles). Lazily, the thread
+  // column: the alpha of the column's row (columnValue). Lazily, the thread
   // rescales only when one of its rows (columns) moved its maximum (alpha
   // is exactly 1 otherwise: ex2(0)).
   SmallVector<Value> colAlpha;
   if (c.narrow) {
-    Value src0 = e.toI32(e.mul(e.remui(lane, e.idx(4)), e.idx(8)));
     for (int64_t i = 0; i < 2; ++i) {
-      colAlpha.push_back(gpu::ShuffleOp::create(
-                             b, loc, alpha[0], e.add(src0, e.i32(4 * i)),
-                             e.i32(32), gpu::ShuffleMode::IDX)
-                             .getShuffleResult());
+      colAlpha.push_back(columnValue(alpha[0], i));
       if (lazy) {
         Value moved = e.cmpf(FPred::UNE, colAlpha[i], e.f32(1));
         anyMoved = i ? arith::OrIOp::create(b, loc, anyMoved, moved).getResult()
@@ -923,18 +928,14 @@ void MmaLowering::storeNarrow(TileStoreOp op, ArrayRef<Value> m,
                               ArrayRef<Value> l, ArrayRef<Value> accT,
                               Type oElem) {
   // Column i of a thread's O^T fragments is tile row q_i = 2 (lane % 4) +
-  // i, whose m / l (row half 0) lane 4 q_i holds: four shuffles give the
-  // thread its columns' state, the key warps merge per column, and o[q_i,
-  // dims 16 dp + 8 h + lane / 4] is written element by element (the 8
-  // lanes of a row write 8 consecutive dims: 16- or 32-byte runs).
-  Value src0 = e.toI32(e.mul(e.remui(lane, e.idx(4)), e.idx(8)));
+  // i: four shuffles give the thread its columns' m / l (columnValue), the
+  // key warps merge per column, and o[q_i, dims 16 dp + 8 h + lane / 4] is
+  // written element by element (the 8 lanes of a row write 8 consecutive
+  // dims: 16- or 32-byte runs).
   SmallVector<Value> mc, lc;
   for (int64_t i = 0; i < 2; ++i) {
-    Value src = e.add(src0, e.i32(4 * i));
-    for (auto [from, to] : {std::pair{m[0], &mc}, std::pair{l[0], &lc}})
-      to->push_back(gpu::ShuffleOp::create(b, loc, from, src, e.i32(32),
-                                           gpu::ShuffleMode::IDX)
-                        .getShuffleResult());
+    mc.push_back(columnValue(m[0], i));
+    lc.push_back(columnValue(l[0], i));
   }
   SmallVector<Value> acc(accT);
   auto finish = [&]() {
@@ -1237,15 +1238,8 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
                 "unpadded shared buffer on a 1024-byte boundary; got Q "
              << qt << ", K " << kt << ", " << c.warps << " warps";
   }
-  for (TileQKOp other : qks)
-    if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
-        cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
-        failed(sharedTile(kPass, other, other.getK())) ||
-        other.getScaleAttr() != qk.getScaleAttr() ||
-        other.getKScale() != qk.getKScale() || other.getS() != scores)
-      return other.emitOpError()
-             << "pa-tile-to-mma expects every pa.tile.qk of a kernel to "
-                "share its shapes, scales and score buffer";
+  if (failed(ops.checkUniformQKs(kPass)))
+    return failure();
   if (auto sc = qk.getScale())
     c.smScale = sc->convertToDouble();
   c.kScale = qk.getKScale();

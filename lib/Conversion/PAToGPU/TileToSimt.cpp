@@ -438,15 +438,8 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, SimtConfig &c,
            << c.rows << " heads need " << scratch
            << " bytes of shared memory, more than the 232448 a CTA can have "
               "(fewer heads per CTA or threads)";
-  for (TileQKOp other : qks)
-    if (cast<MemRefType>(other.getQ().getType()).getShape() != qt.getShape() ||
-        cast<MemRefType>(other.getK().getType()).getShape() != kt.getShape() ||
-        failed(sharedTile(kPass, other, other.getK())) ||
-        other.getScaleAttr() != qk.getScaleAttr() || other.getS() != scores)
-      return other.emitOpError()
-             << kPass
-             << " expects every pa.tile.qk of a kernel to share its shapes, "
-                "scale and score buffer";
+  if (failed(ops.checkUniformQKs(kPass)))
+    return failure();
   for (TileQKOp op : qks)
     if (op.getKScale())
       return op.emitOpError()
