@@ -120,6 +120,11 @@ LogicalResult TileQKOp::verify() {
   if (auto sc = getScale();
       sc && !(sc->convertToDouble() > 0 && std::isfinite(sc->convertToDouble())))
     return emitOpError() << "scale must be finite and > 0";
+  // fp8 is a cache's type (K / V in shared memory), never the queries'.
+  if (isFP8CacheType(cast<ShapedType>(getQ().getType()).getElementType()))
+    return emitOpError() << "q must be f32, f16 or bf16 (fp8 is a K / V "
+                            "cache type), got "
+                         << getQ().getType();
   if (failed(sameDim(*this, getQ(), "q", 1, getK(), "k", 1)) ||
       failed(sameDim(*this, getS(), "s", 0, getQ(), "q", 0)))
     return failure();

@@ -55,6 +55,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   promote.pageListRounds = opts.pageListRounds;
   promote.rowPadBytes = opts.rowPadBytes;
   promote.smemLayout = opts.smemLayout;
+  promote.fp8Widen = opts.fp8Widen;
   pm.addPass(pa::createPAPromoteTiles(promote));
   pa::PATileToMmaOptions mma;
   mma.rescaleThreshold = opts.rescaleThreshold;

@@ -88,6 +88,8 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "row-pad-bytes must be 16 or 32 (0: 32 in decode kernels, else 16)";
   if (o.smemLayout != "swizzle" && o.smemLayout != "pad")
     return "smem-layout must be swizzle or pad";
+  if (o.fp8Widen != "registers" && o.fp8Widen != "shared")
+    return "fp8-widen must be registers or shared";
   if (o.l2PrefetchBytes != 0 && o.l2PrefetchBytes != 64 &&
       o.l2PrefetchBytes != 128 && o.l2PrefetchBytes != 256)
     return "l2-prefetch-bytes must be 64, 128 or 256 (0: none)";

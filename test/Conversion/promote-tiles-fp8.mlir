@@ -1,11 +1,48 @@
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad" | FileCheck %s
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=SWZ
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=shared" | FileCheck %s --check-prefix=SWZ
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=REG
+// RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADWIDEN
+// RUN: not pa-compile --fp8-widen=texture -o %t 2>&1 | FileCheck %s --check-prefix=BADCOMPILE
+// RUN: not pa-opt %s --pa-lower-to-nvvm="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// BADCOMPILE: pa-compile: --fp8-widen must be registers or shared, got 'texture'
+// BADPIPE: fp8-widen must be registers or shared
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="row-pad-bytes=8" 2>&1 | FileCheck %s --check-prefix=BADPAD
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=diagonal" 2>&1 | FileCheck %s --check-prefix=BADLAYOUT
 
 // pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
-// 128, 64-key tiles, 2 stages): shared memory holds Q and one pair of K / V
+// 128, 64-key tiles, 2 stages).
+//
+// The default (fp8-widen=registers; D a multiple of 128, swizzled rows): Q
+// ([16][128] f16 = 4096 bytes), then the fp8 stages as bytes ([2 x 2 x
+// 64][128] = 32768 bytes): 36864 bytes in all. Each 16-byte copy lands at
+// its chunk XOR the row's low 3 bits (column col ^ (row % 8) * 16, the
+// swizzle of the 16-bit rows), nothing is widened here: pa.tile.qk and
+// pa.tile.pv read fp8 views of the stage, which pa-tile-to-mma widens in
+// registers (test/Conversion/tile-to-mma-fp8.mlir).
+// REG:       dynamic_shared_memory_size %c36864_i32
+// REG:       gpu.func @pa_decode({{.*}}smem = 36864 : i64{{.*}}pa.smem_swizzle
+// REG:       %[[Q16:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x128xf16, #gpu.address_space<workgroup>>
+// REG:       %[[B8:.*]] = memref.view %{{.*}}[%c4096{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// REG-DAG:   %[[Q:.*]] = memref.subview %[[Q16]][0, 0] [16, 128] [1, 1]
+// REG-DAG:   %[[K0:.*]] = memref.subview %[[B8]][0, 0] [64, 128] [1, 1]
+// REG-DAG:   %[[V0:.*]] = memref.subview %[[B8]][128, 0] [64, 128] [1, 1]
+// Q's two copy rounds (16 rows of 16 chunks over 128 threads), then K's:
+// REG:       nvgpu.device_async_copy %arg0
+// REG:       nvgpu.device_async_copy %arg0
+// REG:       %[[R8:.*]] = arith.andi %[[ROW:.*]], %c7_{{[0-9]+}} : index
+// REG-NEXT:  %[[M:.*]] = arith.muli %[[R8]], %c16_{{[0-9]+}} : index
+// REG-NEXT:  %[[COL:.*]] = arith.xori %{{.*}}, %[[M]] : index
+// REG:       nvgpu.device_async_copy %arg1[{{.*}}], %[[B8]][%[[ROW]], %[[COL]]], 16
+// REG:       scf.for
+// REG-NOT:     arith.extf
+// REG-NOT:     vector.store
+// REG:         pa.tile.qk ins(%[[Q]], %[[K0]] : memref<16x128xf16, strided<[128, 1]>, #gpu.address_space<workgroup>>, memref<64x128xf8E4M3FN, strided<[128, 1]>, #gpu.address_space<workgroup>>)
+// REG:         pa.tile.pv ins(%{{.*}}, %[[V0]] : memref<16x64xf32>, memref<64x128xf8E4M3FN, strided<[128, 1], offset: 16384>, #gpu.address_space<workgroup>>)
+// BADWIDEN: pa-promote-tiles: fp8-widen must be registers or shared, got 'texture'
+//
+// fp8-widen=shared (and the other runs, whose padded rows keep it): shared
+// memory holds Q and one pair of K / V
 // tiles of the queries' type ([16 + 2 x 64][128 + 16] f16 = 41472 bytes),
 // then the fp8 stages as bytes ([2 x 2 x 64][128 + 32] = 40960 bytes):
 // 82432 bytes in all, the launch's dynamic shared memory. Rows are padded
@@ -23,7 +60,7 @@
 // pa.tile.qk. Q (shared by every warp) is made visible by the CTA barrier
 // before the loop. (The padded rows of smem-layout=pad.)
 //
-// The default layout (swizzle) at D = 128: unpadded rows,
+// fp8-widen=shared with the default layout (swizzle) at D = 128: unpadded rows,
 // [16 + 128][128] f16 = 36864 bytes, then [256][128] bytes, 69632 in all.
 // The f16 rows are XOR-swizzled (kernel attribute pa.smem_swizzle): the Q
 // copies land at column col ^ (row % 8) * 8, and each widened 16-element

@@ -105,8 +105,17 @@ func.func @qk_scale(%q: memref<64x128xf16, 3>, %k: memref<32x128xf16, 3>, %s: me
 // -----
 
 func.func @qk_i8(%q: memref<64x128xi8>, %k: memref<32x128xf16>, %s: memref<64x32xf32>) {
-  // expected-error @+1 {{operand #0 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type or f8E4M3FN type or f8E5M2 type values}}
   pa.tile.qk ins(%q, %k : memref<64x128xi8>, memref<32x128xf16>) outs(%s : memref<64x32xf32>)
+  return
+}
+
+// -----
+
+// fp8 is a K / V cache type (pa-promote-tiles' fp8 stages), never Q's.
+func.func @qk_fp8_q(%q: memref<64x128xf8E4M3FN, 3>, %k: memref<32x128xf8E4M3FN, 3>, %s: memref<64x32xf32>) {
+  // expected-error @+1 {{q must be f32, f16 or bf16 (fp8 is a K / V cache type)}}
+  pa.tile.qk ins(%q, %k : memref<64x128xf8E4M3FN, 3>, memref<32x128xf8E4M3FN, 3>) outs(%s : memref<64x32xf32>)
   return
 }
 

@@ -3,18 +3,25 @@
 // RUN: pa-opt %s --split-input-file --pa-lower-to-nvvm="chip=sm_90 format=isa split-kv-work-list=true" | FileCheck %s --check-prefix=SPLIT
 
 // Over an fp8 cache the kernels copy the fp8 bytes with cp.async (16
-// elements a copy), widen them in shared memory with the hardware
-// conversion (cvt.rn.f16x2.e4m3x2 / .e5m2x2, then f16 -> bf16 through f32
-// for bf16 queries) and run the same ldmatrix / mma.sync math; no local
-// memory. The split-KV program gets the fp8 decode_partial beside the
-// merge.
+// elements a copy) and run the same ldmatrix / mma.sync math. The decode
+// reads the swizzled fp8 stages with ldmatrix and widens the fragments in
+// registers (pa-promote-tiles fp8-widen=registers): Q's 16-element groups
+// permuted once in shared memory (16-byte loads and stores behind a
+// barrier), K's words converted as they are, V's after one byte permute
+// (prmt) each; the hardware conversion is cvt.rn.f16x2.e4m3x2 / .e5m2x2
+// (then f16 -> bf16 through f32 for bf16 queries). The prefill widens each
+// tile in shared memory first. No local memory. The split-KV program gets
+// the fp8 decode_partial beside the merge.
 
 // CHECK: .entry pa_decode(
 // CHECK-SAME: cp.async.cg.shared.global
 // CHECK-SAME: ld.shared.v4.b32
-// CHECK-SAME: cvt.rn.f16x2.e4m3x2
 // CHECK-SAME: st.shared.v4.b32
+// CHECK-SAME: bar.sync
 // CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK-SAME: prmt.b32
+// CHECK-SAME: cvt.rn.f16x2.e4m3x2
 // CHECK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // Split-KV is one kernel (decode_split): the partial states, then the
 // arrival count and the last CTA's merge.
@@ -35,6 +42,7 @@ func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf8E4M3FN>, 
 
 // CHECK: .entry pa_prefill(
 // CHECK-SAME: cp.async.cg.shared.global
+// CHECK-SAME: ld.shared.v4.b32
 // CHECK-SAME: cvt.rn.f16x2.e5m2x2
 // CHECK-SAME: cvt.rn.bf16x2.f32
 // CHECK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32

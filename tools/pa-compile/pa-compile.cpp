@@ -155,6 +155,14 @@ static cl::opt<std::string> smemLayout(
              "multiple of 64; other head dims padded) or pad (padded rows "
              "everywhere)"),
     cl::cat(category));
+static cl::opt<std::string> fp8Widen(
+    "fp8-widen", cl::init("registers"),
+    cl::desc("fp8 caches: registers (the tensor-core kernels read the fp8 "
+             "bytes with ldmatrix and widen the fragments; head dims that "
+             "are a multiple of 128 with swizzled rows, others as shared) "
+             "or shared (each K / V tile widened into shared memory of the "
+             "queries' type first)"),
+    cl::cat(category));
 static cl::opt<std::string> prefillMma(
     "prefill-mma", cl::init("auto"),
     cl::desc("Tensor-core instructions of the prefill kernels: mma.sync "
@@ -359,6 +367,9 @@ bool checkFlags() {
   if (smemLayout != "swizzle" && smemLayout != "pad")
     fail("--smem-layout must be swizzle or pad, got '" + smemLayout.getValue() +
          "'");
+  if (fp8Widen != "registers" && fp8Widen != "shared")
+    fail("--fp8-widen must be registers or shared, got '" +
+         fp8Widen.getValue() + "'");
   if (prefillMma != "mma.sync" && prefillMma != "wgmma" &&
       prefillMma != "auto")
     fail("--prefill-mma must be mma.sync, wgmma or auto, got '" +
@@ -981,6 +992,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.l2PrefetchBytes = l2PrefetchBytes;
   opts.rowPadBytes = rowPadBytes;
   opts.smemLayout = smemLayout;
+  opts.fp8Widen = fp8Widen;
   opts.prefillWarpRows = prefillWarpRows;
   opts.prefillKVWarps = prefillKVWarps;
   opts.decodeKernel = decodeKernel;

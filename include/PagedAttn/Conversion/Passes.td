@@ -257,9 +257,14 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     the K / V tiles are warp-local: warp w copies only the rows of its keys
     and the per-tile barrier is `nvvm.bar.warp.sync`. Over an fp8 cache
     (`f8E4M3FN`, `f8E5M2`) the stages hold the cache's bytes (16 elements a
-    copy) after one pair of K / V tiles of Q's type, and each step widens
-    its stage into that pair (`vector.load`, `arith.extf`, `vector.store`;
-    `pa-fp8-to-nvvm` lowers the extf) behind a barrier before the math.
+    copy). With `fp8-widen=registers` (the default) and rows of whole
+    128-byte lines (D a multiple of 128, swizzled layout) they are
+    XOR-swizzled like the 16-bit rows and `pa.tile.qk` / `pa.tile.pv` read
+    fp8 views of the stage, which `pa-tile-to-mma` widens in registers.
+    Otherwise (`fp8-widen=shared`, other head dims) they follow one pair of
+    K / V tiles of Q's type, and each step widens its stage into that pair
+    (`vector.load`, `arith.extf`, `vector.store`; `pa-fp8-to-nvvm` lowers
+    the extf) behind a barrier before the math.
 
     A kernel with the unit attribute `pa.wgmma` (convert-pa-to-gpu's
     `prefill-mma=wgmma`) gets wgmma's layout whatever `smem-layout` says:
@@ -306,7 +311,13 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     Option<"smemLayout", "smem-layout", "std::string", "\"swizzle\"",
            "Shared-memory rows: swizzle (16-byte chunk c of row r at c ^ r "
            "% 8, unpadded, for head dims that are a multiple of 64; other "
-           "head dims padded) or pad (padded rows everywhere)">
+           "head dims padded) or pad (padded rows everywhere)">,
+    Option<"fp8Widen", "fp8-widen", "std::string", "\"registers\"",
+           "fp8 caches: registers (the math reads the swizzled fp8 stages "
+           "and pa-tile-to-mma widens its fragments after ldmatrix; head "
+           "dims that are a multiple of 128 in the swizzled layout, others "
+           "as shared) or shared (each step widens its stage into K / V "
+           "tiles of the queries' type in shared memory)">
   ];
   let dependentDialects = ["::mlir::nvgpu::NVGPUDialect",
                            "::mlir::gpu::GPUDialect",

@@ -29,9 +29,9 @@ class PA_TileOp<string mnemonic, list<Trait> traits = []>
 def PA_F32Tile2D : MemRefRankOf<[F32], [2]>;
 def PA_F32Tile1D : MemRefRankOf<[F32], [1]>;
 // An operand tile of a matmul (Q, K, V): f32 as the tiling emits it, or the
-// cache's f16 / bf16 once pa-promote-tiles has placed it in workgroup memory
-// (any layout: a strided view of the kernel's shared memory).
-def PA_OperandTile2D : MemRefRankOf<[F32, F16, BF16], [2]>;
+// cache's f16 / bf16 / fp8 once pa-promote-tiles has placed it in workgroup
+// memory (any layout: a strided view of the kernel's shared memory).
+def PA_OperandTile2D : MemRefRankOf<[F32, F16, BF16, F8E4M3FN, F8E5M2], [2]>;
 
 def PA_TileLoadQOp : PA_TileOp<"load_q"> {
   let summary = "load a GQA-packed query tile, scaled";
@@ -103,9 +103,10 @@ def PA_TileQKOp : PA_TileOp<"qk"> {
     f32 (`scale` defaults to 1; `k_scale`, an f32 value, is the K scale of
     an fp8 cache's KV head, 1 without it). Q and K are f32 tiles, or f16 /
     bf16 tiles in workgroup memory after `pa-promote-tiles` (which moves
-    the query scale of `pa.tile.load_q` here and converts an fp8 K tile to
-    Q's type); `pa-tile-to-mma` maps the op onto `nvgpu.ldmatrix` +
-    `nvgpu.mma.sync`.
+    the query scale of `pa.tile.load_q` here and, over an fp8 cache, gives
+    K as the cache's fp8 bytes or widened to Q's type); `pa-tile-to-mma`
+    maps the op onto `nvgpu.ldmatrix` + `nvgpu.mma.sync` (widening fp8
+    fragments in registers).
 
     ```mlir
     pa.tile.qk ins(%qt, %kt : memref<64x128xf32>, memref<64x128xf32>)
@@ -226,8 +227,8 @@ def PA_TilePVOp : PA_TileOp<"pv"> {
   let summary = "accumulate P V into a tile state";
   let description = [{
     `acc[BM, D] += p[BM, BN] * v[BN, D]` in f32 (V an f32 tile, or f16 /
-    bf16 in workgroup memory after `pa-promote-tiles`; a tensor-core target
-    converts P to V's type in registers).
+    bf16 / fp8 in workgroup memory after `pa-promote-tiles`; a tensor-core
+    target converts P to Q's type in registers).
 
     ```mlir
     pa.tile.pv ins(%p, %vt : memref<64x64xf32>, memref<64x128xf32>)

@@ -157,6 +157,13 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
                      "dims that are a multiple of 64; others padded) or "
                      "padded: swizzle or pad"),
       llvm::cl::init("swizzle")};
+  PassOptions::Option<std::string> fp8Widen{
+      *this, "fp8-widen",
+      llvm::cl::desc("pa-promote-tiles: fp8 caches widened in registers "
+                     "after ldmatrix (head dims that are a multiple of 128, "
+                     "swizzled rows; others as shared) or in shared memory: "
+                     "registers or shared"),
+      llvm::cl::init("registers")};
   PassOptions::Option<int64_t> prefillKVWarps{
       *this, "prefill-kv-warps",
       llvm::cl::desc("Warps of the prefill kernel that split each KV tile's "

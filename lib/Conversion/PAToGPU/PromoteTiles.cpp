@@ -63,10 +63,16 @@
 // 217 registers.
 //
 // An fp8 cache (f8E4M3FN / f8E5M2) is copied as bytes, 16 elements a
-// cp.async, into S stages of [2 S BN][D (+ pad)] bytes (never swizzled:
-// their copies and the widening access whole rows) placed after one pair
-// of K / V tiles of Q's type ([2 BN][D (+ pad)]); each step widens its stage
-// into that pair (arith.extf, which pa-fp8-to-nvvm makes one cvt per two
+// cp.async, into S stages of [2 S BN][D (+ pad)] bytes after Q. With
+// fp8-widen=registers (the default) and rows of whole 128-byte lines (D a
+// multiple of 128, swizzled layout) the stages are XOR-swizzled like the
+// 16-bit tiles (16-byte chunk c of row r at c ^ (r % 8)) and the math reads
+// them as they are: pa.tile.qk / pa.tile.pv get fp8 views of the stage and
+// pa-tile-to-mma widens the fragments in registers after ldmatrix.
+// Otherwise (fp8-widen=shared, other head dims) the stages stay unswizzled
+// (their copies and the widening access whole rows) behind one pair of K /
+// V tiles of Q's type ([2 BN][D (+ pad)]); each step widens its stage into
+// that pair (arith.extf, which pa-fp8-to-nvvm makes one cvt per two
 // elements) after the wait, and a second barrier makes it visible before
 // the math. The K / V scales stay where the tiling put them (pa.tile.qk's
 // k_scale, pa.tile.store's v_scale).
@@ -131,6 +137,9 @@ struct Layout {
   int64_t warpPages = 0;
 
   bool fp8() const { return isFP8CacheType(cacheElem); }
+  /// fp8 stages read by the math as they are (widened in registers by
+  /// pa-tile-to-mma): swizzled byte rows, no tiles of `elem` for K / V.
+  bool fp8Regs = false;
   /// Bytes of an `elem`, and `elem`s per 16-byte copy.
   int64_t bytes() const { return elem.getIntOrFloatBitWidth() / 8; }
   int64_t chunk() const { return 16 / bytes(); }
@@ -160,14 +169,14 @@ struct Layout {
   /// Cache elements per 16-byte copy.
   int64_t kvChunk() const { return fp8() ? kChunk8 : chunk(); }
   /// K / V tiles of `elem`: the stages, or the one pair an fp8 stage is
-  /// widened into.
-  int64_t wideStages() const { return fp8() ? 1 : stages; }
+  /// widened into (none when the math reads the fp8 stages).
+  int64_t wideStages() const { return fp8() ? (fp8Regs ? 0 : 1) : stages; }
   int64_t smemRows() const { return rows + 2 * wideStages() * keys; }
   int64_t wideBytes() const { return smemRows() * stride() * bytes(); }
   /// Bytes per row of an fp8 stage: padded like `stride`, or with swizzled
-  /// rows unpadded and unswizzled (a multiple of 64 bytes: the copies and
-  /// the widening read whole rows, 8 lanes a 128-byte line, without bank
-  /// conflicts).
+  /// rows unpadded (a multiple of 64 bytes: the copies and the widening
+  /// read whole rows, 8 lanes a 128-byte line, without bank conflicts; with
+  /// fp8Regs whole 128-byte lines, swizzled for ldmatrix).
   int64_t stride8() const { return headDim + (swizzle ? 0 : padBytes); }
   /// Bytes of the tiles (the page lists follow them).
   int64_t tileBytes() const {
@@ -204,7 +213,7 @@ struct Match {
 /// (an error at the offending op otherwise).
 LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
                           int64_t rowPadBytes, StringRef smemLayout,
-                          Match &m) {
+                          bool fp8InRegisters, Match &m) {
   m.func = func;
   SmallVector<TileLoadQOp> loads;
   SmallVector<TileGatherKVOp> gathers;
@@ -276,6 +285,12 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
            << "pa-promote-tiles needs a cache of the queries' type or fp8, "
               "got "
            << l.cacheElem << " beside " << l.elem;
+  // fp8 read by the math as it is: byte rows of whole 128-byte lines,
+  // swizzled like the 16-bit ones; decode kernels only (the compute-bound
+  // prefill kernels, whose K / V fragments serve 2 m blocks, spilled 300
+  // bytes instead of 124 and ran 18-22% slower: H200, 2026-11-27).
+  l.fp8Regs = fp8InRegisters && decode && l.fp8() && l.swizzle &&
+              l.headDim % 128 == 0;
   if (l.headDim % l.kvChunk() != 0 || l.threads % 32 != 0)
     return m.loadQ.emitOpError()
            << "pa-promote-tiles needs a head dim that is a multiple of "
@@ -347,6 +362,8 @@ private:
   PageTable pages;
   Value qView;
   SmallVector<Value, 4> kView, vView;
+  /// fp8Regs: the fp8 stages as [keys][D] views of smem8.
+  SmallVector<Value, 4> kView8, vView8;
 
   /// The column of element `col` of shared row `row` of `elem` (swizzled
   /// or not).
@@ -373,16 +390,18 @@ private:
           NVVM::SharedSpaceAttr::get(b.getContext(),
                                      NVVM::SharedSpace::shared_cta));
   }
-  /// Rows [row0, row0 + n) of shared memory as a [n][D] view.
-  Value view(int64_t row0, int64_t n) {
-    auto st = cast<MemRefType>(smem.getType());
+  /// Rows [row0, row0 + n) of shared memory (`smem`, or the fp8 stages
+  /// `smem8`) as a [n][D] view.
+  Value view(int64_t row0, int64_t n, bool bytes = false) {
+    Value src = bytes ? smem8 : smem;
+    auto st = cast<MemRefType>(src.getType());
+    int64_t stride = st.getDimSize(1);
     auto t = MemRefType::get(
-        {n, l.headDim}, l.elem,
-        StridedLayoutAttr::get(b.getContext(), row0 * l.stride(),
-                               {l.stride(), 1}),
+        {n, l.headDim}, st.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), row0 * stride, {stride, 1}),
         st.getMemorySpace());
     return memref::SubViewOp::create(
-        b, loc, t, smem, ArrayRef<OpFoldResult>{b.getIndexAttr(row0),
+        b, loc, t, src, ArrayRef<OpFoldResult>{b.getIndexAttr(row0),
                                                 b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(n),
                                b.getIndexAttr(l.headDim)},
@@ -645,6 +664,8 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
         auto [row, dcol] =
             l.fp8() ? std::make_pair(e.add(isV ? vRow0 : kRow0, r), col)
                     : tileIndex(l.kvRow0(isV, stage), l.keys, r, col);
+        if (l.fp8Regs)
+          dcol = swizzleCol(e, row, dcol, kChunk8);
         out.push_back(copy16(
             cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
             dst, row, dcol, valid, l.kvChunk()));
@@ -756,14 +777,14 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
   // threads that read them (each is past the previous step's math: the
   // barrier above).
   int64_t wide = l.fp8() ? 0 : stage;
-  if (l.fp8()) {
+  if (l.fp8() && !l.fp8Regs) {
     widenKV(stage);
     kvBarrier();
   }
   IRMapping map;
   map.map(m.loop.getInductionVar(), t0);
-  map.map(m.gather.getKTile(), kView[wide]);
-  map.map(m.gather.getVTile(), vView[wide]);
+  map.map(m.gather.getKTile(), l.fp8Regs ? kView8[stage] : kView[wide]);
+  map.map(m.gather.getVTile(), l.fp8Regs ? vView8[stage] : vView[wide]);
   for (Operation &op : m.loop.getBody()->without_terminator())
     if (&op != m.gather.getOperation())
       b.clone(op, map);
@@ -794,6 +815,10 @@ void Promoter::run() {
   for (int64_t s = 0; s < l.wideStages(); ++s) {
     kView.push_back(view(l.kvRow0(false, s), l.keys));
     vView.push_back(view(l.kvRow0(true, s), l.keys));
+  }
+  for (int64_t s = 0; l.fp8Regs && s < l.stages; ++s) {
+    kView8.push_back(view(l.kvRow8(false, s), l.keys, /*bytes=*/true));
+    vView8.push_back(view(l.kvRow8(true, s), l.keys, /*bytes=*/true));
   }
   if (l.listEntries)
     pageList = memref::ViewOp::create(
@@ -883,6 +908,12 @@ struct PAPromoteTiles final
                          << smemLayout << "'";
       return signalPassFailure();
     }
+    if (fp8Widen != "registers" && fp8Widen != "shared") {
+      module.emitError() << "pa-promote-tiles: fp8-widen must be registers "
+                            "or shared, got '"
+                         << fp8Widen << "'";
+      return signalPassFailure();
+    }
     if (rowPadBytes != 0 && rowPadBytes != 16 && rowPadBytes != 32) {
       module.emitError() << "pa-promote-tiles: row-pad-bytes must be 16 or 32 "
                             "(0: 32 in decode kernels, else 16), got "
@@ -899,7 +930,7 @@ struct PAPromoteTiles final
         return WalkResult::advance();
       Match m;
       if (failed(matchKernel(func, pageListRounds, rowPadBytes, smemLayout,
-                             m)))
+                             fp8Widen == "registers", m)))
         return WalkResult::interrupt();
       matches.push_back(m);
       return WalkResult::advance();

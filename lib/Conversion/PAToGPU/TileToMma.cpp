@@ -35,6 +35,24 @@
 // The buffers' values become SSA values: scf.for and scf.if that the state
 // lives across get it as extra iter_args / results.
 //
+// fp8 K / V tiles (pa-promote-tiles' fp8-widen=registers: the cache's
+// bytes, XOR-swizzled like the 16-bit rows) are read through a 16-bit view
+// of the same shared memory and widened after ldmatrix (arith.extf of 4
+// bytes, cvt.rn.f16x2.e4m3x2 / e5m2x2 by pa-fp8-to-nvvm; MmaConfig::fp8):
+//   K: one 8x8 ldmatrix matrix of 16-bit words is 8 keys x 16 dims, lane
+//      (g, t) holding dims 4t .. 4t + 3 of key g: a whole B fragment of a
+//      k16 step whose k index 2t + i is dim 4t + i and 2t + 8 + i dim
+//      4t + 2 + i. Q's 16-element groups are permuted the same way in
+//      shared memory once before the KV loop (new[8h + 2t + i] =
+//      old[4t + 2h + i]), so that its ldmatrix fragments match.
+//   V: ldmatrix.trans of the words gives lane (g, t) dims 2g, 2g + 1 of
+//      keys 2t, 2t + 1; one byte permute makes them the pairs (2g: keys
+//      2t, 2t + 1) and (2g + 1: keys 2t, 2t + 1), the rows g and g + 8 of
+//      an A fragment of V^T (narrow rows) or n column g of two B fragments
+//      (O += P V). Accumulator row (column) g of the 16 dims of fragment
+//      f (f = 2c + p) is dim 16 f + 2g (16 c + 2g + p); the stores write
+//      o from that layout.
+//
 // A kernel with kWgmmaAttr (prefill-mma=wgmma) computes qk and pv with
 // Hopper's warpgroup MMAs instead (qkWgmma, pvWgmma): warp w is warp w % 4
 // of warpgroup w / 4, whose m64 rows are its 4 warps' 16 rows each, and a
@@ -99,6 +117,9 @@ struct MmaConfig : TileMaskOptions {
   /// V^T's A fragments one ldmatrix.x4.trans each). Row half 1 keeps no
   /// softmax state; the store merges and writes from the O^T layout.
   bool narrow = false;
+  /// K and V tiles of an fp8 type (pa-promote-tiles' fp8-widen=registers),
+  /// widened in registers after ldmatrix (see the file comment).
+  bool fp8 = false;
 
   int64_t rowHalves() const { return 2 * mTiles; }
   /// acc fragments: mTiles x D / 8 C fragments, or D / 16 O^T ones.
@@ -297,6 +318,36 @@ private:
         ValueRange{e.fromF32(e.mul(elem(a, h, 0), inv), oElem),
                    e.fromF32(e.mul(elem(a, h, 1), inv), oElem)});
   }
+  /// Fragments f = 2c and 2c + 1 of an fp8 kernel's O (row half h) times
+  /// `inv`: dims 16 c + 4 (lane % 4) .. + 3 in order.
+  Value outQuad(Value even, Value odd, int64_t h, Value inv, Type oElem) {
+    SmallVector<Value> xs;
+    for (int64_t i = 0; i < 2; ++i)
+      for (Value a : {even, odd})
+        xs.push_back(e.fromF32(e.mul(elem(a, h, i), inv), oElem));
+    return vector::FromElementsOp::create(b, loc,
+                                          VectorType::get({4}, oElem), xs);
+  }
+  /// fp8: the 16-bit view of the shared memory of fp8 tile `t` (the same
+  /// rows, D / 2 words a row), made once per buffer.
+  SharedTile words(const SharedTile &t);
+  DenseMap<Value, Value> wordViews;
+  /// fp8: the four fp8 values in row `r` of an ldmatrix result (one 32-bit
+  /// register), byte-permuted by `perm`, widened to Q's type as two pairs
+  /// (vector<2>: the rows fragments are built of; one vector of four would
+  /// be folded into a 2-D shape_cast, which the LLVM lowering lacks).
+  SmallVector<Value> widen(Value frag, int64_t r, Type fp8,
+                           ArrayRef<int64_t> perm);
+  /// A 2-D fragment of type `t` from its rows.
+  Value fragmentOfRows(VectorType t, ArrayRef<Value> rows) {
+    Value v = ub::PoisonOp::create(b, loc, t);
+    for (auto [i, row] : llvm::enumerate(rows))
+      v = vector::InsertOp::create(b, loc, row, v, static_cast<int64_t>(i));
+    return v;
+  }
+  /// fp8: permutes Q's 16-element groups in shared memory to match the K
+  /// fragments (see the file comment), behind a CTA barrier.
+  void permuteQ(const SharedTile &q);
   /// The store through the warp's Q rows in shared memory (see store()).
   void storeStaged(TileStoreOp op, const SharedTile &q, ArrayRef<Value> m,
                    ArrayRef<Value> l, ArrayRef<Value> acc, Type oElem);
@@ -343,6 +394,8 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
   TileQKOp first = ops.qks.front();
   if (first)
     qTile = *sharedTile(kPass, first, first.getQ());
+  if (first && c.fp8)
+    permuteQ(*qTile);
   if (first && c.wgmma) {
     Type i64 = b.getI64Type();
     Value addr = arith::IndexCastOp::create(
@@ -407,6 +460,87 @@ void MmaLowering::computeRows(bool forStore, Value row0, Value rows,
   }
 }
 
+SharedTile MmaLowering::words(const SharedTile &t) {
+  SharedTile w = t;
+  Value &view = wordViews[t.base];
+  if (!view) {
+    // The fp8 buffer is a memref.view of the dynamic shared memory
+    // (pa-promote-tiles; checked by makeConfig): the same bytes as words.
+    auto src = t.base.getDefiningOp<memref::ViewOp>();
+    auto mt = cast<MemRefType>(t.base.getType());
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointAfter(src);
+    view = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({mt.getDimSize(0), mt.getDimSize(1) / 2}, c.elem,
+                        MemRefLayoutAttrInterface(), mt.getMemorySpace()),
+        src.getSource(), src.getByteShift(), ValueRange{});
+  }
+  w.base = view;
+  w.col0 = t.col0 / 2;
+  return w;
+}
+
+SmallVector<Value> MmaLowering::widen(Value frag, int64_t r, Type fp8,
+                                      ArrayRef<int64_t> perm) {
+  // The byte permute on the whole register (one prmt), then its two
+  // 16-bit halves (which the cvt reads as they are: no byte extraction).
+  Value word = vector::ExtractOp::create(b, loc, frag, r);
+  Value bytes = vector::BitCastOp::create(
+      b, loc, VectorType::get({4}, b.getI8Type()), word);
+  if (!llvm::equal(perm, ArrayRef<int64_t>{0, 1, 2, 3}))
+    bytes = vector::ShuffleOp::create(b, loc, bytes, bytes, perm);
+  Value halves = vector::BitCastOp::create(
+      b, loc, VectorType::get({2}, b.getI16Type()), bytes);
+  SmallVector<Value> out;
+  for (int64_t p = 0; p < 2; ++p) {
+    Value half = vector::ShuffleOp::create(b, loc, halves, halves,
+                                           ArrayRef<int64_t>{p});
+    Value pair = vector::BitCastOp::create(
+        b, loc, VectorType::get({2}, b.getI8Type()), half);
+    Value f8 = arith::BitcastOp::create(b, loc, VectorType::get({2}, fp8),
+                                        pair);
+    out.push_back(
+        arith::ExtFOp::create(b, loc, VectorType::get({2}, c.elem), f8));
+  }
+  return out;
+}
+
+void MmaLowering::permuteQ(const SharedTile &q) {
+  // Every thread of the CTA permutes whole 16-element groups (two 16-byte
+  // chunks of one row, each where the swizzle puts it), so that no other
+  // thread touches its data; the barrier orders the permuted rows before
+  // every warp's ldmatrix.
+  int64_t perRow = c.headDim / 16, groups = q.rows * perRow;
+  int64_t threads = c.warps * 32;
+  auto chunkT = VectorType::get({8}, c.elem);
+  for (int64_t i = 0; i * threads < groups; ++i) {
+    Value id = e.add(tid, e.idx(i * threads));
+    auto permute = [&]() {
+      Value row = e.divui(id, e.idx(perRow));
+      Value col = e.mul(e.remui(id, e.idx(perRow)), e.idx(16));
+      auto [r0, c0] = at(q, row, col);
+      auto [r1, c1] = at(q, row, e.add(col, e.idx(8)));
+      Value lo = vector::LoadOp::create(b, loc, chunkT, q.base,
+                                        ValueRange{r0, c0});
+      Value hi = vector::LoadOp::create(b, loc, chunkT, q.base,
+                                        ValueRange{r1, c1});
+      // new[8 h + 2 t + i] = old[4 t + 2 h + i].
+      Value nlo = vector::ShuffleOp::create(
+          b, loc, lo, hi, ArrayRef<int64_t>{0, 1, 4, 5, 8, 9, 12, 13});
+      Value nhi = vector::ShuffleOp::create(
+          b, loc, lo, hi, ArrayRef<int64_t>{2, 3, 6, 7, 10, 11, 14, 15});
+      vector::StoreOp::create(b, loc, nlo, q.base, ValueRange{r0, c0});
+      vector::StoreOp::create(b, loc, nhi, q.base, ValueRange{r1, c1});
+    };
+    if ((i + 1) * threads <= groups)
+      permute();
+    else
+      e.ifThen(e.cmpi(Pred::ult, id, e.idx(groups)), permute);
+  }
+  gpu::BarrierOp::create(b, loc);
+}
+
 Value MmaLowering::qFragment(const SharedTile &q, int64_t mt, int64_t kk) {
   Value row = e.add(e.mul(warpRow, e.idx(16 * c.mTiles)),
                     e.add(e.idx(16 * mt), e.remui(lane, e.idx(16))));
@@ -427,6 +561,33 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
   Value zero = zeroC();
   SmallVector<Value> s(mT * nTiles, zero);
+  if (c.fp8) {
+    // Two k steps a 16-bit ldmatrix.x4: matrix j = keys 8 (j % 2) ..,
+    // chunk 2 kk2 + j / 2 of the row (lanes 16 .. 31 the second chunk),
+    // each a whole B fragment once widened.
+    SharedTile kw = words(k);
+    Type fp8 = cast<MemRefType>(op.getK().getType()).getElementType();
+    Value r16 = e.remui(lane, e.idx(16));
+    for (int64_t kk2 = 0; kk2 < c.kSteps() / 2; ++kk2) {
+      Value kcol = ldmatrixCol(kk2, l16);
+      for (int64_t np = 0; np < nTiles / 2; ++np) {
+        Value kf = ldmatrix(kw, keyRow(e.add(e.idx(np * 16), r16)), kcol,
+                            kk2, l16, /*transpose=*/false);
+        for (int64_t j = 0; j < 4; ++j) {
+          int64_t kk = 2 * kk2 + j / 2;
+          Value bf = fragmentOfRows(fragB(), widen(kf, j, fp8, {0, 1, 2, 3}));
+          for (int64_t mt = 0; mt < mT; ++mt) {
+            Value a = qFrag.empty() ? qFragment(q, mt, kk)
+                                    : qFrag[mt * c.kSteps() + kk];
+            Value &acc = s[mt * nTiles + 2 * np + j % 2];
+            acc = mma(a, bf, acc);
+          }
+        }
+      }
+    }
+    env.s = s;
+    return;
+  }
   for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
     Value kcol = ldmatrixCol(kk, lMid);
     SmallVector<Value> a;
@@ -681,6 +842,35 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
   Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
   SmallVector<Value> &next = env.state;
+  if (c.fp8) {
+    // 16 keys x two 16-dim chunks a 16-bit ldmatrix.x4.trans: matrix j =
+    // keys 8 (j % 2) .., chunk 2 dp2 + j / 2. Chunk cc gives the B
+    // fragments of n tiles 2 cc (column g: dim 16 cc + 2g) and 2 cc + 1
+    // (dim 16 cc + 2g + 1).
+    SharedTile vw = words(v);
+    Type fp8 = cast<MemRefType>(op.getV().getType()).getElementType();
+    Value r16 = e.remui(lane, e.idx(16));
+    for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+      Value vrow = keyRow(e.add(e.idx(kk * 16), r16));
+      for (int64_t dp2 = 0; dp2 < c.headDim / 32; ++dp2) {
+        Value vf = ldmatrix(vw, vrow, ldmatrixCol(dp2, l16), dp2, l16,
+                            /*transpose=*/true);
+        for (int64_t sub = 0; sub < 2; ++sub) {
+          int64_t cc = 2 * dp2 + sub;
+          SmallVector<Value> lo = widen(vf, 2 * sub, fp8, {0, 2, 1, 3});
+          SmallVector<Value> hi = widen(vf, 2 * sub + 1, fp8, {0, 2, 1, 3});
+          for (int64_t p = 0; p < 2; ++p) {
+            Value bf = fragmentOfRows(fragB(), {lo[p], hi[p]});
+            for (int64_t mt = 0; mt < mT; ++mt) {
+              Value &o = next[accIndex(mt, 2 * cc + p)];
+              o = mma(pa[mt * (nTiles / 2) + kk], bf, o);
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
     Value vrow =
         keyRow(e.add(e.idx(kk * 16), e.add(e.mul(lMid, e.idx(8)), l8)));
@@ -716,6 +906,25 @@ void MmaLowering::pvNarrow(TilePVOp op, Env &env) {
       for (int64_t i = 0; i < 2; ++i)
         vals.push_back(e.fromF32(elem(env.s[2 * kk + part], 0, i), c.elem));
     Value pT = fragment(fragB(), vals);
+    if (c.fp8) {
+      // 16 keys x two 16-dim chunks a 16-bit ldmatrix.x4.trans (matrix j =
+      // keys 8 (j % 2) .., chunk 2 dp2 + j / 2); chunk cc is the A fragment
+      // of O^T fragment cc, rows g / g + 8 = dims 16 cc + 2g / + 1.
+      SharedTile vw = words(v);
+      Type fp8 = cast<MemRefType>(op.getV().getType()).getElementType();
+      Value vrow = keyRow(e.add(e.idx(kk * 16), e.remui(lane, e.idx(16))));
+      for (int64_t dp2 = 0; dp2 < c.headDim / 32; ++dp2) {
+        Value vf = ldmatrix(vw, vrow, ldmatrixCol(dp2, l16), dp2, l16,
+                            /*transpose=*/true);
+        for (int64_t sub = 0; sub < 2; ++sub) {
+          SmallVector<Value> a = widen(vf, 2 * sub, fp8, {0, 2, 1, 3});
+          a.append(widen(vf, 2 * sub + 1, fp8, {0, 2, 1, 3}));
+          Value &o = next[accIndex(0, 2 * dp2 + sub)];
+          o = mma(fragmentOfRows(fragA(), a), pT, o);
+        }
+      }
+      continue;
+    }
     Value vrow =
         keyRow(e.add(e.idx(kk * 16), e.add(e.mul(l16, e.idx(8)), l8)));
     for (int64_t dp = 0; dp < c.accFrags(); ++dp) {
@@ -898,7 +1107,19 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
         const Row &row = rowInfo[r];
         auto [inv, lseV] = finalRow(m[r], l[r], toBase);
         e.ifThen(row.valid, [&]() {
-          for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+          int64_t bytes = oElem.getIntOrFloatBitWidth() / 8;
+          for (int64_t cc = 0; c.fp8 && cc < c.headDim / 16; ++cc) {
+            // Dims 16 cc + 4 (lane % 4) .. + 3 (see the file comment).
+            Value v = outQuad(acc[mt * c.dTiles() + 2 * cc],
+                              acc[mt * c.dTiles() + 2 * cc + 1], h, inv,
+                              oElem);
+            vector::StoreOp::create(
+                b, loc, v, op.getO(),
+                ValueRange{row.row, row.head,
+                           e.add(e.idx(cc * 16), e.mul(laneCol, e.idx(2)))},
+                /*nontemporal=*/false, llvm::MaybeAlign(4 * bytes));
+          }
+          for (int64_t dn = 0; !c.fp8 && dn < c.dTiles(); ++dn) {
             Value v = outPair(acc[mt * c.dTiles() + dn], h, inv, oElem);
             // Two elements at an even column: aligned to two elements.
             vector::StoreOp::create(
@@ -948,7 +1169,21 @@ void MmaLowering::storeNarrow(TileStoreOp op, ArrayRef<Value> m,
                         op.getRowStride());
       auto [inv, lseV] = finalRow(mc[i], lc[i], toBase);
       e.ifThen(row.valid, [&]() {
-        for (int64_t dp = 0; dp < c.accFrags(); ++dp)
+        // fp8: rows g / g + 8 of fragment dp are dims 16 dp + 2g / + 1.
+        Value dim2 = e.mul(dim0, e.idx(2));
+        for (int64_t dp = 0; c.fp8 && dp < c.accFrags(); ++dp) {
+          Value v = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, oElem),
+              ValueRange{
+                  e.fromF32(e.mul(elem(acc[dp], 0, i), inv), oElem),
+                  e.fromF32(e.mul(elem(acc[dp], 1, i), inv), oElem)});
+          vector::StoreOp::create(
+              b, loc, v, op.getO(),
+              ValueRange{row.row, row.head, e.add(dim2, e.idx(16 * dp))},
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * oElem.getIntOrFloatBitWidth() / 8));
+        }
+        for (int64_t dp = 0; !c.fp8 && dp < c.accFrags(); ++dp)
           for (int64_t h = 0; h < 2; ++h)
             e.store(e.fromF32(e.mul(elem(acc[dp], h, i), inv), oElem),
                     op.getO(),
@@ -998,7 +1233,16 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
         e.store(lseV, op.getLse(), {rowInfo[r].row, rowInfo[r].head});
       });
       Value srow = e.add(warpRow0, e.add(quadRow, e.idx(16 * mt + 8 * h)));
-      for (int64_t dn = 0; dn < c.dTiles(); ++dn) {
+      for (int64_t cc = 0; c.fp8 && cc < c.headDim / 16; ++cc) {
+        // Dims 16 cc + 4 (lane % 4) .. + 3 (see the file comment).
+        Value v = outQuad(acc[mt * c.dTiles() + 2 * cc],
+                          acc[mt * c.dTiles() + 2 * cc + 1], h, inv, oElem);
+        auto [r, cc4] =
+            at(q, srow, e.add(e.idx(cc * 16), e.mul(col2, e.idx(2))));
+        vector::StoreOp::create(b, loc, v, q.base, ValueRange{r, cc4},
+                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+      }
+      for (int64_t dn = 0; !c.fp8 && dn < c.dTiles(); ++dn) {
         Value v = outPair(acc[mt * c.dTiles() + dn], h, inv, oElem);
         auto [r, cc] = at(q, srow, e.add(e.idx(dn * 8), col2));
         vector::StoreOp::create(b, loc, v, q.base, ValueRange{r, cc},
@@ -1240,6 +1484,27 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
   }
   if (failed(ops.checkUniformQKs(kPass)))
     return failure();
+  // fp8 K / V (pa-promote-tiles' fp8-widen=registers): both, mma.sync,
+  // pairs of k steps, views of a memref.view of the shared memory.
+  Type kElem = kt.getElementType();
+  c.fp8 = isFP8CacheType(kElem);
+  bool kvOk = kElem == c.elem || c.fp8;
+  func.walk([&](TilePVOp op) {
+    kvOk &= cast<MemRefType>(op.getV().getType()).getElementType() == kElem;
+    if (c.fp8) {
+      FailureOr<SharedTile> v = sharedTile(kPass, op, op.getV());
+      kvOk &= succeeded(v) && v->base.getDefiningOp<memref::ViewOp>();
+    }
+  });
+  if (c.fp8)
+    kvOk &= sharedTile(kPass, qk, qk.getK())
+                ->base.getDefiningOp<memref::ViewOp>() != nullptr;
+  if (!kvOk || (c.fp8 && (c.wgmma || c.headDim % 32 != 0)))
+    return qk.emitOpError()
+           << "pa-tile-to-mma needs K and V of the queries' type, or both "
+              "of one fp8 type in views of a memref.view of shared memory "
+              "with mma.sync and a head dim that is a multiple of 32; got Q "
+           << qt << ", K " << kt;
   if (auto sc = qk.getScale())
     c.smScale = sc->convertToDouble();
   c.kScale = qk.getKScale();
