@@ -366,6 +366,18 @@ def PATileToMma : Pass<"pa-tile-to-mma", "::mlir::ModuleOp"> {
     the accumulator registers are mma.sync's C fragments, so masks,
     softmax and store are shared. Needs sm_90a.
 
+    fp8 K / V tiles (views of pa-promote-tiles' swizzled fp8 stages,
+    `fp8-widen=registers`) are read through a 16-bit view of the same
+    shared memory with `ldmatrix` and widened in registers (`arith.extf` of
+    each 16-bit half, which `pa-fp8-to-nvvm` makes one
+    `cvt.rn.f16x2.e4m3x2` / `e5m2x2`): a K matrix of words is a whole B
+    fragment whose k index 2t + i stands for dim 4t + i (Q's 16-element
+    groups are permuted to match in shared memory once, behind a barrier);
+    V comes from `ldmatrix.trans` plus one byte permute, giving rows 2g /
+    2g + 1 of each 16 dims, and the stores write o from that layout. Both
+    K and V must be of one fp8 type, with mma.sync and a head dim that is a
+    multiple of 32 (an error at the qk otherwise).
+
     Lazy rescaling (`rescale-threshold=T`, base-2 units, default 8): the
     maximum a row's exponents are taken against moves only when the tile's
     maximum exceeds it by more than T, so that most KV tiles skip
