@@ -308,8 +308,9 @@ bool prefillWgmma() {
   std::string mma = mlir::pa::prefillMmaForChip(prefillMma, chip);
   return mma == "wgmma" ||
          (mma == "auto" &&
-          mlir::pa::prefillFitsWgmma(headDim, prefillWarps, prefillWarpRows,
-                                     prefillKVWarps, prefillTileKV));
+          mlir::pa::prefillFitsWgmma(headDim, !kvDtype.empty(), prefillWarps,
+                                     prefillWarpRows, prefillKVWarps,
+                                     prefillTileKV));
 }
 
 /// True when the bundle gets a second prefill kernel, prefill_short: the

@@ -33,8 +33,8 @@ void populatePAExpandFP8Patterns(RewritePatternSet &patterns);
 /// multiple of 64, K / V of the queries' type, 4 or 8 warps (one or two
 /// warpgroups) of 16 rows, no key split, KV tiles of a multiple of 16 keys
 /// up to 128. prefill-mma=auto takes wgmma where this holds.
-bool prefillFitsWgmma(int64_t headDim, int64_t warps, int64_t warpRows,
-                      int64_t kvWarps, int64_t tileKV);
+bool prefillFitsWgmma(int64_t headDim, bool fp8Cache, int64_t warps,
+                      int64_t warpRows, int64_t kvWarps, int64_t tileKV);
 
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"

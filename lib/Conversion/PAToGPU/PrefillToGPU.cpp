@@ -136,8 +136,8 @@ LogicalResult makeWgmmaPrefillConfig(const PrefillOperands &p,
                                      const PrefillShape &shape,
                                      PrefillConfig &c) {
   Operation *op = p.op;
-  if (!prefillFitsWgmma(c.headDim, shape.warps, shape.warpRows,
-                        shape.kvWarps, shape.tileKV))
+  if (!prefillFitsWgmma(c.headDim, isFP8Cache(p), shape.warps,
+                        shape.warpRows, shape.kvWarps, shape.tileKV))
     return op->emitOpError()
            << "prefill-mma=wgmma needs a head dim that is a multiple of 64 "
               "(whole 128-byte swizzle blocks; got "
@@ -161,8 +161,8 @@ LogicalResult makePrefillConfig(const PrefillOperands &p,
     return failure();
   if (shape.mma == PrefillMma::Wgmma ||
       (shape.mma == PrefillMma::Auto &&
-       prefillFitsWgmma(c.headDim, shape.warps, shape.warpRows,
-                        shape.kvWarps, shape.tileKV)))
+       prefillFitsWgmma(c.headDim, isFP8Cache(p), shape.warps,
+                        shape.warpRows, shape.kvWarps, shape.tileKV)))
     return makeWgmmaPrefillConfig(p, shape, c);
   // Up to D = 128: 8 warps of 32 rows (two m16 blocks sharing each K/V
   // fragment) over 64-key tiles: Q's fragments are re-read from shared
@@ -458,10 +458,10 @@ LogicalResult makeConfig(const PrefillOperands &p, const PrefillShape &shape,
 
 } // namespace
 
-bool mlir::pa::prefillFitsWgmma(int64_t headDim, int64_t warps,
-                                int64_t warpRows, int64_t kvWarps,
-                                int64_t tileKV) {
-  return headDim % 64 == 0 && headDim <= 256 &&
+bool mlir::pa::prefillFitsWgmma(int64_t headDim, bool fp8Cache,
+                                int64_t warps, int64_t warpRows,
+                                int64_t kvWarps, int64_t tileKV) {
+  return headDim % 64 == 0 && headDim <= 256 && !fp8Cache &&
          (warps == 0 || warps == 4 || warps == 8) &&
          (warpRows == 0 || warpRows == 16) && (kvWarps == 0 || kvWarps == 1) &&
          tileKV % 16 == 0 && tileKV <= 128 && tileKV >= 0;

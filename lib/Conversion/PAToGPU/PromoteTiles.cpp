@@ -271,10 +271,11 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   l.wgmma = func->hasAttr(kWgmmaAttr);
   if (l.wgmma) {
     l.swizzle = false;
-    if (l.headDim % 64 != 0)
+    if (l.headDim % 64 != 0 || l.fp8())
       return m.loadQ.emitOpError()
              << "pa-promote-tiles: a " << kWgmmaAttr
-             << " kernel needs a head dim that is a multiple of 64";
+             << " kernel needs a head dim that is a multiple of 64 and K / "
+                "V of the queries' type";
   }
   if (!l.elem.isF16() && !l.elem.isBF16() && !l.elem.isF32())
     return m.loadQ.emitOpError()
@@ -686,19 +687,6 @@ void Promoter::widenKV(int64_t stage) {
             /*nontemporal=*/false, llvm::Align(16));
         Value w = arith::ExtFOp::create(b, loc, wideT, x);
         Value row = e.add(e.idx(l.kvRow0(isV, 0)), r);
-        if (l.wgmma) {
-          for (int64_t h = 0; h < 2; ++h) {
-            SmallVector<int64_t> lanes;
-            for (int64_t i = 0; i < kChunk; ++i)
-              lanes.push_back(h * kChunk + i);
-            Value half = vector::ShuffleOp::create(b, loc, w, w, lanes);
-            auto [wr, wc] = tileIndex(l.kvRow0(isV, 0), l.keys, r,
-                                      e.add(col, e.idx(h * kChunk)));
-            vector::StoreOp::create(b, loc, half, smem, ValueRange{wr, wc},
-                                    /*nontemporal=*/false, llvm::Align(16));
-          }
-          continue;
-        }
         if (!l.swizzle) {
           vector::StoreOp::create(b, loc, w, smem, ValueRange{row, col},
                                   /*nontemporal=*/false, llvm::Align(16));
@@ -791,7 +779,6 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
   int64_t wide = l.fp8() ? 0 : stage;
   if (l.fp8() && !l.fp8Regs) {
     widenKV(stage);
-    fenceForWgmma();
     kvBarrier();
   }
   IRMapping map;
