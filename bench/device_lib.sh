@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Shared steps of the device scripts (source it: `. bench/device_lib.sh`).
 #
+#   pa_prep DIR                    (here) sets pac to the build's pa-compile,
+#                                  makes DIR and, unless PA_PAIRS_ONLY=1,
+#                                  fills it with bench/make_bundles.sh's
+#                                  decode and fp8 sets (PA_SKIP_PREFILL=1)
 #   pa_header OUT                  OUT/summary.md: the GPU, driver and date
 #   pa_check_bundles R DIR...      one line a bundle: the runner's check
 #                                  (check-mla for mla_*, check-prefill for
@@ -16,6 +20,15 @@
 #   pa_fi_decode HEADS             FlashInfer's tensor-core decode on the
 #                                  same grid for the KV head counts HEADS
 #                                  (e.g. 8,32), from the staged .gpu-fi
+
+pa_prep() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
+  mkdir -p "$1"
+  [[ "${PA_PAIRS_ONLY:-0}" == 1 ]] ||
+    PA_SKIP_PREFILL=1 "$root/bench/make_bundles.sh" "$1" "$pac" > /dev/null
+}
 
 pa_header() {
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$1/summary.md"

@@ -20,13 +20,12 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export PATH="$PATH:/usr/local/cuda/bin"
 mode="${1:?usage: run_narrow_pv.sh prep DIR | checks|decode STAGED OUT}"
+. "$root/bench/device_lib.sh"
 
 if [[ "$mode" == prep ]]; then
   set -e
-  dir="${2:?DIR}"; build="${PA_BUILD_DIR:-$root/build}"; pac="$build/bin/pa-compile"
-  mkdir -p "$dir"
-  [[ "${PA_PAIRS_ONLY:-0}" == 1 ]] ||
-    PA_SKIP_PREFILL=1 "$root/bench/make_bundles.sh" "$dir" "$pac" > /dev/null
+  dir="${2:?DIR}"
+  pa_prep "$dir"
   c=(--head-dim 128 --page-size 16 --dtype f16 --layout nhd --kv joint --chip sm_90a)
   for v in n w; do
     f=(--narrow-pv=1); [[ $v == w ]] && f=(--narrow-pv=0)
@@ -39,7 +38,6 @@ fi
 
 gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-. "$root/bench/device_lib.sh"
 pa_header "$out"
 case "$mode" in
 checks)
