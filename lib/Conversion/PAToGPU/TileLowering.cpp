@@ -158,6 +158,20 @@ LogicalResult TileStateLowering::ensurePrelude(Operation *before) {
   return emitPrelude(before);
 }
 
+LogicalResult TileStateLowering::lowerCarrying(Operation *op, Block &block,
+                                               TileEnv &inner, size_t carried,
+                                               StringRef what) {
+  if (failed(lowerBlock(block, inner)))
+    return failure();
+  if (inner.state.size() != carried)
+    return op->emitOpError()
+           << pass << ": the tile state must be initialized outside the "
+           << what << " it lives across";
+  Operation *yield = block.getTerminator();
+  yield->insertOperands(yield->getNumOperands(), inner.state);
+  return success();
+}
+
 LogicalResult TileStateLowering::lowerFor(scf::ForOp op, TileEnv &env) {
   if (failed(ensurePrelude(op)))
     return failure();
@@ -178,15 +192,8 @@ LogicalResult TileStateLowering::lowerFor(scf::ForOp op, TileEnv &env) {
   TileEnv inner = env;
   inner.state.assign(body->getArguments().begin() + 1 + own,
                      body->getArguments().end());
-  if (failed(lowerBlock(*body, inner)))
+  if (failed(lowerCarrying(op, *body, inner, carried, "loops")))
     return failure();
-  if (inner.state.size() != carried)
-    return op.emitOpError()
-           << pass
-           << ": the tile state must be initialized outside the loops "
-              "it lives across";
-  body->getTerminator()->insertOperands(body->getTerminator()->getNumOperands(),
-                                        inner.state);
   for (auto [i, r] : llvm::enumerate(op.getResults()))
     r.replaceAllUsesWith(loop.getResult(i));
   env.state.assign(loop.getResults().begin() + own, loop.getResults().end());
@@ -216,15 +223,8 @@ LogicalResult TileStateLowering::lowerIf(scf::IfOp op, TileEnv &env) {
       continue;
     }
     dst->getOperations().splice(dst->end(), from->front().getOperations());
-    if (failed(lowerBlock(*dst, inner)))
+    if (failed(lowerCarrying(op, *dst, inner, carried, "branches")))
       return failure();
-    if (inner.state.size() != carried)
-      return op.emitOpError()
-             << pass
-             << ": the tile state must be initialized outside the "
-                "branches it lives across";
-    dst->getTerminator()->insertOperands(dst->getTerminator()->getNumOperands(),
-                                         inner.state);
   }
   for (auto [i, r] : llvm::enumerate(op.getResults()))
     r.replaceAllUsesWith(ifOp.getResult(i));

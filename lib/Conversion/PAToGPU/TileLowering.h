@@ -121,6 +121,12 @@ protected:
 
 private:
   LogicalResult lowerFor(scf::ForOp op, TileEnv &env);
+  /// The shared tail of lowerFor / lowerIf: lowers `block` (a body or
+  /// branch of `op` whose state starts as `inner`), checks that it carries
+  /// `carried` state values out (an error at `op` naming `what`, the
+  /// loops or branches, otherwise) and appends them to its terminator.
+  LogicalResult lowerCarrying(Operation *op, Block &block, TileEnv &inner,
+                              size_t carried, StringRef what);
   LogicalResult lowerIf(scf::IfOp op, TileEnv &env);
 
   OpBuilder &b;
