@@ -592,7 +592,8 @@ int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
   if (chunk <= 0 || chunk >= noSplit)
     return chunk;
   auto modelled = [&](int64_t c) {
-    return c + kMergeCostPerItem * ceilDiv(maxLen, c);
+    int64_t n = ceilDiv(maxLen, c);
+    return c + n * n / kMergeCostDivisor;
   };
   int64_t best = chunk, bestTime = modelled(chunk);
   for (int64_t c : {2 * chunk, 4 * chunk}) {

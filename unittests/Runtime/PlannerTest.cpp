@@ -697,19 +697,26 @@ TEST(DecodeCTAsPerSM, OneFewerWhereTheLastWaveIdles) {
 }
 
 TEST(FewerMerges, ModelledChoice) {
-  // One request of GQA 4 (8 KV heads) on 132 SMs x 2 CTAs, page size 16:
-  // chooseChunkSize's smallest fitting chunk, then C + 8 n over C, 2C, 4C.
-  auto refined = [](int64_t len) {
+  // One request of GQA 4 (8 KV heads) or GQA 8 (4) on 132 SMs x 2 CTAs,
+  // page size 16: chooseChunkSize's smallest fitting chunk, then C + n^2 / 2
+  // over C, 2C, 4C.
+  auto refined = [](int64_t len, int64_t kvHeads) {
     std::vector<int64_t> lens = {len};
-    return fewerMerges(lens, chooseChunkSize(lens, 8, 264, 16, kDefaultMinChunk), 16);
+    return fewerMerges(
+        lens, chooseChunkSize(lens, kvHeads, 264, 16, kDefaultMinChunk), 16);
   };
   EXPECT_EQ(chooseChunkSize({2048}, 8, 264, 16, kDefaultMinChunk), 64);
-  EXPECT_EQ(refined(2048), 128); // 64 + 8 x 32 = 320 > 128 + 8 x 16 = 256
-  EXPECT_EQ(refined(512), 64);   // 64 + 64 = 128 < 128 + 32 = 160
-  EXPECT_EQ(refined(8192), 256); // 256 + 256 = 512 < 512 + 128 = 640
-  EXPECT_EQ(refined(32768), chooseChunkSize({32768}, 8, 264, 16, kDefaultMinChunk)); // 1008
-  // Never past the no-split chunk; a no-split chunk stays.
-  EXPECT_EQ(fewerMerges({100}, 16, 16), 32); // 16 + 56, 32 + 32, 64 + 16
+  EXPECT_EQ(refined(2048, 8), 128); // 64 + 512, 128 + 128, 256 + 32
+  EXPECT_EQ(refined(512, 8), 64);   // 64 + 32, 128 + 8, 256 + 2
+  EXPECT_EQ(refined(8192, 8), 512); // 256 + 512, 512 + 128, 1024 + 32
+  EXPECT_EQ(chooseChunkSize({32768}, 8, 264, 16, kDefaultMinChunk), 1008);
+  EXPECT_EQ(refined(32768, 8), 1008); // 1008 + 544, 2016 + 144, 4032 + 40
+  EXPECT_EQ(chooseChunkSize({32768}, 4, 264, 16, kDefaultMinChunk), 512);
+  EXPECT_EQ(refined(32768, 4), 1024); // 512 + 2048, 1024 + 512, 2048 + 128
+  // Ties go to the smaller chunk; never past the no-split chunk; a no-split
+  // chunk stays.
+  EXPECT_EQ(fewerMerges({100}, 16, 16), 16); // 16 + 24, 32 + 8, 64 + 2
+  EXPECT_EQ(fewerMerges({200}, 16, 16), 32); // 16 + 84, 32 + 24, 64 + 8
   EXPECT_EQ(fewerMerges({1000}, 16, 16), 64); // 4 x 16 is the last tried
   EXPECT_LE(fewerMerges({40}, 16, 16), 48);   // 48: no split
   EXPECT_EQ(fewerMerges({100}, 112, 16), 112);

@@ -237,19 +237,24 @@ inline constexpr double kMaxIdleWaveShare = 0.25;
 int64_t decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs, int64_t maxCTAs);
 
 /// The merge cost of a split below one wave, in tokens of one work item's
-/// stream per item of a request (the last CTA of a request reads every
-/// partial state and merges them alone): fewerMerges() weighs it.
-inline constexpr int64_t kMergeCostPerItem = 8;
+/// stream: n^2 / kMergeCostDivisor for a request of n items (the last CTA
+/// of a request reads every partial state and merges them alone, while
+/// the n CTAs' partial states and arrivals contend); fewerMerges() weighs
+/// it.
+inline constexpr int64_t kMergeCostDivisor = 2;
 
 /// The merge refinement of a split chosen by chooseChunkSize() (one wave,
 /// B * numKVHeads < maxCTAs): a request of n items runs in one wave in
-/// about C + kMergeCostPerItem * n, so a chunk of a tile or two (many
+/// about C + n^2 / kMergeCostDivisor, so a chunk of a tile or two (many
 /// items, a long merge) loses to a larger one. Returns the chunk of least
 /// modelled time among `chunk`, 2 `chunk` and 4 `chunk` (n = ceil(maxLen /
-/// C), ties to the smaller chunk), never past the no-split chunk. H200,
-/// 2026-11-26 (bench/sweep_decode_b1_chunk.sh): 1 x 2048 at GQA 4 ran 14.0
-/// µs with chunk 128 (16 items) against 15.6 with 64 (32); 1 x 512 (8
-/// items of 64), 1 x 8192 and 1 x 32768 keep theirs.
+/// C), ties to the smaller chunk), never past the no-split chunk. Fit to
+/// a sweep of forced chunks (H200, 2026-11-27,
+/// bench/sweep_decode_b1_chunk.sh, f16 and fp8, GQA 4 and 8, B 1 and 16):
+/// it picks the fastest chunk or one within 2% at every B = 1 row (GQA 8
+/// 1 x 32768: 1024 tokens, 38.3 µs, where the linear C + 8 n of
+/// 2026-11-26 took 512, 42.0; 1 x 2048 at GQA 4: 128 tokens, 13.8 µs,
+/// against 15.3 with 64) and keeps the B = 16 choices.
 int64_t fewerMerges(const std::vector<int64_t> &kvLens, int64_t chunk,
                     int64_t pageSize);
 
