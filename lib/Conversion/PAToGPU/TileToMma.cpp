@@ -570,17 +570,20 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
     Value r16 = e.remui(lane, e.idx(16));
     for (int64_t kk2 = 0; kk2 < c.kSteps() / 2; ++kk2) {
       Value kcol = ldmatrixCol(kk2, l16);
+      // The A fragments of the two k steps, a[mt * 2 + (kk - 2 kk2)].
+      SmallVector<Value> a;
+      for (int64_t mt = 0; mt < mT; ++mt)
+        for (int64_t kk = 2 * kk2; kk < 2 * kk2 + 2; ++kk)
+          a.push_back(qFrag.empty() ? qFragment(q, mt, kk)
+                                    : qFrag[mt * c.kSteps() + kk]);
       for (int64_t np = 0; np < nTiles / 2; ++np) {
         Value kf = ldmatrix(kw, keyRow(e.add(e.idx(np * 16), r16)), kcol,
                             kk2, l16, /*transpose=*/false);
         for (int64_t j = 0; j < 4; ++j) {
-          int64_t kk = 2 * kk2 + j / 2;
           Value bf = fragmentOfRows(fragB(), widen(kf, j, fp8, {0, 1, 2, 3}));
           for (int64_t mt = 0; mt < mT; ++mt) {
-            Value a = qFrag.empty() ? qFragment(q, mt, kk)
-                                    : qFrag[mt * c.kSteps() + kk];
             Value &acc = s[mt * nTiles + 2 * np + j % 2];
-            acc = mma(a, bf, acc);
+            acc = mma(a[mt * 2 + j / 2], bf, acc);
           }
         }
       }
