@@ -361,9 +361,10 @@ private:
   Cache cache;
   PageTable pages;
   Value qView;
+  /// The K / V tiles the math reads, per stage: of `elem` in smem (one
+  /// pair for a widened fp8 cache), or with fp8Regs the fp8 stages in
+  /// smem8.
   SmallVector<Value, 4> kView, vView;
-  /// fp8Regs: the fp8 stages as [keys][D] views of smem8.
-  SmallVector<Value, 4> kView8, vView8;
 
   /// The column of element `col` of shared row `row` of `elem` (swizzled
   /// or not).
@@ -776,15 +777,15 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
   // fp8: widen this stage into the tiles the math reads, visible to the
   // threads that read them (each is past the previous step's math: the
   // barrier above).
-  int64_t wide = l.fp8() ? 0 : stage;
-  if (l.fp8() && !l.fp8Regs) {
+  bool widen = l.fp8() && !l.fp8Regs;
+  if (widen) {
     widenKV(stage);
     kvBarrier();
   }
   IRMapping map;
   map.map(m.loop.getInductionVar(), t0);
-  map.map(m.gather.getKTile(), l.fp8Regs ? kView8[stage] : kView[wide]);
-  map.map(m.gather.getVTile(), l.fp8Regs ? vView8[stage] : vView[wide]);
+  map.map(m.gather.getKTile(), kView[widen ? 0 : stage]);
+  map.map(m.gather.getVTile(), vView[widen ? 0 : stage]);
   for (Operation &op : m.loop.getBody()->without_terminator())
     if (&op != m.gather.getOperation())
       b.clone(op, map);
@@ -817,8 +818,8 @@ void Promoter::run() {
     vView.push_back(view(l.kvRow0(true, s), l.keys));
   }
   for (int64_t s = 0; l.fp8Regs && s < l.stages; ++s) {
-    kView8.push_back(view(l.kvRow8(false, s), l.keys, /*bytes=*/true));
-    vView8.push_back(view(l.kvRow8(true, s), l.keys, /*bytes=*/true));
+    kView.push_back(view(l.kvRow8(false, s), l.keys, /*bytes=*/true));
+    vView.push_back(view(l.kvRow8(true, s), l.keys, /*bytes=*/true));
   }
   if (l.listEntries)
     pageList = memref::ViewOp::create(

@@ -73,6 +73,8 @@
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
+#include <array>
+
 namespace mlir::pa {
 #define GEN_PASS_DEF_PATILETOMMA
 #include "PagedAttn/Conversion/Passes.h.inc"
@@ -117,9 +119,10 @@ struct MmaConfig : TileMaskOptions {
   /// V^T's A fragments one ldmatrix.x4.trans each). Row half 1 keeps no
   /// softmax state; the store merges and writes from the O^T layout.
   bool narrow = false;
-  /// K and V tiles of an fp8 type (pa-promote-tiles' fp8-widen=registers),
-  /// widened in registers after ldmatrix (see the file comment).
-  bool fp8 = false;
+  /// The fp8 type of K and V tiles in that type (pa-promote-tiles'
+  /// fp8-widen=registers), widened in registers after ldmatrix (see the
+  /// file comment); null otherwise.
+  Type fp8;
 
   int64_t rowHalves() const { return 2 * mTiles; }
   /// acc fragments: mTiles x D / 8 C fragments, or D / 16 O^T ones.
@@ -336,8 +339,15 @@ private:
   /// register), byte-permuted by `perm`, widened to Q's type as two pairs
   /// (vector<2>: the rows fragments are built of; one vector of four would
   /// be folded into a 2-D shape_cast, which the LLVM lowering lacks).
-  SmallVector<Value> widen(Value frag, int64_t r, Type fp8,
-                           ArrayRef<int64_t> perm);
+  SmallVector<Value> widen(Value frag, int64_t r, ArrayRef<int64_t> perm);
+  /// fp8: V's keys [16 kk, 16 kk + 16) of the dims of 16-byte chunks 2 dp2
+  /// and 2 dp2 + 1 (one 16-bit ldmatrix.x4.trans of `vw`, matrix j = keys
+  /// 8 (j % 2) .., chunk 2 dp2 + j / 2), widened: for chunk 2 dp2 + s, the
+  /// pairs (dim 2g, dim 2g + 1) of keys 2t, 2t + 1, then of keys 8 + 2t,
+  /// 9 + 2t. In that order they are the rows of V^T's A fragment (narrow
+  /// rows); pairs p and 2 + p the B fragment of n tile 2 (2 dp2 + s) + p.
+  std::array<SmallVector<Value>, 2> vChunks8(const SharedTile &vw, int64_t kk,
+                                             int64_t dp2);
   /// A 2-D fragment of type `t` from its rows.
   Value fragmentOfRows(VectorType t, ArrayRef<Value> rows) {
     Value v = ub::PoisonOp::create(b, loc, t);
@@ -481,7 +491,7 @@ SharedTile MmaLowering::words(const SharedTile &t) {
   return w;
 }
 
-SmallVector<Value> MmaLowering::widen(Value frag, int64_t r, Type fp8,
+SmallVector<Value> MmaLowering::widen(Value frag, int64_t r,
                                       ArrayRef<int64_t> perm) {
   // The byte permute on the whole register (one prmt), then its two
   // 16-bit halves (which the cvt reads as they are: no byte extraction).
@@ -498,10 +508,24 @@ SmallVector<Value> MmaLowering::widen(Value frag, int64_t r, Type fp8,
                                            ArrayRef<int64_t>{p});
     Value pair = vector::BitCastOp::create(
         b, loc, VectorType::get({2}, b.getI8Type()), half);
-    Value f8 = arith::BitcastOp::create(b, loc, VectorType::get({2}, fp8),
+    Value f8 = arith::BitcastOp::create(b, loc, VectorType::get({2}, c.fp8),
                                         pair);
     out.push_back(
         arith::ExtFOp::create(b, loc, VectorType::get({2}, c.elem), f8));
+  }
+  return out;
+}
+
+std::array<SmallVector<Value>, 2>
+MmaLowering::vChunks8(const SharedTile &vw, int64_t kk, int64_t dp2) {
+  Value l16 = e.divui(lane, e.idx(16));
+  Value vrow = keyRow(e.add(e.idx(kk * 16), e.remui(lane, e.idx(16))));
+  Value vf = ldmatrix(vw, vrow, ldmatrixCol(dp2, l16), dp2, l16,
+                      /*transpose=*/true);
+  std::array<SmallVector<Value>, 2> out;
+  for (int64_t s = 0; s < 2; ++s) {
+    out[s] = widen(vf, 2 * s, {0, 2, 1, 3});
+    out[s].append(widen(vf, 2 * s + 1, {0, 2, 1, 3}));
   }
   return out;
 }
@@ -566,7 +590,6 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
     // chunk 2 kk2 + j / 2 of the row (lanes 16 .. 31 the second chunk),
     // each a whole B fragment once widened.
     SharedTile kw = words(k);
-    Type fp8 = cast<MemRefType>(op.getK().getType()).getElementType();
     Value r16 = e.remui(lane, e.idx(16));
     for (int64_t kk2 = 0; kk2 < c.kSteps() / 2; ++kk2) {
       Value kcol = ldmatrixCol(kk2, l16);
@@ -580,7 +603,7 @@ void MmaLowering::qk(TileQKOp op, Env &env) {
         Value kf = ldmatrix(kw, keyRow(e.add(e.idx(np * 16), r16)), kcol,
                             kk2, l16, /*transpose=*/false);
         for (int64_t j = 0; j < 4; ++j) {
-          Value bf = fragmentOfRows(fragB(), widen(kf, j, fp8, {0, 1, 2, 3}));
+          Value bf = fragmentOfRows(fragB(), widen(kf, j, {0, 1, 2, 3}));
           for (int64_t mt = 0; mt < mT; ++mt) {
             Value &acc = s[mt * nTiles + 2 * np + j % 2];
             acc = mma(a[mt * 2 + j / 2], bf, acc);
@@ -846,24 +869,17 @@ void MmaLowering::pv(TilePVOp op, Env &env) {
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
   SmallVector<Value> &next = env.state;
   if (c.fp8) {
-    // 16 keys x two 16-dim chunks a 16-bit ldmatrix.x4.trans: matrix j =
-    // keys 8 (j % 2) .., chunk 2 dp2 + j / 2. Chunk cc gives the B
-    // fragments of n tiles 2 cc (column g: dim 16 cc + 2g) and 2 cc + 1
-    // (dim 16 cc + 2g + 1).
+    // Chunk cc of V gives the B fragments of n tiles 2 cc (column g: dim
+    // 16 cc + 2g) and 2 cc + 1 (dim 16 cc + 2g + 1) (vChunks8).
     SharedTile vw = words(v);
-    Type fp8 = cast<MemRefType>(op.getV().getType()).getElementType();
-    Value r16 = e.remui(lane, e.idx(16));
     for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
-      Value vrow = keyRow(e.add(e.idx(kk * 16), r16));
       for (int64_t dp2 = 0; dp2 < c.headDim / 32; ++dp2) {
-        Value vf = ldmatrix(vw, vrow, ldmatrixCol(dp2, l16), dp2, l16,
-                            /*transpose=*/true);
+        std::array<SmallVector<Value>, 2> chunks = vChunks8(vw, kk, dp2);
         for (int64_t sub = 0; sub < 2; ++sub) {
           int64_t cc = 2 * dp2 + sub;
-          SmallVector<Value> lo = widen(vf, 2 * sub, fp8, {0, 2, 1, 3});
-          SmallVector<Value> hi = widen(vf, 2 * sub + 1, fp8, {0, 2, 1, 3});
           for (int64_t p = 0; p < 2; ++p) {
-            Value bf = fragmentOfRows(fragB(), {lo[p], hi[p]});
+            Value bf = fragmentOfRows(
+                fragB(), {chunks[sub][p], chunks[sub][2 + p]});
             for (int64_t mt = 0; mt < mT; ++mt) {
               Value &o = next[accIndex(mt, 2 * cc + p)];
               o = mma(pa[mt * (nTiles / 2) + kk], bf, o);
@@ -910,20 +926,14 @@ void MmaLowering::pvNarrow(TilePVOp op, Env &env) {
         vals.push_back(e.fromF32(elem(env.s[2 * kk + part], 0, i), c.elem));
     Value pT = fragment(fragB(), vals);
     if (c.fp8) {
-      // 16 keys x two 16-dim chunks a 16-bit ldmatrix.x4.trans (matrix j =
-      // keys 8 (j % 2) .., chunk 2 dp2 + j / 2); chunk cc is the A fragment
-      // of O^T fragment cc, rows g / g + 8 = dims 16 cc + 2g / + 1.
+      // Chunk cc of V is the A fragment of O^T fragment cc, rows g / g + 8
+      // = dims 16 cc + 2g / + 1 (vChunks8).
       SharedTile vw = words(v);
-      Type fp8 = cast<MemRefType>(op.getV().getType()).getElementType();
-      Value vrow = keyRow(e.add(e.idx(kk * 16), e.remui(lane, e.idx(16))));
       for (int64_t dp2 = 0; dp2 < c.headDim / 32; ++dp2) {
-        Value vf = ldmatrix(vw, vrow, ldmatrixCol(dp2, l16), dp2, l16,
-                            /*transpose=*/true);
+        std::array<SmallVector<Value>, 2> chunks = vChunks8(vw, kk, dp2);
         for (int64_t sub = 0; sub < 2; ++sub) {
-          SmallVector<Value> a = widen(vf, 2 * sub, fp8, {0, 2, 1, 3});
-          a.append(widen(vf, 2 * sub + 1, fp8, {0, 2, 1, 3}));
           Value &o = next[accIndex(0, 2 * dp2 + sub)];
-          o = mma(fragmentOfRows(fragA(), a), pT, o);
+          o = mma(fragmentOfRows(fragA(), chunks[sub]), pT, o);
         }
       }
       continue;
@@ -1490,7 +1500,8 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
   // fp8 K / V (pa-promote-tiles' fp8-widen=registers): both, mma.sync,
   // pairs of k steps, views of a memref.view of the shared memory.
   Type kElem = kt.getElementType();
-  c.fp8 = isFP8CacheType(kElem);
+  if (isFP8CacheType(kElem))
+    c.fp8 = kElem;
   bool kvOk = kElem == c.elem || c.fp8;
   func.walk([&](TilePVOp op) {
     kvOk &= cast<MemRefType>(op.getV().getType()).getElementType() == kElem;
