@@ -22,10 +22,8 @@
 
 using namespace mlir;
 
-std::string mlir::pa::prefillMmaForChip(StringRef prefillMma,
-                                        StringRef chip) {
-  return prefillMma == "auto" && chip != "sm_90a" ? "mma.sync"
-                                                  : prefillMma.str();
+std::string mlir::pa::mmaForChip(StringRef mma, StringRef chip) {
+  return mma == "auto" && chip != "sm_90a" ? "mma.sync" : mma.str();
 }
 
 void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
@@ -46,7 +44,8 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.mlaRowBlocks = opts.mlaRowBlocks;
   tile.mlaWarpBlocks = opts.mlaWarpBlocks;
   tile.splitKVMerge = opts.splitKVMerge;
-  tile.prefillMma = prefillMmaForChip(opts.prefillMma, opts.chip);
+  tile.prefillMma = mmaForChip(opts.prefillMma, opts.chip);
+  tile.mlaMma = mmaForChip(opts.mlaMma, opts.chip);
   // convert-pa-to-gpu makes prefill and decode kernels over tile ops; the
   // next stages give their tiles shared memory, then tensor cores or (the
   // CUDA-core decode) lane groups with shuffles (docs/GPU.md).

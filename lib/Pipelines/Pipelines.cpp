@@ -121,6 +121,12 @@ std::string checkNVVM(const mlir::pa::LowerToNVVMOptions &o) {
     return "prefill-mma=wgmma needs chip=sm_90a (wgmma is an sm_90a "
            "instruction), got chip=" +
            o.chip.getValue();
+  if (o.mlaMma != "mma.sync" && o.mlaMma != "wgmma" && o.mlaMma != "auto")
+    return "mla-mma must be mma.sync, wgmma or auto";
+  if (o.mlaMma == "wgmma" && o.chip != "sm_90a")
+    return "mla-mma=wgmma needs chip=sm_90a (wgmma is an sm_90a "
+           "instruction), got chip=" +
+           o.chip.getValue();
   if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
     return "format must be isa, bin or fatbin";
   return "";

@@ -247,6 +247,13 @@ static cl::opt<int64_t> mlaRowBlocks(
     cl::desc("--kernels mla: 16-head row blocks per CTA, 1 or 2 (0: 2 above "
              "16 heads, else 1)"),
     cl::cat(category));
+static cl::opt<std::string> mlaMma(
+    "mla-mma", cl::init("auto"),
+    cl::desc("--kernels mla: tensor-core instructions, mma.sync (sm_80 and "
+             "later), wgmma (Hopper warpgroup MMAs, 64 heads a CTA; needs "
+             "--chip sm_90a) or auto (wgmma for --chip sm_90a from 64 "
+             "heads, else mma.sync)"),
+    cl::cat(category));
 static cl::opt<bool> causal("causal", cl::init(false),
                             cl::desc("prefill: causal mask"),
                             cl::cat(category));
@@ -305,7 +312,7 @@ constexpr int64_t kShortPrefillWarps = 4, kShortPrefillRows = 128;
 /// True when the bundle's prefill kernels use wgmma (--prefill-mma, for
 /// --chip sm_90a with auto).
 bool prefillWgmma() {
-  std::string mma = mlir::pa::prefillMmaForChip(prefillMma, chip);
+  std::string mma = mlir::pa::mmaForChip(prefillMma, chip);
   return mma == "wgmma" ||
          (mma == "auto" &&
           mlir::pa::prefillFitsWgmma(headDim, !kvDtype.empty(), prefillWarps,
@@ -436,6 +443,12 @@ bool checkFlags() {
       fail("--mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)");
     if (mlaWarpBlocks < 0 || mlaWarpBlocks > 2)
       fail("--mla-warp-blocks must be 1 or --mla-row-blocks (0: 1)");
+    if (mlaMma != "mma.sync" && mlaMma != "wgmma" && mlaMma != "auto")
+      fail("--mla-mma must be mma.sync, wgmma or auto, got '" +
+           mlaMma.getValue() + "'");
+    if (mlaMma == "wgmma" && chip != "sm_90a")
+      fail("--mla-mma wgmma needs --chip sm_90a (wgmma is an sm_90a "
+           "instruction), got --chip " + chip.getValue());
     if (!smScale.getNumOccurrences() || smScale == 0)
       fail("--kernels mla needs --sm-scale (with absorbed weights the scale "
            "is the model's 1/sqrt(qk_nope_head_dim + qk_rope_head_dim), "
@@ -451,7 +464,7 @@ bool checkFlags() {
              "heads, no masks)");
   } else {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &mlaHeads, &kpe, &mlaRowBlocks, &mlaWarpBlocks})
+             &mlaHeads, &kpe, &mlaRowBlocks, &mlaWarpBlocks, &mlaMma})
       if (o->getNumOccurrences())
         fail("--" + o->ArgStr + " is an MLA option: it needs --kernels mla");
   }
@@ -1001,6 +1014,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.splitKVMerge = splitKVMerge;
   opts.mlaRowBlocks = mlaRowBlocks;
   opts.mlaWarpBlocks = mlaWarpBlocks;
+  opts.mlaMma = mlaMma;
 }
 
 /// The bundle configuration of the flags.

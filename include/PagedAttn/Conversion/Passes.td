@@ -134,7 +134,12 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
     `mla-row-blocks` query heads), 64-token tiles of the latent cache in
     shared memory (cp.async, two stages), S over D_ckv + D_kpe and O over
     D_ckv split between the 4 warps of each 16-head row block, the softmax
-    exchanged through shared memory (docs/GPU.md, "MLA decode").
+    exchanged through shared memory (docs/GPU.md, "MLA decode"). With
+    `mla-mma=wgmma` (or `auto` from 64 heads) it is the Hopper kernel of
+    lib/Conversion/PAToGPU/MLAWgmma.cpp instead: a CTA per (request, 64
+    heads), two warpgroups, Q and two 64-token stages in wgmma's swizzle
+    layout, S = Q K^T and O += P V as wgmma.mma_async (docs/GPU.md, "MLA
+    decode on wgmma").
 
     Requirements (checked, with an error): identity-layout memrefs, static
     head dim and query heads; for the CUDA-core decode a row of `D * bytes`
@@ -195,6 +200,13 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "m16 row blocks per warp of the pa.mla_decode kernel: 1 (4 warps "
            "per row block) or mla-row-blocks (4 warps, each K / V fragment "
            "serving every block; 0: 1)">,
+    Option<"mlaMma", "mla-mma", "std::string", /*default=*/"\"mma.sync\"",
+           "Tensor-core instructions of the pa.mla_decode kernel: mma.sync "
+           "(16 x mla-row-blocks heads a CTA, sm_80 and later), wgmma (64 "
+           "heads a CTA in two warpgroups reading Q, K, V and P from shared "
+           "memory through matrix descriptors; compile for sm_90a; D_ckv a "
+           "multiple of 128 up to 512, D_ckv + D_kpe a multiple of 64) or "
+           "auto (wgmma from 64 query heads where the shape fits)">,
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
            "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,

@@ -191,6 +191,14 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("16-head row blocks per warp of the pa.mla_decode "
                      "kernel: 1 or mla-row-blocks (0: 1)"),
       llvm::cl::init(0)};
+  PassOptions::Option<std::string> mlaMma{
+      *this, "mla-mma",
+      llvm::cl::desc("Tensor-core instructions of the pa.mla_decode kernel: "
+                     "mma.sync (sm_80 and later), wgmma (Hopper warpgroup "
+                     "MMAs, 64 heads a CTA; needs chip=sm_90a) or auto "
+                     "(wgmma for chip=sm_90a from 64 query heads where the "
+                     "shape fits it, else mma.sync)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<int64_t> decodeKVStages{
       *this, "decode-kv-stages",
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "
@@ -211,11 +219,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("fused")};
 };
 
-/// The prefill-mma value convert-pa-to-gpu gets for pipeline option
-/// `prefillMma` and target `chip`: `auto` (wgmma where the op fits it)
-/// only for chip=sm_90a, whose instruction wgmma is; mma.sync otherwise.
-std::string prefillMmaForChip(llvm::StringRef prefillMma,
-                              llvm::StringRef chip);
+/// The prefill-mma / mla-mma value convert-pa-to-gpu gets for pipeline
+/// option value `mma` and target `chip`: `auto` (wgmma where the op fits
+/// it) only for chip=sm_90a, whose instruction wgmma is; mma.sync
+/// otherwise.
+std::string mmaForChip(llvm::StringRef mma, llvm::StringRef chip);
 
 /// Adds the first half of `pa-lower-to-nvvm`: canonicalize, optional
 /// split-KV, One-Shot Bufferize, convert-pa-to-gpu (kernels annotated with

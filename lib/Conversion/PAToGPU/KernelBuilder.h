@@ -239,6 +239,46 @@ inline std::pair<Value, Value> wgmmaIndex(Emitter &e, int64_t row0,
                 inBlock)};
 }
 
+/// Hopper's warpgroup MMAs (wgmma.mma_async, sm_90a) with f32 accumulators
+/// over `elemType` (f16 / bf16) operands in wgmma's 128-byte swizzle layout
+/// (wgmmaIndex): pa-tile-to-mma's kWgmmaAttr kernels and the MLA decode's
+/// wgmma kernel (MLAWgmma.cpp). Wgmma.cpp.
+struct WgmmaOps {
+  KernelEmitter &em;
+  Type elemType;
+
+  /// The shared-memory address of `memref`'s first element (i64).
+  Value address(Value memref);
+  /// A matrix descriptor of a swizzled operand at shared address `addr`:
+  /// stride byte offset 1024 (8 rows of 128 bytes), `leadingBytes` the
+  /// leading byte offset (K-major operands ignore it: 16 by convention;
+  /// MN-major ones: the distance between 64-column blocks).
+  Value descriptor(Value addr, int64_t leadingBytes);
+  /// `desc` advanced by `bytes` (a multiple of 16).
+  Value advance(Value desc, int64_t bytes);
+  /// The values of `vs` passed through an empty asm statement with side
+  /// effects, so that the compiler moves neither their definitions nor
+  /// their uses across the wgmma fence / wait it sits beside (CUTLASS's
+  /// warpgroup_fence_operand).
+  SmallVector<Value> fenceOperands(ArrayRef<Value> vs);
+  /// wgmma.mma_async m64n`n`k16: D = A B + `acc` (empty `acc`: D = A B), A
+  /// from the descriptor `aDesc` or, when that is null, from the four
+  /// registers `aRegs` (an m16n8k16 A fragment per warp); B from `bDesc`
+  /// (transposed: MN-major). Returns the n / 2 accumulators of the thread:
+  /// registers 4 j .. 4 j + 3 are the m16n8 C fragment of n8 tile j of the
+  /// warp's 16 rows.
+  SmallVector<Value> mmaAsync(int64_t n, ArrayRef<Value> acc, Value aDesc,
+                              ArrayRef<Value> aRegs, Value bDesc,
+                              bool transB);
+  /// wgmma.fence (before the first MMA of a group reads registers written
+  /// since), and commit_group + wait_group `pending`.
+  void fence();
+  void commitAndWait(int64_t pending);
+  /// fence.proxy.async for shared memory: makes this thread's generic-proxy
+  /// writes (cp.async landed, st.shared) visible to wgmma's async proxy.
+  void fenceProxyAsync();
+};
+
 /// True for a memref with the identity layout (what the kernels index).
 inline bool isIdentityMemRef(Type t) {
   auto m = dyn_cast<MemRefType>(t);
@@ -354,18 +394,24 @@ LogicalResult buildMerge(MergeOp op, gpu::GPUModuleOp kmod, StringRef name,
 LogicalResult buildMergeStates(MergeStatesOp op, gpu::GPUModuleOp kmod,
                                StringRef name, int64_t threads);
 
-/// MLAToGPU.cpp: checks that convert-pa-to-gpu can build the kernel of a
-/// memref-form pa.mla_decode with `rowBlocks` m16 row blocks per CTA (0:
-/// the default) of which each warp takes `warpBlocks` (0: 1), an error at
-/// the op otherwise, before any IR changes.
-LogicalResult checkMLAKernel(MLADecodeOp op, int64_t rowBlocks,
-                             int64_t warpBlocks);
+/// convert-pa-to-gpu's options of the MLA decode kernel: m16 row blocks per
+/// CTA (`mla-row-blocks`, 0: the default) of which each warp takes
+/// `warpBlocks` (`mla-warp-blocks`, 0: 1), for the mma.sync kernel; `mma`
+/// (`mla-mma`): mma.sync, wgmma (MLAWgmma.cpp) or auto (wgmma from 64
+/// heads where the shape fits it).
+struct MLAKernelOptions {
+  int64_t rowBlocks = 0, warpBlocks = 0;
+  std::string mma = "mma.sync";
+};
+/// Whether buildMLADecode can build a kernel for a memref-form
+/// pa.mla_decode with `opts`, an error at the op otherwise, before any IR
+/// changes.
+LogicalResult checkMLAKernel(MLADecodeOp op, const MLAKernelOptions &opts);
 /// MLAToGPU.cpp: a memref-form pa.mla_decode becomes the tensor-core kernel
-/// `name` (ABI kind `mla_decode`, a CTA per request and 16 x rowBlocks
-/// query heads), launched in its place.
+/// `name` (ABI kind `mla_decode`, a CTA per request and block of query
+/// heads), launched in its place.
 LogicalResult buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
-                             StringRef name, int64_t rowBlocks,
-                             int64_t warpBlocks);
+                             StringRef name, const MLAKernelOptions &opts);
 //===----------------------------------------------------------------------===//
 // Split-KV decode in one launch (SplitKVMerge.cpp)
 //===----------------------------------------------------------------------===//

@@ -38,9 +38,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-
-#include "PagedAttn/Conversion/PagedAttention.h"
+#include "MLAKernel.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -56,11 +54,10 @@ using FPred = arith::CmpFPredicate;
 
 namespace {
 
-constexpr int64_t kTileKeys = 64; ///< keys per K/V tile
-constexpr int64_t kSlots = 4;     ///< warps of a row block
+constexpr int64_t kTileKeys = kMLATileKeys;
+constexpr int64_t kSlots = kMLASlots;
 constexpr int64_t kSlotKeys = kTileKeys / kSlots;
-constexpr int64_t kStages = 2;
-constexpr int64_t kPad = 8;       ///< row padding in elements (16 bytes)
+constexpr int64_t kStages = kMLAStages;
 constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
 /// With one m16 block per warp, the Q fragments of the first
 /// kQRegisterBudget - D_ckv / 32 k steps (20 of 36 for DeepSeek's 512 +
@@ -71,42 +68,24 @@ constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
 /// and 24 spills a few bytes at small page sizes (bench/results/
 /// mla-q-registers_2026-11-26_h200.md).
 constexpr int64_t kQRegisterBudget = 36;
-constexpr int64_t kMaxSmem = 227 * 1024;
 
-struct MLAShape {
-  Type elem;
-  int64_t heads = 0, ckv = 0, kpe = 0, pageSize = 0, rowBlocks = 1;
-  /// m16 blocks per warp (each warp's QK and PV cover them all, so that
-  /// every K / V fragment it loads serves them all).
-  int64_t warpBlocks = 1;
-  double smScale = 1;
-  std::optional<double> softCap;
-  bool lseBase2 = false;
+/// Why the wgmma kernel cannot take `s` (empty: it can).
+std::string wgmmaMisfit(const MLAShape &s) {
+  if (s.width() % 64 != 0)
+    return "D_ckv + D_kpe a multiple of 64 (whole 128-byte swizzle lines)";
+  if (s.ckv % (64 * kMLAWgmmaGroups) != 0 ||
+      s.ckv / kMLAWgmmaGroups > 256)
+    return "D_ckv a multiple of 128 up to 512 (each warpgroup's half of "
+           "the output one wgmma of N <= 256)";
+  if (s.smemBytes() > kMaxSmem)
+    return "Q and two 64-token stages in " + std::to_string(kMaxSmem) +
+           " bytes of shared memory (" + std::to_string(s.smemBytes()) +
+           " needed)";
+  return "";
+}
 
-  int64_t rows() const { return 16 * rowBlocks; }
-  int64_t warps() const { return kSlots * (rowBlocks / warpBlocks); }
-  int64_t threads() const { return 32 * warps(); }
-  int64_t width() const { return ckv + kpe; }
-  int64_t stride() const { return width() + kPad; }
-  int64_t pStride() const { return kTileKeys + kPad; }
-  int64_t slotCols() const { return ckv / kSlots; }
-  int64_t headBlocks() const { return (heads + rows() - 1) / rows(); }
-  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
-  /// Shared memory: Q rows and the K/V stages ([rows + 2 x 64][stride]),
-  /// the P tile ([rows][pStride]), then f32 row maxima and sums
-  /// ([2][rowBlocks][kSlots][16]).
-  int64_t pOffset() const {
-    return (rows() + kStages * kTileKeys) * stride() * elemBytes();
-  }
-  int64_t redOffset() const {
-    return pOffset() + rows() * pStride() * elemBytes();
-  }
-  int64_t redFloats() const { return 2 * rowBlocks * kSlots * 16; }
-  int64_t smemBytes() const { return redOffset() + redFloats() * 4; }
-};
-
-FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks,
-                             int64_t warpBlocks) {
+FailureOr<MLAShape> mlaShape(MLADecodeOp op, const MLAKernelOptions &opts) {
+  int64_t rowBlocks = opts.rowBlocks, warpBlocks = opts.warpBlocks;
   for (Value v : op->getOperands())
     if (!isIdentityMemRef(v.getType()))
       return op.emitOpError()
@@ -149,6 +128,20 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks,
     return op.emitOpError() << "mla-warp-blocks must be 1 or mla-row-blocks ("
                             << rowBlocks << "), got " << warpBlocks;
   s.warpBlocks = warpBlocks;
+  if (opts.mma != "mma.sync" && opts.mma != "wgmma" && opts.mma != "auto")
+    return op.emitOpError() << "mla-mma must be mma.sync, wgmma or auto, got '"
+                            << opts.mma << "'";
+  if (opts.mma != "mma.sync") {
+    MLAShape w = s;
+    w.wgmma = true;
+    std::string misfit = wgmmaMisfit(w);
+    if (opts.mma == "wgmma" && !misfit.empty())
+      return op.emitOpError() << "mla-mma=wgmma needs " << misfit;
+    // auto: the wgmma kernel's 64-head tile from 64 heads (measured,
+    // docs/PERFORMANCE.md "MLA decode on wgmma").
+    if (misfit.empty() && (opts.mma == "wgmma" || s.heads >= kMLAWgmmaRows))
+      s.wgmma = true;
+  }
   if (s.smemBytes() > kMaxSmem)
     return op.emitOpError()
            << "MLA decode on the GPU: D_ckv + D_kpe = " << s.width()
@@ -164,62 +157,50 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, int64_t rowBlocks,
   return s;
 }
 
-/// The kernel body.
-class MLAKernel : MmaFragments {
-public:
-  MLAKernel(KernelEmitter &e, const MLAShape &s)
-      : MmaFragments{e, s.elem}, e(e), b(e.b), loc(e.loc), s(s) {}
+} // namespace
 
-  /// The kernel body; `split` holds the partial states and counters of
-  /// the split-KV path (grid z > 1).
-  void build(Value qNope, Value qPe, Value cache, const PageTable &pt,
-             Value o, Value lse, const FusedMerge &split);
+//===----------------------------------------------------------------------===//
+// MLAKernelBase (MLAKernel.h)
+//===----------------------------------------------------------------------===//
 
-private:
-  KernelEmitter &e;
-  OpBuilder &b;
-  Location loc;
-  const MLAShape &s;
-  /// The warp's first m16 block (of the CTA's rowBlocks) and its slot.
-  Value tid, lane, warp, rowBlock, slot, smem, pTile, red;
-  Value request, head0, kvLen, pageBase;
-  /// This CTA's keys [kvStart, kvEnd) of the request (grid z splits them).
-  Value kvStart, kvEnd;
+void MLAKernelBase::setup(const PageTable &pt, Value req, Value firstHead) {
+  request = req;
+  head0 = firstHead;
+  kvLen = pt.kvLen(e, request);
+  pageBase = pt.pageBase(e, request);
+  // Split-KV: CTA z of S takes a chunk of ceil(kv_len / S) keys rounded up
+  // to whole tiles (CTAs past the end have no keys).
+  splits = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
+  z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value perSplit = e.divui(e.add(kvLen, e.sub(splits, e.idx(1))), splits);
+  Value chunk = e.mul(e.divui(e.add(perSplit, e.idx(kTileKeys - 1)),
+                              e.idx(kTileKeys)),
+                      e.idx(kTileKeys));
+  kvStart = arith::MinUIOp::create(b, loc, e.mul(z, chunk), kvLen);
+  kvEnd = arith::MinUIOp::create(b, loc, e.add(kvStart, chunk), kvLen);
+}
 
-  Type f32() { return b.getF32Type(); }
-  Value copy16(Value src, ValueRange srcIdx, Value dst, ValueRange dstIdx,
-               Value valid) {
-    Value n = e.select(valid, e.idx(8), e.idx(0));
-    return nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst, dstIdx,
-        src, srcIdx, b.getIndexAttr(8), n, b.getUnitAttr());
-  }
-  void commitAndWait(bool wait) {
-    Value g = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-        ValueRange{});
-    if (wait)
-      nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
-  }
-  /// Index of the f32 row statistic `which` (0 max, 1 sum) of row `r` of
-  /// m16 block `mblock` written by slot `sl`.
-  Value redIndex(int64_t which, Value mblock, Value sl, Value r) {
-    Value blk = e.add(e.mul(e.add(e.mul(e.idx(which), e.idx(s.rowBlocks)),
-                                  mblock),
-                            e.idx(kSlots)),
-                      sl);
-    return e.add(e.mul(blk, e.idx(16)), r);
-  }
-  /// First shared-memory row of K/V stage `stage` (an index).
-  Value stageRow(Value stage) {
-    return e.add(e.idx(s.rows()), e.mul(stage, e.idx(kTileKeys)));
-  }
+Value MLAKernelBase::numTiles() {
+  return e.divui(e.add(e.sub(kvEnd, kvStart), e.idx(kTileKeys - 1)),
+                 e.idx(kTileKeys));
+}
 
-  void copyQ(Value qNope, Value qPe);
-  void copyTile(Value cache, const PageTable &pt, Value t0, Value row0);
-};
+Value MLAKernelBase::copy16(Value src, ValueRange srcIdx, Value dst,
+                            ValueRange dstIdx, Value valid) {
+  Value n = e.select(valid, e.idx(8), e.idx(0));
+  return nvgpu::DeviceAsyncCopyOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst, dstIdx,
+      src, srcIdx, b.getIndexAttr(8), n, b.getUnitAttr());
+}
 
-void MLAKernel::copyQ(Value qNope, Value qPe) {
+void MLAKernelBase::commitAndWait(bool wait) {
+  Value g = nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  if (wait)
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, g, b.getI32IntegerAttr(0));
+}
+
+void MLAKernelBase::copyQ(Value qNope, Value qPe, Value dst, TileIndex at) {
   // Chunk c of the part (q_nope: D_ckv / 8 chunks a row; q_pe: D_kpe / 8)
   // for c = tid, tid + threads, ...; heads past H are zero-filled.
   auto part = [&](Value src, int64_t cols, int64_t col0) {
@@ -232,8 +213,8 @@ void MLAKernel::copyQ(Value qNope, Value qPe) {
         Value h = e.add(head0, r);
         Value valid = e.cmpi(Pred::ult, h, e.idx(s.heads));
         Value hs = e.select(valid, h, e.idx(0));
-        copy16(src, {request, hs, col}, smem,
-               {r, e.add(col, e.idx(col0))}, valid);
+        copy16(src, {request, hs, col}, dst, at(r, e.add(col, e.idx(col0))),
+               valid);
       };
       if ((i + 1) * s.threads() <= total)
         body();
@@ -245,10 +226,8 @@ void MLAKernel::copyQ(Value qNope, Value qPe) {
   part(qPe, s.kpe, s.ckv);
 }
 
-void MLAKernel::copyTile(Value cache, const PageTable &pt, Value t0,
-                         Value row0) {
-  // Warp w copies rows w, w + warps, ... of the tile; lane l chunks l,
-  // l + 32, ... of each (contiguous bytes per copy instruction).
+void MLAKernelBase::copyTile(Value cache, const PageTable &pt, Value t0,
+                             Value dst, TileIndex at) {
   int64_t perRow = s.width() / 8;
   for (int64_t i = 0; i < kTileKeys / s.warps(); ++i) {
     Value r = e.add(warp, e.idx(i * s.warps()));
@@ -267,8 +246,7 @@ void MLAKernel::copyTile(Value cache, const PageTable &pt, Value t0,
       Value cc = e.add(lane, e.idx(32 * j));
       auto body = [&]() {
         Value col = e.mul(cc, e.idx(8));
-        copy16(cache, {page, slotInPage, col}, smem, {e.add(row0, r), col},
-               valid);
+        copy16(cache, {page, slotInPage, col}, dst, at(r, col), valid);
       };
       if ((j + 1) * 32 <= perRow)
         body();
@@ -278,8 +256,62 @@ void MLAKernel::copyTile(Value cache, const PageTable &pt, Value t0,
   }
 }
 
+void MLAKernelBase::finish(
+    const FusedMerge &split,
+    function_ref<void(Value outO, Value outLse, Value row)> storeState) {
+  e.ifThen(e.cmpi(Pred::eq, splits, e.idx(1)),
+           [&]() { storeState(split.o, split.lse, request); });
+  e.ifThen(e.cmpi(Pred::ne, splits, e.idx(1)), [&]() {
+    // Split-KV: the partial state of chunk z, then the last CTA of the
+    // request's splits merges them (the fused split-KV decode's protocol).
+    Value begin = e.mul(request, splits);
+    storeState(split.oPart, split.lsePart, e.add(begin, z));
+    CTAHeads heads{head0, s.rows(),
+                   s.heads % s.rows() == 0
+                       ? Value()
+                       : arith::MinUIOp::create(
+                             b, loc, e.idx(s.rows()),
+                             e.sub(e.idx(s.heads), head0))
+                             .getResult()};
+    emitArriveAndMergeRows(e, split, request, begin, e.add(begin, splits),
+                           heads, s.ckv, s.threads());
+  });
+}
+
+namespace {
+
+/// The mma.sync kernel's body.
+class MLAKernel : MLAKernelBase {
+public:
+  MLAKernel(KernelEmitter &e, const MLAShape &s) : MLAKernelBase(e, s) {}
+
+  void build(Value qNope, Value qPe, Value cache, const PageTable &pt,
+             const FusedMerge &split);
+
+private:
+  /// The warp's first m16 block (of the CTA's rowBlocks) and its slot.
+  Value rowBlock, slot, smem, pTile, red;
+
+  /// Index of the f32 row statistic `which` (0 max, 1 sum) of row `r` of
+  /// m16 block `mblock` written by slot `sl`.
+  Value redIndex(int64_t which, Value mblock, Value sl, Value r) {
+    Value blk = e.add(e.mul(e.add(e.mul(e.idx(which), e.idx(s.rowBlocks)),
+                                  mblock),
+                            e.idx(kSlots)),
+                      sl);
+    return e.add(e.mul(blk, e.idx(16)), r);
+  }
+  /// First shared-memory row of K/V stage `stage` (an index).
+  Value stageRow(Value stage) {
+    return e.add(e.idx(s.rows()), e.mul(stage, e.idx(kTileKeys)));
+  }
+  SmallVector<Value> at(Value row0, Value r, Value col) {
+    return {e.add(row0, r), col};
+  }
+};
+
 void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
-                      Value o, Value lse, const FusedMerge &split) {
+                      const FusedMerge &split) {
   MLIRContext *ctx = b.getContext();
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -287,21 +319,9 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
   warp = e.divui(tid, e.idx(32));
   rowBlock = e.mul(e.divui(warp, e.idx(kSlots)), e.idx(s.warpBlocks));
   slot = e.remui(warp, e.idx(kSlots));
-  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  head0 = e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-                e.idx(s.rows()));
-  kvLen = pt.kvLen(e, request);
-  pageBase = pt.pageBase(e, request);
-  // Split-KV: CTA z of S takes a chunk of ceil(kv_len / S) keys rounded up
-  // to whole tiles (CTAs past the end have no keys).
-  Value splits = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
-  Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  Value perSplit = e.divui(e.add(kvLen, e.sub(splits, e.idx(1))), splits);
-  Value chunk = e.mul(e.divui(e.add(perSplit, e.idx(kTileKeys - 1)),
-                              e.idx(kTileKeys)),
-                      e.idx(kTileKeys));
-  kvStart = arith::MinUIOp::create(b, loc, e.mul(z, chunk), kvLen);
-  kvEnd = arith::MinUIOp::create(b, loc, e.add(kvStart, chunk), kvLen);
+  setup(pt, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+        e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+              e.idx(s.rows())));
 
   Value raw = gpu::DynamicSharedMemoryOp::create(
       b, loc,
@@ -324,12 +344,15 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
       raw, e.idx(s.redOffset()), ValueRange{});
 
   // Q and the first K/V tile in flight.
-  copyQ(qNope, qPe);
-  copyTile(cache, pt, kvStart, stageRow(e.idx(0)));
+  copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {
+    return {r, col};
+  });
+  Value row0 = stageRow(e.idx(0));
+  copyTile(cache, pt, kvStart, smem,
+           [&](Value r, Value col) { return at(row0, r, col); });
   commitAndWait(/*wait=*/false);
 
-  Value numTiles = e.divui(e.add(e.sub(kvEnd, kvStart), e.idx(kTileKeys - 1)),
-                           e.idx(kTileKeys));
+  Value tiles = numTiles();
   int64_t nAcc = s.slotCols() / 8, kSteps = s.width() / 16;
   Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
@@ -378,7 +401,7 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
                                /*transpose=*/false));
   }
   auto loop = e.forLoop(
-      e.idx(0), numTiles, init,
+      e.idx(0), tiles, init,
       [&](Value t, ValueRange st) -> SmallVector<Value> {
         // Tile t has landed (this thread's copies, then everyone's); every
         // warp is done with tile t - 1, whose stage takes tile t + 1.
@@ -387,9 +410,12 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
         Value t0 = e.add(kvStart, e.mul(t, e.idx(kTileKeys)));
         Value stage = e.remui(t, e.idx(kStages));
         Value nextT = e.add(t, e.idx(1));
-        e.ifThen(e.cmpi(Pred::ult, nextT, numTiles), [&]() {
+        e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
+          Value nextRow0 = stageRow(e.remui(nextT, e.idx(kStages)));
           copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kTileKeys))),
-                   stageRow(e.remui(nextT, e.idx(kStages))));
+                   smem, [&](Value r, Value col) {
+                     return at(nextRow0, r, col);
+                   });
         });
         commitAndWait(/*wait=*/false);
         Value kv0 = stageRow(stage);
@@ -572,36 +598,20 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
         });
       }
   };
-  Value one = e.cmpi(Pred::eq, splits, e.idx(1));
-  e.ifThen(one, [&]() { storeState(o, lse, request); });
-  e.ifThen(e.cmpi(Pred::ne, splits, e.idx(1)), [&]() {
-    // Split-KV: the partial state of chunk z, then the last CTA of the
-    // request's splits merges them (the fused split-KV decode's protocol).
-    Value begin = e.mul(request, splits);
-    storeState(split.oPart, split.lsePart, e.add(begin, z));
-    CTAHeads heads{head0, s.rows(),
-                   s.heads % s.rows() == 0
-                       ? Value()
-                       : arith::MinUIOp::create(
-                             b, loc, e.idx(s.rows()),
-                             e.sub(e.idx(s.heads), head0))
-                             .getResult()};
-    emitArriveAndMergeRows(e, split, request, begin, e.add(begin, splits),
-                           heads, s.ckv, s.threads());
-  });
+  finish(split, storeState);
 }
 
 } // namespace
 
-LogicalResult gpukernel::checkMLAKernel(MLADecodeOp op, int64_t rowBlocks,
-                                        int64_t warpBlocks) {
-  return success(succeeded(mlaShape(op, rowBlocks, warpBlocks)));
+LogicalResult gpukernel::checkMLAKernel(MLADecodeOp op,
+                                        const MLAKernelOptions &opts) {
+  return success(succeeded(mlaShape(op, opts)));
 }
 
 LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
-                                        StringRef name, int64_t rowBlocks,
-                                        int64_t warpBlocks) {
-  FailureOr<MLAShape> shape = mlaShape(op, rowBlocks, warpBlocks);
+                                        StringRef name,
+                                        const MLAKernelOptions &opts) {
+  FailureOr<MLAShape> shape = mlaShape(op, opts);
   if (failed(shape))
     return failure();
   const MLAShape &s = *shape;
@@ -656,10 +666,16 @@ LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
     split.o = map.lookup(op.getOuts()[0]);
     split.lse = map.lookup(op.getOuts()[1]);
     split.lseBase2 = s.lseBase2;
-    MLAKernel k(e, s);
-    k.build(map.lookup(op.getQNope()), map.lookup(op.getQPe()),
-            map.lookup(op.getKvCache()), pt, map.lookup(op.getOuts()[0]),
-            map.lookup(op.getOuts()[1]), split);
+    if (s.wgmma) {
+      func->setAttr(kWgmmaAttr, UnitAttr::get(func.getContext()));
+      buildMLAWgmmaBody(e, s, map.lookup(op.getQNope()),
+                        map.lookup(op.getQPe()), map.lookup(op.getKvCache()),
+                        pt, split);
+    } else {
+      MLAKernel k(e, s);
+      k.build(map.lookup(op.getQNope()), map.lookup(op.getQPe()),
+              map.lookup(op.getKvCache()), pt, split);
+    }
     gpu::ReturnOp::create(b, loc);
   }
   OpBuilder after(op->getContext());

@@ -136,6 +136,9 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
     return PrefillShape{prefillWarps,   prefillTileKV, prefillWarpRows,
                         prefillKVWarps, 0,             mma};
   }
+  MLAKernelOptions mlaOptions() const {
+    return MLAKernelOptions{mlaRowBlocks, mlaWarpBlocks, mlaMma};
+  }
   /// Whether a decode op gets the tensor-core kernel: asked for, or with
   /// `auto` (the default) where it is measured to win or the only one that
   /// can (autoTensorCoreDecode).
@@ -220,7 +223,7 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
       if (s && failed(checkTileKernel(op, *s)))
         return WalkResult::interrupt();
       if (auto m = dyn_cast<MLADecodeOp>(op);
-          m && failed(checkMLAKernel(m, mlaRowBlocks, mlaWarpBlocks)))
+          m && failed(checkMLAKernel(m, mlaOptions())))
         return WalkResult::interrupt();
       ops.push_back(op);
       return WalkResult::advance();
@@ -297,8 +300,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                                         ctaThreads);
               })
               .Case([&](MLADecodeOp m) {
-                return buildMLADecode(m, kmod, "pa_mla_decode", mlaRowBlocks,
-                                      mlaWarpBlocks);
+                return buildMLADecode(m, kmod, "pa_mla_decode",
+                                      mlaOptions());
               });
       if (failed(r))
         return signalPassFailure();

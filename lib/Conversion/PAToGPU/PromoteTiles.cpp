@@ -384,12 +384,7 @@ private:
   /// (wgmma reads shared memory through it) before the barrier after them.
   void fenceForWgmma() {
     if (l.wgmma)
-      NVVM::FenceProxyOp::create(
-          b, loc,
-          NVVM::ProxyKindAttr::get(b.getContext(),
-                                   NVVM::ProxyKind::async_shared),
-          NVVM::SharedSpaceAttr::get(b.getContext(),
-                                     NVVM::SharedSpace::shared_cta));
+      WgmmaOps{e, Type()}.fenceProxyAsync();
   }
   /// Rows [row0, row0 + n) of shared memory (`smem`, or the fp8 stages
   /// `smem8`) as a [n][D] view.

@@ -262,22 +262,8 @@ private:
   Value descK, descV, descQ;
   /// Rows of the Q tile (the span of its 64-column blocks).
   int64_t qRows = 0;
-  Value descriptorOf(Value addr, int64_t leadingBytes);
-  /// `desc` advanced by `bytes` (a multiple of 16).
-  Value advance(Value desc, int64_t bytes);
-  /// The values of `vs` passed through an empty asm statement with side
-  /// effects, so that the compiler moves neither their definitions nor
-  /// their uses across the wgmma fence / wait it sits beside (CUTLASS's
-  /// warpgroup_fence_operand).
-  SmallVector<Value> fenceOperands(ArrayRef<Value> vs);
-  /// wgmma.mma_async m64n`n`k16 with f32 accumulators: D = A B + `acc`
-  /// (empty `acc`: D = A B), A from the descriptor `aDesc` or, when that is
-  /// null, from the four registers `aRegs` (an m16n8k16 A fragment per
-  /// warp); B from `bDesc` (transposed: MN-major). Returns the n / 2
-  /// accumulators of the thread.
-  SmallVector<Value> wgmmaAsync(int64_t n, ArrayRef<Value> acc, Value aDesc,
-                                ArrayRef<Value> aRegs, Value bDesc,
-                                bool transB);
+  /// The warpgroup MMAs' helpers (KernelBuilder.h).
+  WgmmaOps wg{e, c.elem};
   void qkWgmma(TileQKOp op, Env &env);
   void pvWgmma(TilePVOp op, Env &env);
   void applyMask(TileMaskOp op, Env &env) override;
@@ -408,19 +394,17 @@ LogicalResult MmaLowering::emitPrelude(Operation *before) {
     permuteQ(*qTile);
   if (first && c.wgmma) {
     Type i64 = b.getI64Type();
-    Value addr = arith::IndexCastOp::create(
-        b, loc, i64,
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, qTile->base));
+    Value addr = wg.address(qTile->base);
     // K-major swizzled layouts ignore the leading byte offset (1 by
     // convention); V's is the distance between its 64-column blocks.
-    descK = descriptorOf(addr, 16);
-    descV = descriptorOf(addr, c.keys * 128);
+    descK = wg.descriptor(addr, 16);
+    descV = wg.descriptor(addr, c.keys * 128);
     qRows = qTile->rows;
-    Value wg = arith::IndexCastOp::create(b, loc, i64,
-                                          e.divui(warp, e.idx(4)));
-    descQ = e.add(advance(descK, qTile->row0 * c.headDim * 2),
+    Value group = arith::IndexCastOp::create(b, loc, i64,
+                                             e.divui(warp, e.idx(4)));
+    descQ = e.add(wg.advance(descK, qTile->row0 * c.headDim * 2),
                   arith::MulIOp::create(
-                      b, loc, wg,
+                      b, loc, group,
                       arith::ConstantOp::create(
                           b, loc, b.getIntegerAttr(i64, 64 * 128 / 16))));
   }
@@ -949,105 +933,22 @@ void MmaLowering::pvNarrow(TilePVOp op, Env &env) {
   }
 }
 
-Value MmaLowering::descriptorOf(Value addr, int64_t leadingBytes) {
-  // PTX ISA, "Matrix Descriptor Format": start address >> 4 in bits 0-13,
-  // leading byte offset >> 4 in bits 16-29, stride byte offset >> 4 in
-  // bits 32-45 (1024: 8 rows of 128 bytes, wgmmaIndex), base offset 0 in
-  // bits 49-51 (every tile starts on a 1024-byte boundary of shared memory
-  // aligned to 1024), layout 1 (128-byte swizzle) in bits 62-63.
-  Type i64 = b.getI64Type();
-  auto c64 = [&](uint64_t v) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, v));
-  };
-  Value start = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, addr, c64(4)), c64(0x3FFF));
-  uint64_t fields = (uint64_t(leadingBytes >> 4) << 16) |
-                    (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-  return arith::OrIOp::create(b, loc, start, c64(fields));
-}
-
-Value MmaLowering::advance(Value desc, int64_t bytes) {
-  // The start address field holds addresses below 256 KB: adding to the
-  // descriptor never carries out of it (CUTLASS's DescriptorIterator).
-  if (bytes == 0)
-    return desc;
-  return e.add(desc, arith::ConstantOp::create(
-                         b, loc, b.getIntegerAttr(b.getI64Type(), bytes / 16)));
-}
-
-SmallVector<Value> MmaLowering::fenceOperands(ArrayRef<Value> vs) {
-  std::string cons;
-  SmallVector<Type> types;
-  for (Value v : vs) {
-    cons += v.getType().isF32() ? "=f," : "=r,";
-    types.push_back(v.getType());
-  }
-  for (size_t i = 0; i < vs.size(); ++i)
-    cons += std::to_string(i) + (i + 1 < vs.size() ? "," : "");
-  return e.inlineAsm("", cons, types, vs, /*sideEffects=*/true);
-}
-
-SmallVector<Value> MmaLowering::wgmmaAsync(int64_t n, ArrayRef<Value> acc,
-                                           Value aDesc, ArrayRef<Value> aRegs,
-                                           Value bDesc, bool transB) {
-  int64_t regs = n / 2;
-  StringRef t = c.elem.isBF16() ? "bf16" : "f16";
-  SmallVector<Value> operands(acc.begin(), acc.end());
-  std::string cons;
-  for (int64_t i = 0; i < regs; ++i)
-    cons += "=f,";
-  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i)
-    cons += std::to_string(i) + ",";
-  int64_t aIdx = regs + acc.size();
-  if (aDesc) {
-    operands.push_back(aDesc);
-    cons += "l,";
-  } else {
-    operands.append(aRegs.begin(), aRegs.end());
-    cons += "r,r,r,r,";
-  }
-  int64_t bIdx = aIdx + (aDesc ? 1 : 4);
-  operands.push_back(bDesc);
-  operands.push_back(e.i32(acc.empty() ? 0 : 1));
-  cons += "l,r";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  // scale-d is a predicate: D = A B + D when the last operand is 1.
-  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << bIdx + 1 << ", 0;\n"
-     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << t << "."
-     << t << " {";
-  for (int64_t i = 0; i < regs; ++i)
-    os << (i ? ", $" : "$") << i;
-  os << "}, ";
-  if (aDesc)
-    os << "$" << aIdx;
-  else
-    os << "{$" << aIdx << ", $" << aIdx + 1 << ", $" << aIdx + 2 << ", $"
-       << aIdx + 3 << "}";
-  // Then B, scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
-  os << ", $" << bIdx << ", p, 1, 1, " << (aDesc ? "0, " : "")
-     << (transB ? 1 : 0) << ";\n}";
-  return e.inlineAsm(text, cons, SmallVector<Type>(regs, b.getF32Type()),
-                     operands, /*sideEffects=*/true);
-}
-
 void MmaLowering::qkWgmma(TileQKOp op, Env &env) {
   // S = Q K^T for the warpgroup's 64 rows: A = its Q rows, B = the K tile
   // (N = the tile's keys), both K-major, k steps of 16 columns: step kk is
   // in 64-column block kk / 4 at byte (kk % 4) * 32 of each 128-byte line.
   SharedTile k = *sharedTile(kPass, op, op.getK());
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  wg.fence();
   SmallVector<Value> acc;
   for (int64_t kk = 0; kk < c.kSteps(); ++kk) {
     int64_t inLine = (kk % 4) * 32;
-    Value a = advance(descQ, (kk / 4) * qRows * 128 + inLine);
-    Value bd = advance(descK, k.row0 * c.headDim * 2 +
+    Value a = wg.advance(descQ, (kk / 4) * qRows * 128 + inLine);
+    Value bd = wg.advance(descK, k.row0 * c.headDim * 2 +
                                   (kk / 4) * k.rows * 128 + inLine);
-    acc = wgmmaAsync(c.keys, acc, a, {}, bd, /*transB=*/false);
+    acc = wg.mmaAsync(c.keys, acc, a, {}, bd, /*transB=*/false);
   }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  acc = fenceOperands(acc);
+  wg.commitAndWait(0);
+  acc = wg.fenceOperands(acc);
   // Accumulator registers 4 j .. 4 j + 3: the C fragment of n8 tile j.
   env.s.clear();
   for (int64_t j = 0; j < c.nTiles(); ++j)
@@ -1071,18 +972,17 @@ void MmaLowering::pvWgmma(TilePVOp op, Env &env) {
       vals.push_back(vector::ExtractOp::create(
           b, loc, vector::BitCastOp::create(b, loc, i32x1, pair), 0));
     }
-  vals = fenceOperands(vals);
+  vals = wg.fenceOperands(vals);
   int64_t accRegs = c.headDim / 2;
   SmallVector<Value> acc(vals.begin(), vals.begin() + accRegs);
   ArrayRef<Value> aRegs = ArrayRef<Value>(vals).drop_front(accRegs);
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  wg.fence();
   for (int64_t kk = 0; kk < c.keys / 16; ++kk)
-    acc = wgmmaAsync(c.headDim, acc, Value(), aRegs.slice(4 * kk, 4),
-                     advance(descV, v.row0 * c.headDim * 2 + kk * 16 * 128),
+    acc = wg.mmaAsync(c.headDim, acc, Value(), aRegs.slice(4 * kk, 4),
+                      wg.advance(descV, v.row0 * c.headDim * 2 + kk * 16 * 128),
                      /*transB=*/true);
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  acc = fenceOperands(acc);
+  wg.commitAndWait(0);
+  acc = wg.fenceOperands(acc);
   for (int64_t dn = 0; dn < c.dTiles(); ++dn)
     env.state[accIndex(0, dn)] =
         fragment(fragC(), ArrayRef<Value>(acc).slice(4 * dn, 4));
@@ -1472,7 +1372,7 @@ LogicalResult makeConfig(gpu::GPUFuncOp func, MmaConfig &c,
   c.wgmma = func->hasAttr(kWgmmaAttr);
   if (c.wgmma) {
     // Every tile in the one shared buffer, unpadded ([..][D] rows), each
-    // starting on a 1024-byte boundary (wgmmaIndex, descriptorOf).
+    // starting on a 1024-byte boundary (wgmmaIndex, WgmmaOps::descriptor).
     SmallVector<Value> all;
     for (TileQKOp op : qks)
       all.append({op.getQ(), op.getK()});

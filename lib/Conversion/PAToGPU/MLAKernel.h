@@ -1,0 +1,133 @@
+//===- MLAKernel.h - what the two MLA decode kernels share ------*- C++ -*-===//
+//
+// Private to convert-pa-to-gpu: the shape of a pa.mla_decode kernel and the
+// pieces its two bodies share (MLAToGPU.cpp: mma.sync, sm_80 and later;
+// MLAWgmma.cpp: Hopper warpgroup MMAs, sm_90a): the request / split a CTA
+// works on, the cp.async copies of Q and of the latent cache's token rows,
+// and the store of the final or partial state with the fused split-KV
+// merge (docs/GPU.md, "MLA decode").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PAGEDATTN_LIB_CONVERSION_PATOGPU_MLAKERNEL_H
+#define PAGEDATTN_LIB_CONVERSION_PATOGPU_MLAKERNEL_H
+
+#include "KernelBuilder.h"
+
+#include "PagedAttn/Conversion/PagedAttention.h"
+
+namespace mlir::pa::gpukernel {
+
+constexpr int64_t kMLATileKeys = 64; ///< keys per K/V tile
+constexpr int64_t kMLAStages = 2;    ///< K/V tiles in shared memory
+constexpr int64_t kMLASlots = 4;     ///< warps of an mma.sync row block
+constexpr int64_t kMLAPad = 8;       ///< mma.sync row padding (16 bytes)
+constexpr int64_t kMaxSmem = 227 * 1024;
+/// The wgmma kernel: 64 query heads a CTA (one m64 block), two warpgroups.
+constexpr int64_t kMLAWgmmaRows = 64;
+constexpr int64_t kMLAWgmmaGroups = 2;
+
+struct MLAShape {
+  Type elem;
+  int64_t heads = 0, ckv = 0, kpe = 0, pageSize = 0, rowBlocks = 1;
+  /// m16 blocks per warp (each warp's QK and PV cover them all, so that
+  /// every K / V fragment it loads serves them all).
+  int64_t warpBlocks = 1;
+  /// The wgmma kernel (MLAWgmma.cpp) rather than the mma.sync one.
+  bool wgmma = false;
+  double smScale = 1;
+  std::optional<double> softCap;
+  bool lseBase2 = false;
+
+  int64_t rows() const { return wgmma ? kMLAWgmmaRows : 16 * rowBlocks; }
+  int64_t warps() const {
+    return wgmma ? 4 * kMLAWgmmaGroups
+                 : kMLASlots * (rowBlocks / warpBlocks);
+  }
+  int64_t threads() const { return 32 * warps(); }
+  int64_t width() const { return ckv + kpe; }
+  int64_t headBlocks() const { return (heads + rows() - 1) / rows(); }
+  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+
+  // mma.sync: Q rows and the K/V stages ([rows + 2 x 64][stride], rows
+  // padded), the P tile ([rows][pStride]), then f32 row maxima and sums
+  // ([2][rowBlocks][kMLASlots][16]).
+  int64_t stride() const { return width() + kMLAPad; }
+  int64_t pStride() const { return kMLATileKeys + kMLAPad; }
+  int64_t slotCols() const { return ckv / kMLASlots; }
+  // wgmma: Q ([64][width]) and the K/V stages ([64][width] each) in wgmma's
+  // swizzle layout (wgmmaIndex: width / 64 column blocks of [64][64]), the
+  // P tile ([64][64], the same layout), then f32 row maxima and sums
+  // ([2][kMLAWgmmaGroups][64]).
+  int64_t regionElems() const { return kMLAWgmmaRows * width(); }
+
+  int64_t pOffset() const {
+    return wgmma ? (1 + kMLAStages) * regionElems() * elemBytes()
+                 : (rows() + kMLAStages * kMLATileKeys) * stride() *
+                       elemBytes();
+  }
+  int64_t redOffset() const {
+    return pOffset() +
+           rows() * (wgmma ? kMLATileKeys : pStride()) * elemBytes();
+  }
+  int64_t redFloats() const {
+    return wgmma ? 2 * kMLAWgmmaGroups * kMLAWgmmaRows
+                 : 2 * rowBlocks * kMLASlots * 16;
+  }
+  int64_t smemBytes() const { return redOffset() + redFloats() * 4; }
+};
+
+/// The request, keys and copies of an MLA decode CTA (both kernels).
+class MLAKernelBase : protected MmaFragments {
+protected:
+  MLAKernelBase(KernelEmitter &e, const MLAShape &s)
+      : MmaFragments{e, s.elem}, e(e), b(e.b), loc(e.loc), s(s) {}
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  const MLAShape &s;
+  Value tid, lane, warp;
+  Value request, head0, kvLen, pageBase;
+  /// This CTA's keys [kvStart, kvEnd) of the request (grid z splits them
+  /// into `splits` chunks; this is chunk `z`).
+  Value splits, z, kvStart, kvEnd;
+
+  Type f32() { return b.getF32Type(); }
+  /// tid / lane / warp, then the request and first head (given) with the
+  /// request's keys and this CTA's split of them.
+  void setup(const PageTable &pt, Value request, Value head0);
+  Value copy16(Value src, ValueRange srcIdx, Value dst, ValueRange dstIdx,
+               Value valid);
+  void commitAndWait(bool wait);
+  /// Indices into the shared buffer of element `col` (a multiple of 8) of
+  /// row `row` of a Q or K/V tile.
+  using TileIndex = function_ref<SmallVector<Value>(Value row, Value col)>;
+  /// Q (q_nope | q_pe; heads past H zero-filled) into `dst`.
+  void copyQ(Value qNope, Value qPe, Value dst, TileIndex at);
+  /// The tile of the 64 tokens from t0 into `dst`: warp w copies rows w, w
+  /// + warps, ... (one page lookup per row), lane l chunks l, l + 32, ...
+  /// (contiguous bytes per copy instruction); tokens past kvEnd
+  /// zero-filled without a lookup.
+  void copyTile(Value cache, const PageTable &pt, Value t0, Value dst,
+                TileIndex at);
+  /// Keys of the split in whole tiles.
+  Value numTiles();
+  /// The end of the kernel: `storeState(outO, outLse, row)` writes the
+  /// CTA's rows of o / lse (the final state without a split; else the f32
+  /// partial state of split z, after which the last CTA of the request
+  /// merges the splits).
+  void finish(const FusedMerge &split,
+              function_ref<void(Value outO, Value outLse, Value row)>
+                  storeState);
+};
+
+/// MLAWgmma.cpp: the wgmma kernel's body (a CTA of 64 heads, two
+/// warpgroups), inside the kernel function.
+void buildMLAWgmmaBody(KernelEmitter &e, const MLAShape &s, Value qNope,
+                       Value qPe, Value cache, const PageTable &pt,
+                       const FusedMerge &split);
+
+} // namespace mlir::pa::gpukernel
+
+#endif // PAGEDATTN_LIB_CONVERSION_PATOGPU_MLAKERNEL_H
