@@ -1,6 +1,12 @@
 // RUN: pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | FileCheck %s
 // RUN: pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90 format=isa" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | FileCheck %s --check-prefix=SM80
+// RUN: pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90a format=isa" > %t.wgmma
+// RUN: FileCheck %s --check-prefix=WGMMA < %t.wgmma
+// RUN: FileCheck %s --check-prefix=WGS < %t.wgmma
+// RUN: FileCheck %s --check-prefix=WGPV < %t.wgmma
+// RUN: pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90a format=isa" | not grep -E "(ld|st)\.local|__nv_"
+// RUN: not pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90 mla-mma=wgmma" 2>&1 | FileCheck %s --check-prefix=WGCHIP
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | not grep -E "(ld|st)\.local|__nv_"
 
 // The MLA decode kernel's PTX (DeepSeek-V3's shapes: 128 heads, bf16, ckv
@@ -24,6 +30,23 @@
 // CHECK-SAME: ex2.approx
 // CHECK-SAME: membar.gl
 // CHECK-SAME: atom.global.add.u32
+// On sm_90a (mla-mma=auto, 128 heads) the wgmma kernel: dynamic shared
+// memory aligned to 1024 bytes (the swizzle's repeat), cp.async with the
+// async-proxy fence, wgmma m64n32k16 (S) and m64n256k16 (O += P V), no
+// local memory; wgmma needs chip=sm_90a.
+// WGMMA: .target sm_90a
+// WGMMA-SAME: .entry pa_mla_decode(
+// WGMMA-SAME: .shared .align 1024 .b8 __dynamic_shmem__0
+// WGMMA-SAME: cp.async.cg.shared.global
+// WGMMA-SAME: fence.proxy.async.shared::cta
+// WGMMA-SAME: atom.global.add.u32
+// WGS: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// WGS-SAME: wgmma.commit_group.sync.aligned
+// WGS-SAME: wgmma.wait_group.sync.aligned {{(\\09)?}}0;
+// WGPV: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// WGPV-SAME: wgmma.commit_group.sync.aligned
+// WGPV-SAME: wgmma.wait_group.sync.aligned {{(\\09)?}}0;
+// WGCHIP: pa-lower-to-nvvm: mla-mma=wgmma needs chip=sm_90a (wgmma is an sm_90a instruction), got chip=sm_90
 // SM80: .target sm_80
 // SM80-SAME: .entry pa_mla_decode(
 // SM80-SAME: cp.async.cg.shared.global

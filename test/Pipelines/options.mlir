@@ -23,6 +23,7 @@
 // RUN: not pa-opt %s --pa-lower-to-nvvm="split-kv-merge=late" 2>&1 | FileCheck %s --check-prefix=MERGE
 // MLA decode has a kernel of its own; its option is checked like the others.
 // RUN: not pa-opt %s --pa-lower-to-nvvm="mla-row-blocks=3" 2>&1 | FileCheck %s --check-prefix=MLA
+// RUN: not pa-opt %s --pa-lower-to-nvvm="mla-mma=tensor" 2>&1 | FileCheck %s --check-prefix=MLAMMA
 
 // BOTH: split-kv-chunk and split-kv-work-list exclude each other
 // NEG: split-kv-chunk must be >= 0
@@ -45,6 +46,7 @@
 // GPUSEP-SAME: .entry pa_merge_segments(
 // MERGE: pa-lower-to-nvvm: split-kv-merge must be fused or separate
 // MLA: pa-lower-to-nvvm: mla-row-blocks must be 1 or 2 (0: 2 above 16 heads, else 1)
+// MLAMMA: pa-lower-to-nvvm: mla-mma must be mma.sync, wgmma or auto
 
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @decode(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %o: tensor<?x32x128xf16>, %l: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
