@@ -63,3 +63,15 @@ if [[ -n "$fi" ]]; then
   cat "$out/fi_h128.md"
   tail -3 "$out/fi_h128.log"
 fi
+# PA_MLA_SWEEP=1: forced split counts against the automatic one at few
+# requests (the planner's mlaSplits), for the wgmma and mma.sync kernels.
+if [[ "${PA_MLA_SWEEP:-0}" == 1 ]]; then
+  for n in mla_h128_p64_bf16_wg mla_h128_p64_bf16_sync mla_h16_p64_bf16; do
+    for s in 0 4 8 16 32; do
+      timeout 120 "$R" bench-mla --batches 1,4,16 --lengths 1024,8192,32768 --splits "$s" \
+        --out "$out/sweep_${n}_$s.md" "$B/$n" > /dev/null 2>&1
+      grep -E "^\| [0-9]" "$out/sweep_${n}_$s.md" | awk -F'|' -v n="$n" -v s="$s" \
+        '{printf "| %s | %s | %s | %s | %s |\n", n, s, $2, $3, $5}'
+    done
+  done | tee "$out/sweep.md"
+fi

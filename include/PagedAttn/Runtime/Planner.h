@@ -373,10 +373,14 @@ int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
 //===----------------------------------------------------------------------===//
 
 /// The most splits of a request's keys pa_mla_decode picks by itself (the
-/// last CTA of a request merges its splits alone: beyond 16 that costs
-/// more than the parallelism gains, H200 2026-11-26,
-/// bench/results/mla-splits-sweep_2026-11-26_h200.md).
-constexpr int64_t kMaxMLASplits = 16;
+/// last CTA of a request merges its splits alone). 16 on 2026-11-26, when
+/// that merge paid an L2 round trip per output slot and split; with the
+/// merge's loads in flight together (MLAKernelBase::mergeSplits) 32 splits
+/// ran faster at B = 1 (H200 2026-11-27, 128 heads 1 x 32768: 125.7 ->
+/// 99.5 us on wgmma, 129.6 -> 86.0 on mma.sync; 16 heads 94.4 -> 64.5;
+/// wgmma 1 x 8192 58.6 -> 66.7 the one row slower,
+/// bench/results/mla-merge-splits_2026-11-27_h200.md).
+constexpr int64_t kMaxMLASplits = 32;
 /// The fewest keys per split pa_mla_decode picks when it knows the longest
 /// request (1 x 1024 ran fastest with 8 splits of 128 keys).
 constexpr int64_t kMinMLASplitTokens = 128;

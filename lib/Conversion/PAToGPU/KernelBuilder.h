@@ -461,6 +461,14 @@ void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
                         const CTAHeads &heads, int64_t headDim,
                         int64_t threads);
 
+/// The arrival of a CTA of `request` that wrote its partial rows for
+/// `heads`, one of `items` (an index) CTAs of the request (SplitKVMerge.cpp
+/// describes the protocol; with `fenced` the caller has already fenced and
+/// barriered after its partial stores): true (i1, the same in every
+/// thread) in the CTA that arrives last, which then merges the rows. Every
+/// thread of the CTA must reach it.
+Value emitArrival(KernelEmitter &e, const FusedMerge &m, Value request,
+                  Value items, const CTAHeads &heads, bool fenced);
 /// emitArriveAndMerge for a CTA whose request's partial rows are [begin,
 /// end) of m.oPart / m.lsePart (m.workIndptr unused); with `fenced` the
 /// caller has already fenced and barriered after its partial stores.

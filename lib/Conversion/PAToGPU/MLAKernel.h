@@ -120,6 +120,9 @@ protected:
   void finish(const FusedMerge &split,
               function_ref<void(Value outO, Value outLse, Value row)>
                   storeState);
+  /// The last CTA's merge of the request's splits [begin, begin + splits)
+  /// into o / lse for the CTA's heads.
+  void mergeSplits(const FusedMerge &split, Value begin);
 };
 
 /// MLAWgmma.cpp: the wgmma kernel's body (a CTA of 64 heads, two

@@ -40,6 +40,8 @@
 
 #include "MLAKernel.h"
 
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 
@@ -68,6 +70,10 @@ constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
 /// and 24 spills a few bytes at small page sizes (bench/results/
 /// mla-q-registers_2026-11-26_h200.md).
 constexpr int64_t kQRegisterBudget = 36;
+/// The splits' merge (MLAKernelBase::mergeSplits): output slots a thread
+/// accumulates at once, and the unroll of its loop over the rows.
+constexpr int64_t kMergeSlots = 8;
+constexpr uint64_t kMergeRowUnroll = 2;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -263,19 +269,139 @@ void MLAKernelBase::finish(
            [&]() { storeState(split.o, split.lse, request); });
   e.ifThen(e.cmpi(Pred::ne, splits, e.idx(1)), [&]() {
     // Split-KV: the partial state of chunk z, then the last CTA of the
-    // request's splits merges them (the fused split-KV decode's protocol).
+    // request's splits merges them (the fused split-KV decode's arrival).
     Value begin = e.mul(request, splits);
     storeState(split.oPart, split.lsePart, e.add(begin, z));
-    CTAHeads heads{head0, s.rows(),
-                   s.heads % s.rows() == 0
-                       ? Value()
-                       : arith::MinUIOp::create(
-                             b, loc, e.idx(s.rows()),
-                             e.sub(e.idx(s.heads), head0))
-                             .getResult()};
-    emitArriveAndMergeRows(e, split, request, begin, e.add(begin, splits),
-                           heads, s.ckv, s.threads());
+    CTAHeads heads{head0, s.rows(), Value()};
+    Value merges = emitArrival(e, split, request, splits, heads,
+                               /*fenced=*/false);
+    e.ifThen(merges, [&]() { mergeSplits(split, begin); });
   });
+}
+
+void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
+  // The merge operator over the S partial rows [begin, begin + S) of the
+  // CTA's heads, in two steps so that many loads are in flight: (1) thread
+  // h < rows: the head's largest lse and total weight sum_i 2^(lse_i -
+  // max) into shared memory (the stages are free now) and the merged lse;
+  // (2) every thread: its `perThread` output slots (4 consecutive f32 of a
+  // head) accumulated over the rows in registers, sum_i 2^(lse_i - max)
+  // o_i, loads of all its slots issued together for each row, then o =
+  // acc / total.
+  MLIRContext *ctx = b.getContext();
+  auto wgSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wgSpace));
+  Value stats = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({2 * s.rows()}, f32(), MemRefLayoutAttrInterface(),
+                      wgSpace),
+      raw, e.idx(0), ValueRange{});
+  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  Value toBase = e.f32(m.lseBase2 ? 1.0 : kLn2);
+  // The thread index read afresh (an asm statement CSE leaves alone), so
+  // that no index computed before the KV loop is reused here and kept live
+  // across it (the wgmma kernel's loop holds 225+ registers: reusing them
+  // spilled there).
+  Value tid = e.toIndex(e.inlineAsm("mov.u32 $0, %tid.x;", "=r",
+                                    b.getI32Type(), ValueRange{},
+                                    /*sideEffects=*/true)[0]);
+  auto headOf = [&](Value h) {
+    // A head past H reads head 0's rows and writes nothing.
+    Value hg = e.add(head0, h);
+    Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
+    return std::make_pair(e.select(valid, hg, e.idx(0)), valid);
+  };
+  auto lseOf = [&](Value i, Value hg) {
+    return e.mul(e.load(m.lsePart, {e.add(begin, i), hg}), toLog2);
+  };
+  e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
+    auto [hg, valid] = headOf(tid);
+    Value mx = e.forLoop(e.idx(0), splits, {e.negInf()},
+                         [&](Value i, ValueRange r) -> SmallVector<Value> {
+                           return {e.maxf(r[0], lseOf(i, hg))};
+                         })
+                   .getResult(0);
+    Value mSafe =
+        e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
+    Value total = e.forLoop(e.idx(0), splits, {e.f32(0)},
+                            [&](Value i, ValueRange r) -> SmallVector<Value> {
+                              return {e.add(r[0],
+                                            e.ex2(e.sub(lseOf(i, hg), mSafe)))};
+                            })
+                      .getResult(0);
+    e.store(mSafe, stats, {tid});
+    e.store(total, stats, {e.add(tid, e.idx(s.rows()))});
+    Value some = e.cmpf(FPred::OGT, total, e.f32(0));
+    e.ifThen(valid, [&]() {
+      e.store(e.select(some, e.mul(e.add(mx, e.lg2(total)), toBase),
+                       e.negInf()),
+              m.lse, {request, hg});
+    });
+  });
+  gpu::BarrierOp::create(b, loc);
+  int64_t slotsPerHead = s.ckv / 4;
+  int64_t perThread = s.rows() * slotsPerHead / s.threads();
+  auto vec4 = VectorType::get({4}, f32());
+  Value zero = e.splat(e.f32(0), vec4);
+  struct Slot {
+    Value h, hg, valid, d;
+  };
+  auto slotOf = [&](int64_t k) {
+    Value idx = e.add(tid, e.idx(k * s.threads()));
+    Value h = e.divui(idx, e.idx(slotsPerHead));
+    auto [hg, valid] = headOf(h);
+    return Slot{h, hg, valid,
+                e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4))};
+  };
+  // kMergeSlots slots at a time (their accumulators, indices and loads in
+  // registers), the rows' loop unrolled by kMergeRowUnroll.
+  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+  for (int64_t k0 = 0; k0 < perThread; k0 += kMergeSlots) {
+    SmallVector<Slot> chunk;
+    for (int64_t k = k0; k < std::min(k0 + kMergeSlots, perThread); ++k)
+      chunk.push_back(slotOf(k));
+    SmallVector<Value> mSafe;
+    for (const Slot &sl : chunk)
+      mSafe.push_back(e.load(stats, {sl.h}));
+    scf::ForOp rows = e.forLoop(
+        e.idx(0), splits, SmallVector<Value>(chunk.size(), zero),
+        [&](Value i, ValueRange r) -> SmallVector<Value> {
+          Value row = e.add(begin, i);
+          SmallVector<Value> next;
+          for (auto [k, sl] : llvm::enumerate(chunk)) {
+            Value w = e.ex2(e.sub(lseOf(i, sl.hg), mSafe[k]));
+            Value o = vector::LoadOp::create(
+                b, loc, vec4, m.oPart, ValueRange{row, sl.hg, sl.d},
+                /*nontemporal=*/false, llvm::MaybeAlign(16));
+            // An empty split's weight is 0 (its lse is -inf).
+            next.push_back(e.select(
+                e.cmpf(FPred::OGT, w, e.f32(0)),
+                LLVM::FMAOp::create(b, loc, e.splat(w, vec4), o, r[k]),
+                r[k]));
+          }
+          return next;
+        });
+    SmallVector<Value> acc(rows.getResults());
+    for (auto [k, sl] : llvm::enumerate(chunk)) {
+      Value total = e.load(stats, {e.add(sl.h, e.idx(s.rows()))});
+      Value inv = e.select(e.cmpf(FPred::OGT, total, e.f32(0)),
+                           e.divf(e.f32(1), total), e.f32(0));
+      Value o = arith::MulFOp::create(b, loc, acc[k], e.splat(inv, vec4));
+      if (!oElem.isF32())
+        o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);
+      e.ifThen(sl.valid, [&]() {
+        vector::StoreOp::create(
+            b, loc, o, m.o, ValueRange{request, sl.hg, sl.d},
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(4 * oElem.getIntOrFloatBitWidth() / 8));
+      });
+    }
+    // After the uses of its results are built: unrolling replaces them.
+    (void)loopUnrollByFactor(rows, kMergeRowUnroll);
+  }
 }
 
 namespace {

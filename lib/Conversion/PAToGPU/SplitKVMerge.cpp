@@ -171,10 +171,9 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                          /*fenced=*/true);
 }
 
-void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
-                                       Value request, Value begin, Value end,
-                                       const CTAHeads &heads, int64_t headDim,
-                                       int64_t threads, bool fenced) {
+Value gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
+                             Value request, Value items,
+                             const CTAHeads &heads, bool fenced) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   MLIRContext *ctx = b.getContext();
@@ -183,7 +182,6 @@ void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     gpu::BarrierOp::create(b, loc);
   }
-  Value items = e.sub(end, begin);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value last = e.ifThenElse(
       e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1},
@@ -200,8 +198,8 @@ void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
               Value isLast = e.cmpi(Pred::eq, old,
                                     e.toI32(e.sub(items, e.idx(1))));
               e.ifThen(isLast, [&]() {
-                // Ready for the next launch; the merge below reads the
-                // other CTAs' rows after this fence.
+                // Ready for the next launch; the merge after this reads
+                // the other CTAs' rows after this fence.
                 e.store(e.i32(0), m.counters, {request, heads.first});
                 NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
               });
@@ -219,7 +217,16 @@ void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
                                                   NVVM::BarrierReduction::OR),
                   pred)
                   .getResult(0);
-  e.ifThen(e.cmpi(Pred::ne, any, e.i32(0)), [&]() {
+  return e.cmpi(Pred::ne, any, e.i32(0));
+}
+
+void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
+                                       Value request, Value begin, Value end,
+                                       const CTAHeads &heads, int64_t headDim,
+                                       int64_t threads, bool fenced) {
+  Value merges =
+      emitArrival(e, m, request, e.sub(end, begin), heads, fenced);
+  e.ifThen(merges, [&]() {
     emitMergeRows(e, m, request, begin, end, heads, headDim, threads);
   });
 }
