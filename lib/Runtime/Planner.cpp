@@ -657,9 +657,12 @@ int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
     return 1;
   int64_t s = std::max<int64_t>(1, slots / (batch * headBlocks));
   s = std::min(s, kMaxMLASplits);
-  if (maxKVLen > 0)
+  if (maxKVLen > 0) {
     s = std::min(s, std::max<int64_t>(1, ceilDiv(maxKVLen,
                                                  kMinMLASplitTokens)));
+    s = std::min(s, std::max(kMLASplitsAtMinTokens,
+                             ceilDiv(maxKVLen, kMLASplitTokens)));
+  }
   return s;
 }
 

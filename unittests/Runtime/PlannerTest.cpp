@@ -1264,6 +1264,11 @@ TEST(MLASplits, FillOneWaveWithinTheBounds) {
   EXPECT_EQ(mlaSplits(256, 1, 132, 0), 1);
   // At least kMinMLASplitTokens keys per split when the longest is known.
   EXPECT_EQ(mlaSplits(1, 1, 132, 1024), 1024 / kMinMLASplitTokens);
+  // Beyond kMLASplitsAtMinTokens splits, kMLASplitTokens keys a split:
+  // 1 x 4096 over 2 head blocks takes 16 splits, 1 x 32768 the most.
+  EXPECT_EQ(mlaSplits(1, 2, 132, 4096), 4096 / kMLASplitTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 2048), kMLASplitsAtMinTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 32768), kMaxMLASplits);
   EXPECT_EQ(mlaSplits(1, 1, 132, 1), 1);
   EXPECT_EQ(mlaSplits(0, 1, 132, 0), 1);
   EXPECT_EQ(mlaSplits(4, 0, 132, 0), 1);

@@ -384,12 +384,20 @@ constexpr int64_t kMaxMLASplits = 32;
 /// The fewest keys per split pa_mla_decode picks when it knows the longest
 /// request (1 x 1024 ran fastest with 8 splits of 128 keys).
 constexpr int64_t kMinMLASplitTokens = 128;
+/// Beyond kMLASplitsAtMinTokens splits, at least kMLASplitTokens keys a
+/// split: at B = 1 (H200 2026-11-27, 128 heads) 1 x 4096 ran 47.2 us with
+/// 16 splits and 60.8 with 32 on wgmma (35.3 / 39.9 on mma.sync), 1 x
+/// 32768 fastest with 32 (bench/results/mla-merge-splits_2026-11-27_h200.md,
+/// mla-page-per-tile_2026-11-27_h200.md).
+constexpr int64_t kMLASplitsAtMinTokens = 8;
+constexpr int64_t kMLASplitTokens = 256;
 
 /// The splits of each request's keys for an MLA decode of `batch` requests
 /// whose kernel has `headBlocks` CTAs per request (grid y) on `slots` CTA
 /// slots: as many as fill one wave, S = max(1, floor(slots / (batch x
 /// headBlocks))), at most kMaxMLASplits and, with maxKVLen > 0, at most
-/// ceil(maxKVLen / kMinMLASplitTokens). 1 for batch <= 0.
+/// ceil(maxKVLen / kMinMLASplitTokens) and max(kMLASplitsAtMinTokens,
+/// ceil(maxKVLen / kMLASplitTokens)). 1 for batch <= 0.
 int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
                   int64_t maxKVLen);
 

@@ -110,7 +110,15 @@ protected:
   /// (contiguous bytes per copy instruction); tokens past kvEnd
   /// zero-filled without a lookup.
   void copyTile(Value cache, const PageTable &pt, Value t0, Value dst,
-                TileIndex at);
+                TileIndex at, Value page = Value());
+  /// Whether each tile lies in one page (the page size a multiple of 64;
+  /// tiles start at multiples of 64): then copyTile takes the tile's page
+  /// (tilePage), loaded a tile ahead by the KV loops, instead of one
+  /// lookup per row on the copy's path.
+  bool pagePerTile() const { return s.pageSize % kMLATileKeys == 0; }
+  /// The page of tile `tile` of the split (index 0 for a tile past
+  /// `tiles`, which is not looked up).
+  Value tilePage(const PageTable &pt, Value tile, Value tiles);
   /// Keys of the split in whole tiles.
   Value numTiles();
   /// The end of the kernel: `storeState(outO, outLse, row)` writes the

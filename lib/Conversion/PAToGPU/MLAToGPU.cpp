@@ -232,8 +232,18 @@ void MLAKernelBase::copyQ(Value qNope, Value qPe, Value dst, TileIndex at) {
   part(qPe, s.kpe, s.ckv);
 }
 
+Value MLAKernelBase::tilePage(const PageTable &pt, Value tile, Value tiles) {
+  return e.ifThenElse(
+      e.cmpi(Pred::ult, tile, tiles), {b.getIndexType()},
+      [&]() -> SmallVector<Value> {
+        Value t0 = e.add(kvStart, e.mul(tile, e.idx(kTileKeys)));
+        return {e.toIndex(pt.pageEntry(e, pageBase, t0))};
+      },
+      [&]() -> SmallVector<Value> { return {e.idx(0)}; })[0];
+}
+
 void MLAKernelBase::copyTile(Value cache, const PageTable &pt, Value t0,
-                             Value dst, TileIndex at) {
+                             Value dst, TileIndex at, Value tilePage) {
   int64_t perRow = s.width() / 8;
   for (int64_t i = 0; i < kTileKeys / s.warps(); ++i) {
     Value r = e.add(warp, e.idx(i * s.warps()));
@@ -241,12 +251,16 @@ void MLAKernelBase::copyTile(Value cache, const PageTable &pt, Value t0,
     Value valid = e.cmpi(Pred::ult, t, kvEnd);
     // A token past kv_len has no page (a request without tokens may have
     // no kv_indices entry at all): its lookup is skipped.
-    Value page = e.ifThenElse(
-        valid, {b.getIndexType()},
-        [&]() -> SmallVector<Value> {
-          return {e.toIndex(pt.pageEntry(e, pageBase, t))};
-        },
-        [&]() -> SmallVector<Value> { return {e.idx(0)}; })[0];
+    Value page = tilePage ? tilePage
+                          : e.ifThenElse(
+                                valid, {b.getIndexType()},
+                                [&]() -> SmallVector<Value> {
+                                  return {e.toIndex(
+                                      pt.pageEntry(e, pageBase, t))};
+                                },
+                                [&]() -> SmallVector<Value> {
+                                  return {e.idx(0)};
+                                })[0];
     Value slotInPage = e.remui(t, e.idx(s.pageSize));
     for (int64_t j = 0; j * 32 < perRow; ++j) {
       Value cc = e.add(lane, e.idx(32 * j));
@@ -473,12 +487,13 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
   copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {
     return {r, col};
   });
+  Value tiles = numTiles();
+  bool onePage = pagePerTile();
   Value row0 = stageRow(e.idx(0));
   copyTile(cache, pt, kvStart, smem,
-           [&](Value r, Value col) { return at(row0, r, col); });
+           [&](Value r, Value col) { return at(row0, r, col); },
+           onePage ? tilePage(pt, e.idx(0), tiles) : Value());
   commitAndWait(/*wait=*/false);
-
-  Value tiles = numTiles();
   int64_t nAcc = s.slotCols() / 8, kSteps = s.width() / 16;
   Value l8 = e.remui(lane, e.idx(8)), l16 = e.divui(lane, e.idx(16));
   Value lMid = e.remui(e.divui(lane, e.idx(8)), e.idx(2));
@@ -517,6 +532,10 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
     init.push_back(e.f32(0));
   for (int64_t i = 0; i < wb * nAcc; ++i)
     init.push_back(zeroC());
+  // With a page per tile, the page of the next tile to copy (loaded one
+  // tile ahead).
+  if (onePage)
+    init.push_back(tilePage(pt, e.idx(1), tiles));
   // The held Q fragments, loaded once Q has landed (with tile 0).
   SmallVector<Value> qFrag;
   if (qHeld > 0) {
@@ -539,11 +558,13 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
         e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
           Value nextRow0 = stageRow(e.remui(nextT, e.idx(kStages)));
           copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kTileKeys))),
-                   smem, [&](Value r, Value col) {
-                     return at(nextRow0, r, col);
-                   });
+                   smem,
+                   [&](Value r, Value col) { return at(nextRow0, r, col); },
+                   onePage ? st.back() : Value());
         });
         commitAndWait(/*wait=*/false);
+        Value pageAfter =
+            onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
         Value kv0 = stageRow(stage);
 
         // S = Q K^T over the slot's 16 keys, for each of the warp's blocks:
@@ -683,6 +704,8 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
             }
           }
         }
+        if (onePage)
+          next.back() = pageAfter;
         return next;
       });
   // No copy is left in flight at the exit.

@@ -138,13 +138,15 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
   copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {
     return {swizzled(e.idx(0), r, col)};
   });
+  Value tiles = numTiles();
+  bool onePage = pagePerTile();
   Value base0 = stageBase(e.idx(0));
   copyTile(cache, pt, kvStart, smem,
            [&](Value r, Value col) -> SmallVector<Value> {
              return {swizzled(base0, r, col)};
-           });
+           },
+           onePage ? tilePage(pt, e.idx(0), tiles) : Value());
   commitAndWait(/*wait=*/false);
-  Value tiles = numTiles();
 
   // Descriptors: K-major ones (Q, K, P) from the start of shared memory
   // (Q's place), MN-major ones (V: 64-column blocks 64 rows x 128 bytes
@@ -168,6 +170,10 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
   SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
   for (int64_t i = 0; i < accRegs; ++i)
     init.push_back(e.f32(0));
+  // With a page per tile, the page of the next tile to copy (loaded one
+  // tile ahead).
+  if (onePage)
+    init.push_back(tilePage(pt, e.idx(1), tiles));
   auto loop = e.forLoop(
       e.idx(0), tiles, init,
       [&](Value t, ValueRange st) -> SmallVector<Value> {
@@ -185,9 +191,12 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
           copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kKeys))),
                    smem, [&](Value r, Value col) -> SmallVector<Value> {
                      return {swizzled(next, r, col)};
-                   });
+                   },
+                   onePage ? st.back() : Value());
         });
         commitAndWait(/*wait=*/false);
+        Value pageAfter =
+            onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
         Value stageBytes =
             e.mul(stageBase(stage), e.idx(s.elemBytes()));
 
@@ -281,6 +290,8 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
         acc = wg.fenceOperands(acc);
         for (int64_t r = 0; r < accRegs; ++r)
           next[4 + r] = acc[r];
+        if (onePage)
+          next.back() = pageAfter;
         return next;
       });
   // No copy is left in flight at the exit.
