@@ -8,7 +8,9 @@
 #                                                 # timings (FI: .gpu-fi)
 #
 # `make` compiles for sm_90a: DeepSeek-V3's shape (128 heads, ckv 512 + kpe
-# 64, bf16, pages of 64) on wgmma (auto) and on mma.sync; wgmma at 64 heads
+# 64, bf16, pages of 64) with auto (mla_decode on wgmma and
+# mla_decode_small on mma.sync, the runtime's choice), on wgmma alone and
+# on mma.sync alone; wgmma at 64 heads
 # (f16, pages of 16, soft-cap, base-2 lse), 40 heads (a partial head block,
 # f16, pages of 5), 128 heads with pages of 1; 16 heads (auto: mma.sync).
 # Stage with `PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu OUT_DIR/*`.
@@ -24,7 +26,8 @@ if [[ "$what" == make ]]; then
   mkdir -p "$out"
   # name heads page_size dtype extra flags
   configs=(
-    "mla_h128_p64_bf16_wg 128 64 bf16"
+    "mla_h128_p64_bf16_auto 128 64 bf16"
+    "mla_h128_p64_bf16_wg 128 64 bf16 --mla-mma wgmma"
     "mla_h128_p64_bf16_sync 128 64 bf16 --mla-mma mma.sync"
     "mla_h64_p16_f16_wg_cap 64 16 f16 --mla-mma wgmma --logits-soft-cap 30 --lse-base2"
     "mla_h40_p5_f16_wg 40 5 f16 --mla-mma wgmma"
@@ -50,7 +53,7 @@ echo "PASS lines: $(grep -c ": PASS" "$out/check_mla.log"), FAIL lines: $(grep -
   echo "$tool: $(timeout 240 compute-sanitizer --tool $tool --report-api-errors no "$R" check-mla --seed 3 \
     "$B/mla_h40_p5_f16_wg" "$B/mla_h64_p16_f16_wg_cap" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
 done
-for n in ${PA_MLA_BENCH:-mla_h128_p64_bf16_wg mla_h128_p64_bf16_sync}; do
+for n in ${PA_MLA_BENCH:-mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg mla_h128_p64_bf16_sync}; do
   timeout 200 "$R" bench-mla --batches 1,16,64,128 --lengths 1024,4096,8192 \
     --out "$out/ours_$n.md" "$B/$n" > /dev/null 2>&1
   cat "$out/ours_$n.md"

@@ -93,7 +93,8 @@ const std::pair<const char *, KernelKind> kKernelKinds[] = {
     {"select_topk", KernelKind::SelectTopK},
     {"pack_mask", KernelKind::PackMask},
     {"plan_split_kv", KernelKind::PlanSplitKV},
-    {"mla_decode", KernelKind::MLADecode}};
+    {"mla_decode", KernelKind::MLADecode},
+    {"mla_decode_small", KernelKind::MLADecodeSmall}};
 const std::pair<const char *, ArgRole> kRoles[] = {
     {"q", ArgRole::Q},
     {"kv", ArgRole::KV},
@@ -279,7 +280,7 @@ std::vector<ArgRole> requiredRoles(KernelKind k, const BundleConfig &c) {
   if (k == KernelKind::PlanSplitKV)
     return {ArgRole::KVIndptr,    ArgRole::KVLastPageLen, ArgRole::WorkIndptr,
             ArgRole::WorkRequest, ArgRole::WorkStart,     ArgRole::WorkEnd};
-  if (k == KernelKind::MLADecode)
+  if (k == KernelKind::MLADecode || k == KernelKind::MLADecodeSmall)
     return {ArgRole::QNope,     ArgRole::QPe,           ArgRole::CkvKpe,
             ArgRole::KVIndptr,  ArgRole::KVIndices,     ArgRole::KVLastPageLen,
             ArgRole::O,         ArgRole::LSE,           ArgRole::OPart,
@@ -775,7 +776,8 @@ Status Parser::parsePrefill(const std::vector<std::string_view> &t) {
   if (!inKernel)
     return lineError("'prefill' outside a kernel");
   KernelSpec &k = m.kernels.back();
-  if (!isPrefillKind(k.kind) && k.kind != KernelKind::MLADecode)
+  if (!isPrefillKind(k.kind) && k.kind != KernelKind::MLADecode &&
+      k.kind != KernelKind::MLADecodeSmall)
     return lineError("a 'prefill' line belongs to a prefill or mla_decode "
                      "kernel, not to kernel '",
                      toString(k.kind), "'");
@@ -908,7 +910,8 @@ Status Parser::closeKernel() {
     return kernelError("missing the 'topk ratio R' line");
   if (k.kind == KernelKind::PlanSplitKV && !k.planChunk)
     return kernelError("missing the 'plan chunk C' line");
-  if (k.kind == KernelKind::MLADecode) {
+  if (k.kind == KernelKind::MLADecode ||
+      k.kind == KernelKind::MLADecodeSmall) {
     // The options the kernel was compiled with (sm_scale, soft_cap,
     // lse_base2), which a caller needs to know.
     if (!k.prefill)
@@ -959,15 +962,26 @@ Status Parser::finish() {
                                       "'mla_decode' kernel");
     for (const KernelSpec &k : m.kernels)
       if (k.kind != KernelKind::MLADecode &&
+          k.kind != KernelKind::MLADecodeSmall &&
           k.kind != KernelKind::MergeStates && k.kind != KernelKind::Merge)
         return Status::error(os.str() + "kernel '" + toString(k.kind) +
                              "' does not belong in an MLA bundle (config "
                              "kpe): it takes no latent cache");
+    // mla_decode_small serves the same pa_mla_decode calls.
+    const KernelSpec *big = m.find(KernelKind::MLADecode);
+    if (const KernelSpec *small = m.find(KernelKind::MLADecodeSmall);
+        small && (small->args != big->args ||
+                  !(*small->prefill == *big->prefill)))
+      return Status::error(os.str() +
+                           "kernel 'mla_decode_small' must take the arguments "
+                           "of kernel 'mla_decode' and carry its prefill line "
+                           "(it is a form of that kernel)");
     return Status::success();
   }
-  if (m.find(KernelKind::MLADecode))
-    return Status::error(os.str() + "kernel 'mla_decode' needs an MLA "
-                                    "bundle (config key kpe)");
+  for (KernelKind k : {KernelKind::MLADecode, KernelKind::MLADecodeSmall})
+    if (m.find(k))
+      return Status::error(os.str() + "kernel '" + toString(k) +
+                           "' needs an MLA bundle (config key kpe)");
   if (!decode && !m.find(KernelKind::Prefill))
     return Status::error(os.str() + "the bundle has no 'decode' kernel and "
                                     "no 'prefill' kernel (it needs one)");

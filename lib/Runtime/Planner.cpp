@@ -666,6 +666,13 @@ int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
   return s;
 }
 
+bool pa::rt::chooseMLASmall(int64_t batch, int64_t maxKVLen) {
+  if (maxKVLen <= 0)
+    return batch < kMLASmallMaxBatch;
+  // batch x maxKVLen < kMLASmallMaxKeys without overflowing.
+  return batch < ceilDiv(kMLASmallMaxKeys, maxKVLen);
+}
+
 pa::rt::MLAWorkspace pa::rt::mlaWorkspace(int64_t batch, int64_t heads,
                                           int64_t ckv, int64_t splits) {
   MLAWorkspace w;

@@ -1189,29 +1189,38 @@ Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
 /// The most splits pa_mla_decode takes when the caller names them.
 constexpr int64_t kMaxExplicitMLASplits = 1024;
 
-/// The automatic splits of an MLA decode of `batch` requests (mlaSplits over
-/// the device's CTA slots for the mla_decode kernel, queried once per
-/// bundle rather than on every decode step).
-Status mlaSplitsOnDevice(const pa_bundle &b, int64_t batch, int64_t maxKVLen,
-                         int64_t &splits) {
-  const KernelSpec *k = b.manifest.find(KernelKind::MLADecode);
-  if (b.mlaSlots == 0) {
+/// The automatic splits of an MLA decode of `batch` requests on kernel
+/// `kind` (mla_decode or mla_decode_small; mlaSplits over the device's CTA
+/// slots for it, queried once per bundle rather than on every decode step).
+Status mlaSplitsOnDevice(const pa_bundle &b, KernelKind kind, int64_t batch,
+                         int64_t maxKVLen, int64_t &splits) {
+  const KernelSpec *k = b.manifest.find(kind);
+  int64_t &slots = b.mlaSlots[kind == KernelKind::MLADecodeSmall ? 1 : 0];
+  if (slots == 0) {
     CUdevice dev;
     PA_CU(cuCtxGetDevice(&dev));
     int sms = 0, blocks = 0;
     PA_CU(cuDeviceGetAttribute(&sms,
                                CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
     PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, b.function(KernelKind::MLADecode),
-        static_cast<int>(k->launch.block[0]),
+        &blocks, b.function(kind), static_cast<int>(k->launch.block[0]),
         static_cast<size_t>(k->launch.sharedBytes)));
-    b.mlaSlots = static_cast<int64_t>(sms) * std::max(blocks, 1);
+    slots = static_cast<int64_t>(sms) * std::max(blocks, 1);
   }
   int64_t headBlocks = k->launch.grid[1].symbol == GridSymbol::Literal
                            ? k->launch.grid[1].value
                            : 1;
-  splits = mlaSplits(batch, headBlocks, b.mlaSlots, maxKVLen);
+  splits = mlaSplits(batch, headBlocks, slots, maxKVLen);
   return Status::success();
+}
+
+/// The MLA kernel of `b` for a decode of `batch` requests of at most
+/// `maxKVLen` keys (chooseMLASmall where the bundle has mla_decode_small).
+KernelKind mlaKernel(const pa_bundle &b, int64_t batch, int64_t maxKVLen) {
+  return b.function(KernelKind::MLADecodeSmall) &&
+                 chooseMLASmall(batch, maxKVLen)
+             ? KernelKind::MLADecodeSmall
+             : KernelKind::MLADecode;
 }
 
 /// pa_mla_decode: MLA decode over the latent cache of an MLA bundle.
@@ -1254,9 +1263,10 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   if (a.max_kv_len < 0 || a.workspace_bytes < 0)
     return fail("max_kv_len (", a.max_kv_len, ") and workspace_bytes (",
                 a.workspace_bytes, ") must not be negative");
+  KernelKind kernel = mlaKernel(b, a.batch, a.max_kv_len);
   int64_t splits = a.num_splits;
   if (splits == 0) {
-    PA_TRY(mlaSplitsOnDevice(b, a.batch, a.max_kv_len, splits));
+    PA_TRY(mlaSplitsOnDevice(b, kernel, a.batch, a.max_kv_len, splits));
     // Within the workspace the caller gave.
     while (splits > 1 &&
            mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits).bytes >
@@ -1300,8 +1310,7 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
   bind(ArgRole::O, a.o);
   bind(ArgRole::LSE, a.lse);
-  return launch(b, KernelKind::MLADecode, args, dims, stream,
-                a.checked != 0);
+  return launch(b, kernel, args, dims, stream, a.checked != 0);
 }
 
 } // namespace
@@ -1321,10 +1330,17 @@ int pa_mla_workspace_bytes(const pa_bundle *bundle, int64_t batch,
     return report(fail("pa_mla_workspace_bytes: batch (", batch,
                        ") must not be negative and num_splits (", num_splits,
                        ") in [0, ", kMaxExplicitMLASplits, "]"));
+  // The most either MLA kernel's automatic choice can take.
   int64_t splits = num_splits;
   if (splits == 0)
-    if (Status s = mlaSplitsOnDevice(*bundle, batch, 0, splits); !s)
-      return report(fail("pa_mla_workspace_bytes: ", s.message));
+    for (KernelKind k : {KernelKind::MLADecode, KernelKind::MLADecodeSmall}) {
+      int64_t s = 0;
+      if (!bundle->function(k))
+        continue;
+      if (Status st = mlaSplitsOnDevice(*bundle, k, batch, 0, s); !st)
+        return report(fail("pa_mla_workspace_bytes: ", st.message));
+      splits = std::max(splits, s);
+    }
   *out = mlaWorkspace(batch, c.numQHeads(), c.headDim, splits).bytes;
   return PA_SUCCESS;
 }

@@ -94,9 +94,10 @@ struct pa_bundle {
   std::vector<std::pair<std::string, CUmodule>> modules;
   /// By pa::rt::KernelKind; null when the bundle lacks the kernel.
   CUfunction functions[pa::rt::kNumKernelKinds] = {};
-  /// mla_decode's CTA slots on the bundle's device (SMs x CTAs per SM):
-  /// the automatic split-KV's budget, queried once, on first use.
-  mutable int64_t mlaSlots = 0;
+  /// mla_decode's and mla_decode_small's CTA slots on the bundle's device
+  /// (SMs x CTAs per SM): the automatic split-KV's budget, queried once,
+  /// on first use.
+  mutable int64_t mlaSlots[2] = {0, 0};
 
   CUfunction function(pa::rt::KernelKind k) const {
     return functions[static_cast<int>(k)];

@@ -990,7 +990,7 @@ OwningOpRef<ModuleOp> buildProgram(MLIRContext *ctx, bool decode,
 /// The pipeline options: the flags, with 0 meaning the tuned default;
 /// `warps` > 0 overrides --prefill-warps (prefill_short).
 void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
-                        int64_t warps = 0) {
+                        int64_t warps = 0, StringRef mla = "") {
   opts.chip = chip;
   opts.prefillMma = prefillMma;
   opts.format = format.str();
@@ -1014,7 +1014,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.splitKVMerge = splitKVMerge;
   opts.mlaRowBlocks = mlaRowBlocks;
   opts.mlaWarpBlocks = mlaWarpBlocks;
-  opts.mlaMma = mlaMma;
+  opts.mlaMma = mla.empty() ? mlaMma.getValue() : mla.str();
 }
 
 /// The bundle configuration of the flags.
@@ -1070,14 +1070,16 @@ struct Compiled {
 };
 
 /// Lowers a copy of `program` with the kernel half of pa-lower-to-nvvm
-/// (prefill warps `warps`, 0: the flag's), reads the manifest's kernels from
-/// their ABI attributes, and runs the binary half to a cubin and to PTX.
-LogicalResult compileProgram(ModuleOp program, int64_t warps, Compiled &out) {
+/// (prefill warps `warps`, 0: the flag's; mla-mma `mla`, empty: the
+/// flag's), reads the manifest's kernels from their ABI attributes, and
+/// runs the binary half to a cubin and to PTX.
+LogicalResult compileProgram(ModuleOp program, int64_t warps, Compiled &out,
+                             StringRef mla = "") {
   auto t0 = std::chrono::steady_clock::now();
   OwningOpRef<ModuleOp> kernels = program.clone();
   PassManager pm(program.getContext());
   mlir::pa::LowerToNVVMOptions opts;
-  setPipelineOptions(opts, "bin", warps);
+  setPipelineOptions(opts, "bin", warps, mla);
   mlir::pa::buildPAToGPUKernelsPipeline(pm, opts);
   if (failed(pm.run(*kernels)))
     return failure();
@@ -1131,6 +1133,35 @@ LogicalResult compilePrefillShort(MLIRContext *ctx, rt::Manifest &manifest,
     k.file = "prefill_short.cubin";
     manifest.kernels.push_back(std::move(k));
   }
+  return success();
+}
+
+/// True when an MLA bundle gets mla_decode_small beside its wgmma
+/// mla_decode: --mla-mma auto for --chip sm_90a where auto picks wgmma.
+bool wantMLASmall() {
+  return wantMLA() && mlir::pa::mmaForChip(mlaMma, chip) == "auto" &&
+         mlir::pa::mlaAutoPicksWgmma(mlaHeads, headDim, kpe);
+}
+
+/// Compiles the MLA program once more with --mla-mma mma.sync into its own
+/// binary files and appends its kernel to `manifest` as mla_decode_small.
+LogicalResult compileMLASmall(MLIRContext *ctx, rt::Manifest &manifest,
+                              Compiled &out) {
+  OwningOpRef<ModuleOp> program = buildMLAProgram(ctx);
+  if (failed(verify(*program)) ||
+      failed(compileProgram(*program, /*warps=*/0, out, "mma.sync")))
+    return failure();
+  if (out.manifest.kernels.size() != 1 ||
+      !out.manifest.find(rt::KernelKind::MLADecode)) {
+    llvm::errs() << "pa-compile: the small MLA program gave "
+                 << out.manifest.kernels.size()
+                 << " kernels, expected 1 (mla_decode)\n";
+    return failure();
+  }
+  rt::KernelSpec k = out.manifest.kernels.front();
+  k.kind = rt::KernelKind::MLADecodeSmall;
+  k.file = "mla_small.cubin";
+  manifest.kernels.push_back(std::move(k));
   return success();
 }
 
@@ -1261,10 +1292,24 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  // The MLA decode for few keys beside the wgmma one: a second run.
+  bool haveMLASmall = wantMLASmall();
+  Compiled mlaSmall;
+  if (haveMLASmall && failed(compileMLASmall(&ctx, *manifest, mlaSmall))) {
+    llvm::errs() << "pa-compile: compiling the small MLA kernel "
+                    "(mla_decode_small, --mla-mma mma.sync) failed; "
+                    "--mla-mma wgmma skips it\n";
+    return 1;
+  }
+
   std::vector<std::pair<std::string, std::string>> files = {
       {"program.mlir", source},
       {"kernels.cubin", primary.cubin},
       {"kernels.ptx", primary.ptx}};
+  if (haveMLASmall) {
+    files.push_back({"mla_small.cubin", mlaSmall.cubin});
+    files.push_back({"mla_small.ptx", mlaSmall.ptx});
+  }
   if (haveShort) {
     files.push_back({"prefill_short.cubin", shortPrefill.cubin});
     files.push_back({"prefill_short.ptx", shortPrefill.ptx});
@@ -1286,6 +1331,9 @@ int main(int argc, char **argv) {
     for (StringRef stale :
          {"prefill_short.cubin", "prefill_short.ptx", "prefill_short.mlir"})
       (void)llvm::sys::fs::remove(path(stale));
+  if (!haveMLASmall)
+    for (StringRef stale : {"mla_small.cubin", "mla_small.ptx"})
+      (void)llvm::sys::fs::remove(path(stale));
   auto printShort = [&] {
     if (!haveShort)
       return;
@@ -1303,6 +1351,13 @@ int main(int argc, char **argv) {
         "{3} threads, smem {4})\n",
         outDir.getValue(), primary.cubin.size(), primary.ms,
         k ? k->launch.block[0] : 0, k ? k->launch.sharedBytes : 0);
+    if (const rt::KernelSpec *sk =
+            manifest->find(rt::KernelKind::MLADecodeSmall))
+      llvm::outs() << llvm::formatv(
+          "pa-compile: mla_decode_small {0} threads, smem {1} ({2} bytes "
+          "cubin, {3:F1} ms to cubin)\n",
+          sk->launch.block[0], sk->launch.sharedBytes, mlaSmall.cubin.size(),
+          mlaSmall.ms);
     return 0;
   }
   if (!wantDecode()) {

@@ -1943,6 +1943,46 @@ TEST(BundleMLA, ParsesPrintsShapesAndGrid) {
       << g.message;
 }
 
+/// kMLA with an mla_decode_small kernel (the mma.sync form beside a wgmma
+/// mla_decode) before `end` (lines 17-30): its prefill line `prefill`, its
+/// arguments those of mla_decode, q_nope and q_pe swapped with `swapQ`.
+std::string mlaWithSmall(const std::string &prefill, bool swapQ = false) {
+  std::vector<std::string> lines = kMLA;
+  std::vector<std::string> small(kMLA.begin() + 2, kMLA.end() - 1);
+  small[0] = "kernel mla_decode_small mla_small.cubin pa_mla_decode";
+  small[1] = prefill;
+  if (swapQ)
+    std::swap(small[2], small[3]);
+  lines.insert(lines.end() - 1, small.begin(), small.end());
+  return join(lines);
+}
+
+TEST(BundleMLA, SmallKernelBesideMLADecode) {
+  Manifest m;
+  Status s = parseManifest(mlaWithSmall(kMLA[3]), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::MLADecodeSmall);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->file, "mla_small.cubin");
+  EXPECT_EQ(k->args, m.find(KernelKind::MLADecode)->args);
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok) << printManifest(m);
+  EXPECT_EQ(again, m);
+  // It serves the same calls: the same arguments in the same order and
+  // the same options.
+  const char *msg = "kernel 'mla_decode_small' must take the arguments of "
+                    "kernel 'mla_decode' and carry its prefill line";
+  expectError(mlaWithSmall(kMLA[3], /*swapQ=*/true), 31, msg);
+  expectError(mlaWithSmall("prefill queries_per_tile 1 causal 0 window 0 "
+                           "soft_cap 0 sm_scale 0.5 lse_base2 0"),
+              31, msg);
+  // Only in an MLA bundle.
+  std::string text = mlaWithSmall(kMLA[3]);
+  std::string mla = " kpe 64";
+  text.erase(text.find(mla), mla.size());
+  expectError(text, 31, "needs an MLA bundle (config key kpe)");
+}
+
 TEST(BundleMLA, Errors) {
   // The latent cache has one head, NHD, joint, no fp8.
   expectError(mlaWith(2, "config head_dim 512 page_size 64 kv_heads 2 group "

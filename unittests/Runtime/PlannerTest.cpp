@@ -1274,6 +1274,21 @@ TEST(MLASplits, FillOneWaveWithinTheBounds) {
   EXPECT_EQ(mlaSplits(4, 0, 132, 0), 1);
 }
 
+TEST(MLASplits, SmallKernelForFewKeys) {
+  // batch x the longest request below kMLASmallMaxKeys: mla_decode_small.
+  EXPECT_TRUE(chooseMLASmall(1, 8192));
+  EXPECT_FALSE(chooseMLASmall(2, 8192));
+  EXPECT_TRUE(chooseMLASmall(4, 1024));
+  EXPECT_FALSE(chooseMLASmall(16, 1024));
+  EXPECT_TRUE(chooseMLASmall(3, 5000));
+  EXPECT_FALSE(chooseMLASmall(4, 5000));
+  EXPECT_FALSE(chooseMLASmall(1, kMLASmallMaxKeys));
+  EXPECT_FALSE(chooseMLASmall(int64_t(1) << 40, int64_t(1) << 40));
+  // Without a bound on the longest request: by batch.
+  EXPECT_TRUE(chooseMLASmall(kMLASmallMaxBatch - 1, 0));
+  EXPECT_FALSE(chooseMLASmall(kMLASmallMaxBatch, 0));
+}
+
 TEST(MLASplits, WorkspaceLayout) {
   EXPECT_EQ(mlaWorkspace(4, 16, 512, 1).bytes, 0);
   MLAWorkspace w = mlaWorkspace(3, 16, 512, 5);

@@ -36,6 +36,14 @@ void populatePAExpandFP8Patterns(RewritePatternSet &patterns);
 bool prefillFitsWgmma(int64_t headDim, bool fp8Cache, int64_t warps,
                       int64_t warpRows, int64_t kvWarps, int64_t tileKV);
 
+/// Whether convert-pa-to-gpu's mla-mma=auto builds the wgmma MLA decode
+/// kernel (MLAWgmma.cpp) for `heads` query heads and a latent cache of
+/// D_ckv `ckv` + D_kpe `kpe` (16-bit data): from 64 heads, where that kernel
+/// takes the shape (D_ckv a multiple of 128 up to 512, D_ckv + D_kpe a
+/// multiple of 64, Q and two stages in shared memory). pa-compile then adds
+/// the mma.sync kernel as mla_decode_small.
+bool mlaAutoPicksWgmma(int64_t heads, int64_t ckv, int64_t kpe);
+
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"
 

@@ -181,8 +181,14 @@ enum class KernelKind {
   /// bundle's one attention kernel): q_nope, q_pe, ckv_kpe, the page table,
   /// o, lse; grid (batch, head blocks).
   MLADecode,
+  /// (mla_decode_small) optional: the same MLA decode compiled as the
+  /// mma.sync kernel (16 x mla-row-blocks heads a CTA) beside an
+  /// `mla_decode` on wgmma (pa-compile --mla-mma auto for sm_90a), which the
+  /// runtime picks for few keys in all (chooseMLASmall). Only beside
+  /// `mla_decode`, with the same arguments and the same prefill line.
+  MLADecodeSmall,
 };
-constexpr int kNumKernelKinds = 17;
+constexpr int kNumKernelKinds = 18;
 const char *toString(KernelKind k);
 bool fromString(std::string_view s, KernelKind &out);
 /// True for the prefill kernels (prefill, prefill_short, prefill_partial):

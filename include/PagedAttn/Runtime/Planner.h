@@ -401,6 +401,23 @@ constexpr int64_t kMLASplitTokens = 256;
 int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
                   int64_t maxKVLen);
 
+/// Fewer keys in all (batch x the longest request) than this run the MLA
+/// decode on mla_decode_small (mma.sync, 16 or 32 heads a CTA) rather than
+/// on mla_decode's wgmma kernel (64 heads a CTA, larger fixed costs). H200
+/// 2026-11-27, 128 heads, automatic splits: 1 x 1024 / 4096 / 8192 23.4 /
+/// 34.5 / 45.9 us on mma.sync vs 30.8 / 46.2 / 66.0 on wgmma, 4 x 1024
+/// 27.7 vs 33.4; 4 x 8192 73.5 vs 62.0, 16 x 1024 42.4 vs 38.5
+/// (bench/results/mla-wgmma-final_2026-11-27_h200.md,
+/// mla-merge-splits_2026-11-27_h200.md).
+constexpr int64_t kMLASmallMaxKeys = 16384;
+/// Without a bound on the longest request: batches below this.
+constexpr int64_t kMLASmallMaxBatch = 4;
+
+/// True when an MLA decode of `batch` requests of at most `maxKVLen` keys
+/// (0: unknown) should run on mla_decode_small: batch x maxKVLen <
+/// kMLASmallMaxKeys, or batch < kMLASmallMaxBatch when maxKVLen is 0.
+bool chooseMLASmall(int64_t batch, int64_t maxKVLen);
+
 /// pa_mla_decode's workspace for `splits` splits: byte offsets of o_part
 /// [batch x splits, heads, ckv] f32, lse_part [batch x splits, heads] f32
 /// and the arrival counters [batch, heads] i32, each 256-byte aligned, and

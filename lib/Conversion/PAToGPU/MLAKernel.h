@@ -47,7 +47,10 @@ struct MLAShape {
   int64_t threads() const { return 32 * warps(); }
   int64_t width() const { return ckv + kpe; }
   int64_t headBlocks() const { return (heads + rows() - 1) / rows(); }
-  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+  /// (null `elem`: 16-bit data, for a shape without an op.)
+  int64_t elemBytes() const {
+    return elem ? elem.getIntOrFloatBitWidth() / 8 : 2;
+  }
 
   // mma.sync: Q rows and the K/V stages ([rows + 2 x 64][stride], rows
   // padded), the P tile ([rows][pStride]), then f32 row maxima and sums

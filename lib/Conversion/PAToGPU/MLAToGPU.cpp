@@ -40,6 +40,8 @@
 
 #include "MLAKernel.h"
 
+#include "PagedAttn/Conversion/Passes.h"
+
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -90,6 +92,21 @@ std::string wgmmaMisfit(const MLAShape &s) {
   return "";
 }
 
+} // namespace
+
+bool mlir::pa::mlaAutoPicksWgmma(int64_t heads, int64_t ckv, int64_t kpe) {
+  // The wgmma kernel's 64-head tile from 64 heads (measured,
+  // docs/PERFORMANCE.md "MLA decode on wgmma"); data of 16 bits.
+  MLAShape w;
+  w.heads = heads;
+  w.ckv = ckv;
+  w.kpe = kpe;
+  w.wgmma = true;
+  return heads >= kMLAWgmmaRows && wgmmaMisfit(w).empty();
+}
+
+namespace {
+
 FailureOr<MLAShape> mlaShape(MLADecodeOp op, const MLAKernelOptions &opts) {
   int64_t rowBlocks = opts.rowBlocks, warpBlocks = opts.warpBlocks;
   for (Value v : op->getOperands())
@@ -137,16 +154,15 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, const MLAKernelOptions &opts) {
   if (opts.mma != "mma.sync" && opts.mma != "wgmma" && opts.mma != "auto")
     return op.emitOpError() << "mla-mma must be mma.sync, wgmma or auto, got '"
                             << opts.mma << "'";
-  if (opts.mma != "mma.sync") {
+  if (opts.mma == "wgmma") {
     MLAShape w = s;
     w.wgmma = true;
     std::string misfit = wgmmaMisfit(w);
-    if (opts.mma == "wgmma" && !misfit.empty())
+    if (!misfit.empty())
       return op.emitOpError() << "mla-mma=wgmma needs " << misfit;
-    // auto: the wgmma kernel's 64-head tile from 64 heads (measured,
-    // docs/PERFORMANCE.md "MLA decode on wgmma").
-    if (misfit.empty() && (opts.mma == "wgmma" || s.heads >= kMLAWgmmaRows))
-      s.wgmma = true;
+    s.wgmma = true;
+  } else if (opts.mma == "auto") {
+    s.wgmma = mlaAutoPicksWgmma(s.heads, s.ckv, s.kpe);
   }
   if (s.smemBytes() > kMaxSmem)
     return op.emitOpError()
