@@ -124,6 +124,9 @@ protected:
   Value tilePage(const PageTable &pt, Value tile, Value tiles);
   /// Keys of the split in whole tiles.
   Value numTiles();
+  /// A row's final state (largest logit `m`, base 2; weight sum `l`): 1 /
+  /// l and the lse in the output's base (0 and -inf without weight).
+  std::pair<Value, Value> finalRow(Value m, Value l);
   /// The end of the kernel: `storeState(outO, outLse, row)` writes the
   /// CTA's rows of o / lse (the final state without a split; else the f32
   /// partial state of split z, after which the last CTA of the request

@@ -202,6 +202,14 @@ void MLAKernelBase::setup(const PageTable &pt, Value req, Value firstHead) {
   kvEnd = arith::MinUIOp::create(b, loc, e.add(kvStart, chunk), kvLen);
 }
 
+std::pair<Value, Value> MLAKernelBase::finalRow(Value m, Value l) {
+  Value some = e.cmpf(FPred::OGT, l, e.f32(0));
+  Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
+  Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
+  return {inv, e.select(some, e.mul(e.add(m, e.lg2(l)), toBase),
+                        e.negInf())};
+}
+
 Value MLAKernelBase::numTiles() {
   return e.divui(e.add(e.sub(kvEnd, kvStart), e.idx(kTileKeys - 1)),
                  e.idx(kTileKeys));
@@ -330,7 +338,6 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
                       wgSpace),
       raw, e.idx(0), ValueRange{});
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  Value toBase = e.f32(m.lseBase2 ? 1.0 : kLn2);
   // The thread index read afresh (an asm statement CSE leaves alone), so
   // that no index computed before the KV loop is reused here and kept live
   // across it (the wgmma kernel's loop holds 225+ registers: reusing them
@@ -364,12 +371,8 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
                       .getResult(0);
     e.store(mSafe, stats, {tid});
     e.store(total, stats, {e.add(tid, e.idx(s.rows()))});
-    Value some = e.cmpf(FPred::OGT, total, e.f32(0));
-    e.ifThen(valid, [&]() {
-      e.store(e.select(some, e.mul(e.add(mx, e.lg2(total)), toBase),
-                       e.negInf()),
-              m.lse, {request, hg});
-    });
+    Value lse = finalRow(mx, total).second;
+    e.ifThen(valid, [&]() { e.store(lse, m.lse, {request, hg}); });
   });
   gpu::BarrierOp::create(b, loc);
   int64_t slotsPerHead = s.ckv / 4;
@@ -734,16 +737,11 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
   auto storeState = [&](Value outO, Value outLse, Value row) {
     Type oElem = cast<MemRefType>(outO.getType()).getElementType();
     int64_t oBytes = oElem.getIntOrFloatBitWidth() / 8;
-    Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
     for (int64_t mb = 0; mb < wb; ++mb)
       for (int64_t h = 0; h < 2; ++h) {
         Value r = e.add(blockRow0(mb), e.add(quadRow, e.idx(8 * h)));
         Value head = e.add(head0, r);
-        Value m = st[mIdx(mb, h)], l = st[lIdx(mb, h)];
-        Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-        Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
-        Value lseV =
-            e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
+        auto [inv, lseV] = finalRow(st[mIdx(mb, h)], st[lIdx(mb, h)]);
         e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
           VectorType out = VectorType::get({2}, oElem);
           for (int64_t d = 0; d < nAcc; ++d) {

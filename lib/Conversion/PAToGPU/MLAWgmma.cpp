@@ -314,14 +314,9 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
   auto storeState = [&](Value outO, Value outLse, Value row) {
     Type oElem = cast<MemRefType>(outO.getType()).getElementType();
     int64_t oBytes = oElem.getIntOrFloatBitWidth() / 8;
-    Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
     for (int64_t h = 0; h < 2; ++h) {
       Value head = e.add(head0, accRow(h));
-      Value m = st[h];
-      Value some = e.cmpf(FPred::OGT, l[h], e.f32(0));
-      Value inv = e.select(some, e.divf(e.f32(1), l[h]), e.f32(0));
-      Value lseV =
-          e.select(some, e.mul(e.add(m, e.lg2(l[h])), toBase), e.negInf());
+      auto [inv, lseV] = finalRow(st[h], l[h]);
       e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
         VectorType out = VectorType::get({2}, oElem);
         for (int64_t j = 0; j < groupCols() / 8; ++j) {
