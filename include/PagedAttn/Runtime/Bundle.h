@@ -450,8 +450,9 @@ struct Manifest {
 /// decode_split only beside `decode`, a
 /// `prefill_short` only beside `prefill` and agreeing with it (the same
 /// argument roles, ranks and types in the same order, the same prefill line
-/// but queries_per_tile), relative file names without "..", and a final
-/// `end`.
+/// but queries_per_tile), `mla_decode_small` only in an MLA bundle beside
+/// `mla_decode` with its arguments and prefill line, relative file names
+/// without "..", and a final `end`.
 /// `out` is only written on success.
 Status parseManifest(std::string_view text, Manifest &out,
                      std::string_view source = "bundle.manifest");

@@ -28,7 +28,9 @@
 // The grid stays (batch, head blocks, splits) but a CTA takes request
 // `id / head blocks` and head block `id % head blocks` of its linear id
 // in the (x, y) plane, so that the CTAs reading the same request's cache
-// run side by side (the second read comes from L2).
+// run side by side (not measured apart from the rest: Nsight Compute saw an
+// L2 hit rate of 4% at 64 x 8192, where both head blocks run in one wave
+// either way).
 //
 //===----------------------------------------------------------------------===//
 
