@@ -273,7 +273,12 @@ struct WgmmaOps {
   /// wgmma.fence (before the first MMA of a group reads registers written
   /// since), and commit_group + wait_group `pending`.
   void fence();
-  void commitAndWait(int64_t pending);
+  void commit();
+  void wait(int64_t pending);
+  void commitAndWait(int64_t pending) {
+    commit();
+    wait(pending);
+  }
   /// fence.proxy.async for shared memory: makes this thread's generic-proxy
   /// writes (cp.async landed, st.shared) visible to wgmma's async proxy.
   void fenceProxyAsync();

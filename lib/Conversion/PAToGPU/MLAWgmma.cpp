@@ -188,17 +188,6 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
         Value t0 = e.add(kvStart, e.mul(t, e.idx(kKeys)));
         Value stage = e.remui(t, e.idx(kMLAStages));
         Value nextT = e.add(t, e.idx(1));
-        e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
-          Value next = stageBase(e.remui(nextT, e.idx(kMLAStages)));
-          copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kKeys))),
-                   smem, [&](Value r, Value col) -> SmallVector<Value> {
-                     return {swizzled(next, r, col)};
-                   },
-                   onePage ? st.back() : Value());
-        });
-        commitAndWait(/*wait=*/false);
-        Value pageAfter =
-            onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
         Value stageBytes =
             e.mul(stageBase(stage), e.idx(s.elemBytes()));
 
@@ -212,7 +201,22 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
           sAcc = wg.mmaAsync(kGroupKeys, sAcc, wg.advance(descK, off), {},
                              wg.advance(kDesc, off), /*transB=*/false);
         }
-        wg.commitAndWait(0);
+        // The next tile's copies while S runs (its stage was last read by
+        // O += P V of tile t - 1, which every warpgroup waited for before
+        // the barrier above).
+        wg.commit();
+        e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
+          Value next = stageBase(e.remui(nextT, e.idx(kMLAStages)));
+          copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kKeys))),
+                   smem, [&](Value r, Value col) -> SmallVector<Value> {
+                     return {swizzled(next, r, col)};
+                   },
+                   onePage ? st.back() : Value());
+        });
+        commitAndWait(/*wait=*/false);
+        Value pageAfter =
+            onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
+        wg.wait(0);
         sAcc = wg.fenceOperands(sAcc);
 
         // Base-2 logits, keys past the split's end at -inf: register 4 j +

@@ -109,8 +109,9 @@ SmallVector<Value> WgmmaOps::mmaAsync(int64_t n, ArrayRef<Value> acc,
 
 void WgmmaOps::fence() { NVVM::WgmmaFenceAlignedOp::create(em.b, em.loc); }
 
-void WgmmaOps::commitAndWait(int64_t pending) {
-  NVVM::WgmmaGroupSyncAlignedOp::create(em.b, em.loc);
+void WgmmaOps::commit() { NVVM::WgmmaGroupSyncAlignedOp::create(em.b, em.loc); }
+
+void WgmmaOps::wait(int64_t pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(em.b, em.loc, pending);
 }
 
