@@ -133,14 +133,15 @@ def cuda_stream(array):
 
 def gpu_bundle(config, array):
     """The bundle of `config` for `array`'s device, compiled for its chip
-    (sm_XY of the device's compute capability)."""
+    (sm_XY of the device's compute capability; sm_90a on Hopper, 9.0, whose
+    wgmma kernels need the architecture-specific target)."""
     import dataclasses
 
     import torch
     from . import _gpu
     index = array.obj.device.index or 0
     major, minor = torch.cuda.get_device_capability(index)
-    chip = f"sm_{major}{minor}"
+    chip = f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
     if config.chip != chip:
         config = dataclasses.replace(config, chip=chip)
     _gpu.lib()
