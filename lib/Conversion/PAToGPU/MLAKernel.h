@@ -97,6 +97,8 @@ protected:
   Value splits, z, kvStart, kvEnd;
 
   Type f32() { return b.getF32Type(); }
+  /// A view of dynamic shared memory: `shape` of `elem` from byte `offset`.
+  Value sharedView(ArrayRef<int64_t> shape, Type elem, int64_t offset);
   /// tid / lane / warp, then the request and first head (given) with the
   /// request's keys and this CTA's split of them.
   void setup(const PageTable &pt, Value request, Value head0);

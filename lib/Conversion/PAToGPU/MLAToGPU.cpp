@@ -210,6 +210,19 @@ std::pair<Value, Value> MLAKernelBase::finalRow(Value m, Value l) {
                         e.negInf())};
 }
 
+Value MLAKernelBase::sharedView(ArrayRef<int64_t> shape, Type elem,
+                                int64_t offset) {
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  Value raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  return memref::ViewOp::create(
+      b, loc, MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), wg),
+      raw, e.idx(offset), ValueRange{});
+}
+
 Value MLAKernelBase::numTiles() {
   return e.divui(e.add(e.sub(kvEnd, kvStart), e.idx(kTileKeys - 1)),
                  e.idx(kTileKeys));
@@ -326,17 +339,7 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   // head) accumulated over the rows in registers, sum_i 2^(lse_i - max)
   // o_i, loads of all its slots issued together for each row, then o =
   // acc / total.
-  MLIRContext *ctx = b.getContext();
-  auto wgSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value raw = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), wgSpace));
-  Value stats = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({2 * s.rows()}, f32(), MemRefLayoutAttrInterface(),
-                      wgSpace),
-      raw, e.idx(0), ValueRange{});
+  Value stats = sharedView({2 * s.rows()}, f32(), 0);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
   // The thread index read afresh (an asm statement CSE leaves alone), so
   // that no index computed before the KV loop is reused here and kept live
@@ -471,8 +474,6 @@ private:
 
 void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
                       const FusedMerge &split) {
-  MLIRContext *ctx = b.getContext();
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
   warp = e.divui(tid, e.idx(32));
@@ -482,25 +483,9 @@ void MLAKernel::build(Value qNope, Value qPe, Value cache, const PageTable &pt,
         e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
               e.idx(s.rows())));
 
-  Value raw = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), wg));
-  smem = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({s.rows() + kStages * kTileKeys, s.stride()}, s.elem,
-                      MemRefLayoutAttrInterface(), wg),
-      raw, e.idx(0), ValueRange{});
-  pTile = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({s.rows(), s.pStride()}, s.elem,
-                      MemRefLayoutAttrInterface(), wg),
-      raw, e.idx(s.pOffset()), ValueRange{});
-  red = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({s.redFloats()}, f32(), MemRefLayoutAttrInterface(),
-                      wg),
-      raw, e.idx(s.redOffset()), ValueRange{});
+  smem = sharedView({s.rows() + kStages * kTileKeys, s.stride()}, s.elem, 0);
+  pTile = sharedView({s.rows(), s.pStride()}, s.elem, s.pOffset());
+  red = sharedView({s.redFloats()}, f32(), s.redOffset());
 
   // Q and the first K/V tile in flight.
   copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {

@@ -104,8 +104,6 @@ private:
 
 void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
                            const PageTable &pt, const FusedMerge &split) {
-  MLIRContext *ctx = b.getContext();
-  auto wgSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
   warp = e.divui(tid, e.idx(32));
@@ -121,20 +119,8 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
   setup(pt, e.divui(id, headBlocks),
         e.mul(e.remui(id, headBlocks), e.idx(kRows)));
 
-  Value raw = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), wgSpace));
-  smem = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({s.redOffset() / s.elemBytes()}, s.elem,
-                      MemRefLayoutAttrInterface(), wgSpace),
-      raw, e.idx(0), ValueRange{});
-  red = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({s.redFloats()}, f32(), MemRefLayoutAttrInterface(),
-                      wgSpace),
-      raw, e.idx(s.redOffset()), ValueRange{});
+  smem = sharedView({s.redOffset() / s.elemBytes()}, s.elem, 0);
+  red = sharedView({s.redFloats()}, f32(), s.redOffset());
 
   // Q and the first K/V tile in flight.
   copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {
