@@ -1,7 +1,11 @@
 //===- MLAToGPU.cpp - pa.mla_decode to a tensor-core GPU kernel -----------===//
 //
 // convert-pa-to-gpu's MLA family (docs/GPU.md, "MLA decode"): a memref-form
-// pa.mla_decode becomes the kernel `pa_mla_decode` (ABI kind `mla_decode`).
+// pa.mla_decode becomes the kernel `pa_mla_decode` (ABI kind `mla_decode`):
+// the mma.sync kernel below, or with mla-mma=wgmma (auto: from 64 heads on
+// sm_90a) the warpgroup-MMA kernel of MLAWgmma.cpp. MLAKernelBase (here,
+// MLAKernel.h) holds what both share: the split, the copies, the final row,
+// the splits' merge.
 //
 // MLA decode is a GQA decode whose group is every query head (there is one
 // latent "KV head") with a wide head: scores over D_ckv + D_kpe (576), the
@@ -13,8 +17,9 @@
 //
 //   * K/V: tiles of 64 tokens in dynamic shared memory, two stages, copied
 //     with cp.async (16 bytes, .cg) through the page table: warp w copies
-//     rows w, w + 4R, ... (one page lookup per row; a row's 72 chunks by
-//     consecutive lanes, so every copy instruction reads contiguous bytes),
+//     rows w, w + 4R, ... (a row's 72 chunks by consecutive lanes, so every
+//     copy instruction reads contiguous bytes; one page lookup per tile, a
+//     tile ahead, where the page size is a multiple of 64, else per row),
 //     tokens past kv_len zero-filled. Q (q_nope | q_pe, rows past H zero)
 //     is copied once. Rows are padded by 16 bytes (ldmatrix without bank
 //     conflicts).
