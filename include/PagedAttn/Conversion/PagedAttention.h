@@ -199,6 +199,11 @@ public:
   Value lse(bool base2);
   /// i1: the merge saw some weight.
   Value nonEmpty() const { return hasWeight; }
+  /// m* with -inf as 0 (each weight is base^(m(i) - shift())), and the
+  /// total weight L: what a merge of the elements outside this class
+  /// (the GPU MLA merge's many slots at once) needs.
+  Value shift() const { return mSafe; }
+  Value weight() const { return total; }
 
 private:
   Emitter &e;

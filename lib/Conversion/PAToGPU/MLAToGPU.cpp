@@ -338,8 +338,9 @@ void MLAKernelBase::finish(
 void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   // The merge operator over the S partial rows [begin, begin + S) of the
   // CTA's heads, in two steps so that many loads are in flight: (1) thread
-  // h < rows: the head's largest lse and total weight sum_i 2^(lse_i -
-  // max) into shared memory (the stages are free now) and the merged lse;
+  // h < rows: StateMerge over the head's lse values, its shift and total
+  // weight sum_i 2^(lse_i - max) into shared memory (the stages are free
+  // now) and the merged lse;
   // (2) every thread: its `perThread` output slots (4 consecutive f32 of a
   // head) accumulated over the rows in registers, sum_i 2^(lse_i - max)
   // o_i, loads of all its slots issued together for each row, then o =
@@ -364,22 +365,16 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   };
   e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
     auto [hg, valid] = headOf(tid);
-    Value mx = e.forLoop(e.idx(0), splits, {e.negInf()},
-                         [&](Value i, ValueRange r) -> SmallVector<Value> {
-                           return {e.maxf(r[0], lseOf(i, hg))};
-                         })
-                   .getResult(0);
-    Value mSafe =
-        e.select(e.cmpf(FPred::OEQ, mx, e.negInf()), e.f32(0), mx);
-    Value total = e.forLoop(e.idx(0), splits, {e.f32(0)},
-                            [&](Value i, ValueRange r) -> SmallVector<Value> {
-                              return {e.add(r[0],
-                                            e.ex2(e.sub(lseOf(i, hg), mSafe)))};
-                            })
-                      .getResult(0);
-    e.store(mSafe, stats, {tid});
-    e.store(total, stats, {e.add(tid, e.idx(s.rows()))});
-    Value lse = finalRow(mx, total).second;
+    // The merge operator's shift, weight and lse over the head's rows.
+    auto ex2 = [&](Value x) { return e.ex2(x); };
+    auto lg2 = [&](Value x) { return e.lg2(x); };
+    auto lseOfRow = [&](Value i) { return lseOf(i, hg); };
+    StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
+                  StateSet{e.idx(0), splits, lseOfRow, /*l=*/nullptr,
+                           /*acc=*/nullptr});
+    e.store(sm.shift(), stats, {tid});
+    e.store(sm.weight(), stats, {e.add(tid, e.idx(s.rows()))});
+    Value lse = sm.lse(m.lseBase2);
     e.ifThen(valid, [&]() { e.store(lse, m.lse, {request, hg}); });
   });
   gpu::BarrierOp::create(b, loc);
