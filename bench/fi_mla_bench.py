@@ -15,6 +15,7 @@ that the timed call is the right attention.
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import traceback
@@ -86,16 +87,23 @@ def main():
     ap.add_argument("--backends", default="fa2,fa3")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--out", default="")
+    ap.add_argument("--l2-flush", choices=["dirty", "clean"], default="dirty",
+                    help="L2 eviction: zero 256 MiB (dirty) or zero it and read it back (clean), "
+                         "as pa-gpu-runner's --l2-flush")
     a = ap.parse_args()
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     H, P = a.heads, a.page
     gen = torch.Generator().manual_seed(1)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    if a.l2_flush == "clean":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from fi_bench_flush import CleanFlush
+        flush = CleanFlush(flush)
     lines = [f"## FlashInfer MLA decode (H {H}, P {P}, {a.dtype})", "",
              f"- device: {torch.cuda.get_device_name()}",
              "- method: run() of BatchMLAPagedAttentionWrapper, plan once; "
              "median of 30 after 5 warm-ups, CUDA events, 256 MiB zeroed "
-             "before each call", ""]
+             f"before each call (--l2-flush {a.l2_flush})", ""]
     backends = a.backends.split(",")
     ok = {}
     # Correctness of each backend on a small ragged-free case first.

@@ -545,7 +545,7 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
       throw Failure(s.message);
     const rt::BundleConfig &c = m.config;
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
     out("## PagedAttn append_kv_slots benchmark");
     out("");
     out(fmt("- device: %s (sm_%d%d, %d SMs), %s", dev.name.c_str(),
@@ -553,13 +553,13 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
     out(fmt("- bundle: `%s` (%s)", o.bundle.c_str(), c.str().c_str()));
     out(fmt("- method: pa_append_kv_slots of N rows (random values) to N "
             "random distinct slots of a cache of 2N slots; median of %d "
-            "timed calls after >= %d warm-up calls, L2 evicted before every "
-            "call; bytes = K + V rows read + written + slots read",
-            o.reps, o.warmup));
+            "timed calls after >= %d warm-up calls, %s; bytes = K + V rows "
+            "read + written + slots read",
+            o.reps, o.warmup, flush.describe().c_str()));
     BenchOptions bo;
     bo.reps = o.reps;
     bo.seed = o.seed;
-    Ceilings ceil = measureCeilings(bo, roofs, dev, stream, flush.get());
+    Ceilings ceil = measureCeilings(bo, roofs, stream, flush);
     out(fmt("- copy: **%.0f GB/s** (cuMemcpyDtoD, read + write counted)",
             ceil.copyGBs));
     out("");
@@ -588,7 +588,7 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
       d.kScale = benchScales(c); // empty unless the cache is fp8
       d.vScale = benchScales(c);
       pa_append_args x = argsOf(c, d, rows, pages, /*checked=*/false);
-      Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing t = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_append_kv_slots(bundle, &x, stream));
       });
       double bytes = static_cast<double>(n) * 2 * static_cast<double>(nb + eb) +
@@ -644,7 +644,7 @@ int pa::runner::runBenchAppend(const BenchAppendOptions &o) {
         w.batch = batch;
         w.num_pages = pages;
         w.nnz = static_cast<int64_t>(indices.size());
-        Timing tw = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+        Timing tw = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
           PA_RT(scatter ? pa_scatter_kv(bundle, &w, stream)
                         : pa_append_kv(bundle, &w, stream));
         });

@@ -34,6 +34,8 @@ struct CheckAppendOptions {
 int runCheckAppend(const CheckAppendOptions &opts);
 
 struct BenchAppendOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   std::string bundle;
   std::string out, roofs;
   /// New rows per call.

@@ -12,8 +12,8 @@
 //   * read roof: bench/roofs.cu's 16-byte-load read kernels over >= 4 GiB
 //     (the faster of the read-only-path and streaming variants).
 //
-// Every timed call: L2 evicted first (cuMemsetD8Async of 256 MiB, outside
-// the events), CUDA events around the call, input sets rotated; median of
+// Every timed call: L2 evicted first (L2Eviction, --l2-flush, outside the
+// events), CUDA events around the call, input sets rotated; median of
 // the timed calls after warm-up. Bandwidth = (K + V bytes read + q + o
 // bytes) / time.
 //
@@ -68,8 +68,9 @@ struct EventPairs {
 
 } // namespace
 
-Timing pa::runner::timeCalls(CUstream stream, CUdeviceptr flush, int warmup,
-                             int reps, const std::function<void(int)> &call) {
+Timing pa::runner::timeCalls(CUstream stream, const L2Eviction &flush,
+                             int warmup, int reps,
+                             const std::function<void(int)> &call) {
   EventPairs ev(reps);
   // At least `warmup` calls, and more until they have run kMinWarmupMs.
   EventPairs warm(1);
@@ -77,8 +78,7 @@ Timing pa::runner::timeCalls(CUstream stream, CUdeviceptr flush, int warmup,
   int calls = 0;
   for (float ms = 0; calls < warmup || ms < kMinWarmupMs;) {
     for (int n = std::max(warmup, 1); n > 0; --n, ++calls) {
-      PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(calls),
-                            kFlushBytes, stream));
+      flush.evict(stream, static_cast<unsigned>(calls));
       call(calls);
     }
     PA_CU(cuEventRecord(warm.stop[0], stream));
@@ -89,8 +89,7 @@ Timing pa::runner::timeCalls(CUstream stream, CUdeviceptr flush, int warmup,
   }
   warmup = calls;
   for (int i = 0; i < reps; ++i) {
-    PA_CU(cuMemsetD8Async(flush, static_cast<unsigned char>(i + 7),
-                          kFlushBytes, stream));
+    flush.evict(stream, static_cast<unsigned>(i + 7));
     PA_CU(cuEventRecord(ev.start[i], stream));
     call(warmup + i);
     PA_CU(cuEventRecord(ev.stop[i], stream));
@@ -126,9 +125,8 @@ std::string pa::runner::fmt(const char *format, ...) {
 }
 
 Ceilings pa::runner::measureCeilings(const BenchOptions &o,
-                                     const Roofs &roofs,
-                                     const DeviceInfo &dev, CUstream stream,
-                                     CUdeviceptr flush) {
+                                     const Roofs &roofs, CUstream stream,
+                                     const L2Eviction &flush) {
   Ceilings c;
   size_t bytes = static_cast<size_t>(o.ceilingGiB * kGiB) / 16 * 16;
   c.bytes = static_cast<double>(bytes);
@@ -145,16 +143,8 @@ Ceilings pa::runner::measureCeilings(const BenchOptions &o,
   c.copyGBs = gbps(2.0 * static_cast<double>(bytes), copy.medianUs);
 
   for (int variant = 0; variant < 2; ++variant) {
-    CUfunction fn = variant == 0 ? roofs.readRoof : roofs.readRoofStreaming;
-    int perSM = 0;
-    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, fn, 256, 0));
-    unsigned grid = static_cast<unsigned>(std::max(perSM, 1) * dev.smCount);
-    CUdeviceptr p = src.get(), out = sink.get();
-    uint64_t n16 = bytes / 16;
-    void *params[] = {&p, &n16, &out};
     Timing t = timeCalls(stream, flush, 2, reps, [&](int) {
-      PA_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params,
-                           nullptr));
+      roofs.read(src.get(), bytes, sink.get(), stream, variant == 1);
     });
     (variant == 0 ? c.readNcGBs : c.readCsGBs) =
         gbps(static_cast<double>(bytes), t.medianUs);
@@ -172,6 +162,9 @@ struct Row {
   int sets = 0;
   pa_plan_info info{};
   Timing t;
+  /// One read pass over as many contiguous bytes as the call's K and V
+  /// (Roofs::read, same eviction): what device memory gives at this size.
+  Timing sameBytesRead;
   double bytes = 0, gbs = 0;
   bool sane = true;
 };
@@ -190,7 +183,7 @@ DeviceBuffer decodeKVArena(const BenchOptions &o, const rt::BundleConfig &c) {
 
 Row benchOne(const BenchOptions &o, pa_bundle *bundle,
              const rt::BundleConfig &c, const Roofs &roofs, CUstream stream,
-             CUdeviceptr flush, CUdeviceptr arena, size_t arenaBytes,
+             const L2Eviction &flush, CUdeviceptr arena, size_t arenaBytes,
              int64_t B, int64_t L) {
   Row row;
   row.batch = B;
@@ -312,8 +305,14 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   for (float v : lse)
     row.sane &= std::isfinite(v);
 
-  row.bytes = 2.0 * static_cast<double>(B) * L * Hkv * D * kvEb +
-              2.0 * static_cast<double>(qBytes);
+  double kvBytes = 2.0 * static_cast<double>(B) * L * Hkv * D * kvEb;
+  DeviceBuffer sink(8);
+  size_t readBytes =
+      std::min(static_cast<size_t>(kvBytes), pool0.size()) / 16 * 16;
+  row.sameBytesRead = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
+    roofs.read(pool0.get(), readBytes, sink.get(), stream);
+  });
+  row.bytes = kvBytes + 2.0 * static_cast<double>(qBytes);
   row.gbs = gbps(row.bytes, row.t.medianUs);
   return row;
 }
@@ -361,7 +360,7 @@ int pa::runner::runBench(const BenchOptions &o) {
       throw Failure(s.message);
     const rt::BundleConfig &c = m.config;
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
 
     out("## PagedAttn decode benchmark");
     out("");
@@ -375,14 +374,16 @@ int pa::runner::runBench(const BenchOptions &o) {
             c.str().c_str(), c.numQHeads(),
             bc.has_split_kernels ? "split-KV kernels" : "decode only"));
     out(fmt("- method: median of %d timed calls after %d warm-up calls, CUDA "
-            "events around each call, L2 evicted before every call "
-            "(cuMemsetD8Async of 256 MiB, not timed), up to %d input sets "
+            "events around each call, %s, up to %d input sets "
             "(KV caches with their own random page order, in one KV arena "
             "allocated once for every row) rotated; "
-            "GB/s = (K+V bytes read + q + o bytes) / time, 1 GB = 1e9 B",
-            o.reps, o.warmup, o.maxSets));
+            "GB/s = (K+V bytes read + q + o bytes) / time, 1 GB = 1e9 B; "
+            "same-bytes read = one read pass over as many contiguous bytes "
+            "as the row's K and V (the read roof's kernel, same eviction), "
+            "%% of it = its time / the row's",
+            o.reps, o.warmup, flush.describe().c_str(), o.maxSets));
 
-    Ceilings ceil = measureCeilings(o, roofs, dev, stream, flush.get());
+    Ceilings ceil = measureCeilings(o, roofs, stream, flush);
     out(fmt("- read roof: **%.0f GB/s** (16-byte loads over %.3g GiB: "
             "read-only path %.0f, streaming %.0f)",
             ceil.readGBs, ceil.bytes / kGiB, ceil.readNcGBs, ceil.readCsGBs));
@@ -391,18 +392,18 @@ int pa::runner::runBench(const BenchOptions &o) {
             ceil.copyGBs, ceil.bytes / kGiB));
     out("");
     out("| B | kv_len | Hq/Hkv | plan (chunk, items) | sets | time us | min us "
-        "| GB/s | % read roof | % copy |");
-    out("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+        "| GB/s | % read roof | % copy | same-bytes read us | % of it |");
+    out("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     DeviceBuffer arena = decodeKVArena(o, c);
     for (int64_t B : o.batches)
       for (int64_t L : o.lengths) {
-        Row r = benchOne(o, bundle, c, roofs, stream, flush.get(), arena.get(),
+        Row r = benchOne(o, bundle, c, roofs, stream, flush, arena.get(),
                          arena.size(), B, L);
         std::string heads = fmt("%" PRId64 "/%" PRId64, c.numQHeads(),
                                 c.kvHeads);
         if (!r.skipped.empty()) {
           out(fmt("| %" PRId64 " | %" PRId64 " | %s | skipped: %s | | | | | "
-                  "| |",
+                  "| | | |",
                   B, L, heads.c_str(), r.skipped.c_str()));
           continue;
         }
@@ -413,10 +414,11 @@ int pa::runner::runBench(const BenchOptions &o) {
                 : fmt("one pass, %" PRId64, r.info.num_work_items);
         planStr += fmt(", %" PRId64 "/SM", r.info.ctas_per_sm);
         out(fmt("| %" PRId64 " | %" PRId64 " | %s | %s | %d | %.1f | %.1f | "
-                "%.0f | %.1f | %.1f |%s",
+                "%.0f | %.1f | %.1f | %.1f | %.1f |%s",
                 B, L, heads.c_str(), planStr.c_str(), r.sets, r.t.medianUs,
                 r.t.minUs, r.gbs, 100.0 * r.gbs / ceil.readGBs,
-                100.0 * r.gbs / ceil.copyGBs,
+                100.0 * r.gbs / ceil.copyGBs, r.sameBytesRead.medianUs,
+                100.0 * r.sameBytesRead.medianUs / r.t.medianUs,
                 r.sane ? "" : " INVALID: non-finite lse"));
         if (!r.sane)
           rc = 1;

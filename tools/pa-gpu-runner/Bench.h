@@ -17,9 +17,6 @@
 
 namespace pa::runner {
 
-/// Bytes of the L2-evicting memset before every timed call.
-constexpr size_t kFlushBytes = size_t(256) << 20;
-
 /// Timing statistics of one measured call, in microseconds.
 struct Timing {
   double medianUs = 0, minUs = 0, maxUs = 0;
@@ -33,13 +30,15 @@ struct Timing {
 constexpr float kMinWarmupMs = 50;
 constexpr int kMaxWarmupCalls = 4096;
 
+class L2Eviction;
+
 /// Times `call(i)` (i counts all calls, warm-up included): at least
 /// `warmup` untimed calls, more until kMinWarmupMs have run, then `reps`
-/// timed ones, each after an untimed L2 eviction
-/// (cuMemsetD8Async of kFlushBytes at `flush`) and between CUDA events on
-/// `stream`; the median, min and max of the timed calls.
-Timing timeCalls(CUstream stream, CUdeviceptr flush, int warmup, int reps,
-                 const std::function<void(int)> &call);
+/// timed ones, each after an untimed L2 eviction (`flush.evict`) and
+/// between CUDA events on `stream`; the median, min and max of the timed
+/// calls.
+Timing timeCalls(CUstream stream, const L2Eviction &flush, int warmup,
+                 int reps, const std::function<void(int)> &call);
 
 /// printf into a std::string (at most 1023 characters).
 std::string fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -73,6 +72,8 @@ struct BenchOptions {
   double ceilingGiB = 4;
   /// Planner options (0 = defaults).
   int64_t ctasPerSM = 0, forceChunk = 0;
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   uint32_t seed = 1;
   int device = 0;
 };
@@ -91,8 +92,7 @@ struct Ceilings {
   double bytes = 0;
 };
 Ceilings measureCeilings(const BenchOptions &o, const Roofs &roofs,
-                         const DeviceInfo &dev, CUstream stream,
-                         CUdeviceptr flush);
+                         CUstream stream, const L2Eviction &flush);
 
 } // namespace pa::runner
 

@@ -299,7 +299,7 @@ int pa::runner::runBenchCacheBlend(const BenchCacheBlendOptions &o) {
       throw Failure("the layer needs a --kernels all --causal --positions "
                     "bundle");
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
     const int64_t P = c.pageSize, Hq = c.numQHeads(), Hkv = c.kvHeads,
                   D = c.headDim;
     const int64_t L = o.chunks * o.chunkTokens;
@@ -437,19 +437,19 @@ int pa::runner::runBenchCacheBlend(const BenchCacheBlendOptions &o) {
       if (which == 3)
         PA_RT(pa_prefill_run(bundle, partial, &pa, stream));
     };
-    Timing layer = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+    Timing layer = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
       for (int st = 0; st < 4; ++st)
         stage(st);
     });
     Timing parts[4];
     for (int st = 0; st < 4; ++st)
-      parts[st] = timeCalls(stream, flush.get(), o.warmup, o.reps,
+      parts[st] = timeCalls(stream, flush, o.warmup, o.reps,
                             [&](int) { stage(st); });
     pa_prefill_args fa = pa;
     fa.qo_indptr = dQoFull.get();
     fa.q_positions = fullPositions ? dArange.get() : 0;
     fa.num_query_rows = L;
-    Timing fullT = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+    Timing fullT = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
       PA_RT(pa_prefill_run(fullBundle, full, &fa, stream));
     });
     if (fullBundle != bundle)
@@ -467,8 +467,9 @@ int pa::runner::runBenchCacheBlend(const BenchCacheBlendOptions &o) {
             c.str().c_str(), cfg.topk_ratio));
     out(fmt("- prompt: %" PRId64 " reused chunks x %" PRId64
             " tokens = %" PRId64 " tokens, one request; median of %d calls "
-            "after >= %d warm-up calls, L2 evicted before every call",
-            o.chunks, o.chunkTokens, L, o.reps, o.warmup));
+            "after >= %d warm-up calls, %s",
+            o.chunks, o.chunkTokens, L, o.reps, o.warmup,
+            flush.describe().c_str()));
     out(fmt("- recomputed: %d of %" PRId64 " tokens (%.1f%%)", got[1], L,
             100.0 * got[1] / static_cast<double>(L)));
     out("");

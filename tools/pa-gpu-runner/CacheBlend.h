@@ -29,6 +29,8 @@ struct CheckCacheBlendOptions {
 int runCheckCacheBlend(const CheckCacheBlendOptions &opts);
 
 struct BenchCacheBlendOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   /// A `--kernels all --causal --positions` bundle.
   std::string bundle;
   /// Optional: a `--kernels prefill --causal` bundle of the same

@@ -688,20 +688,19 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
     const rt::BundleConfig &c = m.config;
     const int64_t P = c.pageSize, Hq = c.numQHeads(), D = c.headDim;
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
     out("## PagedAttn cascade and merge benchmark");
     out("");
     out(fmt("- device: %s (sm_%d%d, %d SMs), %s", dev.name.c_str(),
             dev.ccMajor, dev.ccMinor, dev.smCount, utcNow().c_str()));
     out(fmt("- bundle: `%s` (%s)", o.bundle.c_str(), c.str().c_str()));
     out(fmt("- method: median of %d timed calls after >= %d warm-up calls, "
-            "L2 evicted before every call; random uniform q and cache, one "
-            "random page order",
-            o.reps, o.warmup));
+            "%s; random uniform q and cache, one random page order",
+            o.reps, o.warmup, flush.describe().c_str()));
     BenchOptions bo;
     bo.reps = o.reps;
     bo.seed = o.seed;
-    Ceilings ceil = measureCeilings(bo, roofs, dev, stream, flush.get());
+    Ceilings ceil = measureCeilings(bo, roofs, stream, flush);
     out(fmt("- copy: **%.0f GB/s** (cuMemcpyDtoD, read + write counted)",
             ceil.copyGBs));
     out("- cascade: pa_cascade_run of 2 levels (level 0 = the shared prefix "
@@ -798,11 +797,11 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       // Levels one after the other, then concurrent (the default; its o
       // is the one compared with the plain decode's).
       ca.serial = 1;
-      Timing tser = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing tser = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_cascade_run(bundle, cplan, &ca, stream));
       });
       ca.serial = 0;
-      Timing tc = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing tc = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_cascade_run(bundle, cplan, &ca, stream));
       });
       pa_cascade_plan_free(cplan);
@@ -831,7 +830,7 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       pa.head_dim = D;
       pa.num_pages = s.pages;
       pa.nnz = static_cast<int64_t>(s.ix0.size());
-      Timing tp = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing tp = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_prefill_run(bundle, pplan, &pa, stream));
       });
       pa_prefill_plan_free(pplan);
@@ -863,7 +862,7 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       };
       pa_decode_args sa =
           decodeArgs(ip1, ix1, lp1, static_cast<int64_t>(s.ix1.size()));
-      Timing ts = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing ts = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_decode_run(bundle, splan, &sa, stream));
       });
       pa_plan_free(splan);
@@ -880,7 +879,7 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
                            &dplan));
       pa_decode_args da =
           decodeArgs(ipf, ixf, lpf, static_cast<int64_t>(s.ixf.size()));
-      Timing td = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing td = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_decode_run(bundle, dplan, &da, stream));
       });
       pa_plan_free(dplan);
@@ -932,7 +931,7 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       ma.o = ob.get();
       ma.lse = lo.get();
       ma.num_rows = rows;
-      Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      Timing t = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_merge(bundle, &ma, stream));
       });
       double bytes = 3.0 * static_cast<double>(n * nb) +
@@ -949,7 +948,7 @@ int pa::runner::runBenchCascade(const BenchCascadeOptions &o) {
       ms.lse = lo.get();
       ms.num_rows = rows;
       ms.num_states = S;
-      t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int) {
+      t = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
         PA_RT(pa_merge_states(bundle, &ms, stream));
       });
       bytes = static_cast<double>(S + 1) *

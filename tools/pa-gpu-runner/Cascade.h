@@ -30,6 +30,8 @@ struct CheckCascadeOptions {
 int runCheckCascade(const CheckCascadeOptions &opts);
 
 struct BenchCascadeOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   std::string bundle;
   std::string out, roofs;
   /// Cascade shapes "S:U:B": shared prefix S tokens (a multiple of the

@@ -655,16 +655,17 @@ using BenchShards = std::vector<std::unique_ptr<BenchShard>>;
 struct BenchDevice {
   GroupDevice dev;
   std::unique_ptr<Roofs> roofs;
-  DeviceBuffer flush, arena;
+  std::unique_ptr<L2Eviction> flush;
+  DeviceBuffer arena;
 
   explicit BenchDevice(int ordinal) : dev(ordinal) {}
   ~BenchDevice() {
     if (pa_init(dev.ordinal) != PA_SUCCESS)
       return;
     cuCtxSynchronize();
+    flush.reset();
     roofs.reset();
     arena.reset();
-    flush.reset();
   }
 };
 using BenchDevices = std::vector<std::unique_ptr<BenchDevice>>;
@@ -702,9 +703,7 @@ struct DeviceEvents {
 void evictAndIdle(const BenchDevices &devs, int64_t n, int call) {
   for (int64_t d = 0; d < n; ++d) {
     useDevice(devs[d]->dev.ordinal);
-    PA_CU(cuMemsetD8Async(devs[d]->flush.get(),
-                          static_cast<unsigned char>(call), kFlushBytes,
-                          devs[d]->dev.stream));
+    devs[d]->flush->evict(devs[d]->dev.stream, static_cast<unsigned>(call));
   }
   for (int64_t d = 0; d < n; ++d)
     devs[d]->dev.synchronize();
@@ -947,11 +946,13 @@ void reportHeader(const BenchCPOptions &o, const BenchDevices &devs,
       "pages (random values, local page ids in a random order) and the same "
       "q");
   out(fmt("- timing: every call starts with L2 evicted on every device "
-          "(256 MiB memset) and all devices synchronized (not timed), then "
-          "CUDA events on every device's stream around the call; a call's "
-          "time is the largest start-to-stop interval over the devices "
-          "(host launch skew included); median of %d timed calls after >= "
-          "%d warm-up calls",
+          "(256 MiB memset%s) and all devices synchronized (not timed), "
+          "then CUDA events on every device's stream around the call; a "
+          "call's time is the largest start-to-stop interval over the "
+          "devices (host launch skew included); median of %d timed calls "
+          "after >= %d warm-up calls",
+          o.l2Flush == "clean" ? " and a read pass over it, --l2-flush clean"
+                               : ", --l2-flush dirty",
           o.reps, o.warmup));
   out("- step = pa_cp_decode_run (decode, NCCL all-gather, merge); decode = "
       "pa_decode_run alone on every device, timed the same way; "
@@ -996,7 +997,7 @@ BenchDevices loadBenchDevices(const BenchCPOptions &o, int64_t n) {
     bd.dev.load(o.bundle);
     bd.roofs = std::make_unique<Roofs>();
     bd.roofs->load(o.roofs);
-    bd.flush.allocate(kFlushBytes);
+    bd.flush = std::make_unique<L2Eviction>(o.l2Flush, *bd.roofs);
   }
   return devs;
 }
@@ -1009,8 +1010,7 @@ double readRoof(const BenchCPOptions &o, const BenchDevice &bd,
   bo.ceilingGiB = o.ceilingGiB;
   bo.reps = o.reps;
   bo.seed = o.seed;
-  Ceilings ceil = measureCeilings(bo, *bd.roofs, queryDevice(), bd.dev.stream,
-                                  bd.flush.get());
+  Ceilings ceil = measureCeilings(bo, *bd.roofs, bd.dev.stream, *bd.flush);
   out(fmt("- read roof of device 0: **%.0f GB/s** (16-byte loads over %.3g "
           "GiB: read-only path %.0f, streaming %.0f); %% n x roof compares "
           "with n times it",

@@ -45,6 +45,8 @@ struct CheckCPOptions {
 int runCheckCP(const CheckCPOptions &opts);
 
 struct BenchCPOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   std::string bundle;
   /// Markdown report file ("" = stdout only).
   std::string out;

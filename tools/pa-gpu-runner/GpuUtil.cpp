@@ -142,6 +142,45 @@ void Roofs::fillUniform(CUdeviceptr dst, uint64_t count, int dtype,
                        nullptr));
 }
 
+void Roofs::read(CUdeviceptr src, size_t bytes, CUdeviceptr sink,
+                 CUstream stream, bool streaming) const {
+  CUfunction fn = streaming ? readRoofStreaming : readRoof;
+  int perSM = 0, sms = 0;
+  CUdevice dev;
+  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, fn, 256, 0));
+  PA_CU(cuCtxGetDevice(&dev));
+  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             dev));
+  unsigned grid = static_cast<unsigned>(std::max(perSM, 1) * sms);
+  uint64_t n16 = bytes / 16;
+  void *params[] = {&src, &n16, &sink};
+  PA_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+}
+
+L2Eviction::L2Eviction(const std::string &mode, const Roofs &r)
+    : buf(kFlushBytes), sink(8) {
+  if (mode == "clean")
+    roofs = &r;
+  else if (mode != "dirty")
+    throw Failure("unknown L2 eviction '" + mode + "' (dirty or clean)");
+}
+
+void L2Eviction::evict(CUstream stream, unsigned salt) const {
+  PA_CU(cuMemsetD8Async(buf.get(), static_cast<unsigned char>(salt),
+                        kFlushBytes, stream));
+  if (roofs)
+    roofs->read(buf.get(), kFlushBytes, sink.get(), stream);
+}
+
+std::string L2Eviction::describe() const {
+  std::string s = "L2 evicted before every call (cuMemsetD8Async of 256 MiB";
+  return s + (roofs ? ", then a read pass over it: clean lines, `--l2-flush "
+                      "clean`"
+                    : ": dirty lines the call writes back, `--l2-flush "
+                      "dirty`") +
+         "; not timed)";
+}
+
 std::string pa::runner::utcNow() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

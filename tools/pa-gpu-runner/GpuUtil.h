@@ -163,6 +163,43 @@ struct Roofs {
   /// on `stream`.
   void fillUniform(CUdeviceptr dst, uint64_t count, int dtype, uint32_t seed,
                    float lo, float hi, CUstream stream) const;
+
+  /// One read pass over `bytes` (a multiple of 16) at `src` on `stream`
+  /// with pa_read_roof (read-only path) or pa_read_roof_cs (`streaming`),
+  /// 256 threads a CTA, as many CTAs as fit the device at once; the sum
+  /// goes to the 8 bytes at `sink`.
+  void read(CUdeviceptr src, size_t bytes, CUdeviceptr sink, CUstream stream,
+            bool streaming = false) const;
+};
+
+/// Bytes of L2Eviction's buffer.
+constexpr size_t kFlushBytes = size_t(256) << 20;
+
+/// The L2 eviction before every timed call of the benchmarks (their
+/// `--l2-flush` flag), over a buffer of kFlushBytes:
+///   "dirty": cuMemsetD8Async of the buffer: the L2 is left full of dirty
+///     lines, which the timed call writes back to device memory as its own
+///     lines evict them, up to the L2's size on top of its own traffic (the
+///     method of every figure recorded before 2026-11-27 and of the
+///     FlashInfer kit's `fi_bench.py`, which zeroes a buffer);
+///   "clean": the memset, then a read pass over the buffer (Roofs::read):
+///     the L2 holds clean lines of the buffer, and the timed call starts
+///     with a cold cache that owes device memory nothing.
+/// Both leave none of the timed call's data in the L2.
+class L2Eviction {
+public:
+  /// `mode`: "dirty" or "clean" (else throws Failure).
+  L2Eviction(const std::string &mode, const Roofs &roofs);
+  /// Enqueues the eviction on `stream` (`salt` varies the memset's byte).
+  void evict(CUstream stream, unsigned salt) const;
+  bool clean() const { return roofs != nullptr; }
+  /// The method phrase of the reports ("a memset of 256 MiB ...").
+  std::string describe() const;
+
+private:
+  DeviceBuffer buf, sink;
+  /// Set in clean mode only.
+  const Roofs *roofs = nullptr;
 };
 
 /// Current UTC time as "YYYY-MM-DD HH:MM UTC".

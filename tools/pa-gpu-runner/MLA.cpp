@@ -263,7 +263,7 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
       throw Failure("bench-mla needs an MLA bundle (pa-compile --kernels "
                     "mla), got " + c.str());
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
     out("## PagedAttn MLA decode benchmark");
     out("");
     out(fmt("- device: %s (sm_%d%d, %d SMs), %s", dev.name.c_str(),
@@ -271,17 +271,16 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
     out(fmt("- bundle: `%s` (%s)", o.bundle.c_str(), c.str().c_str()));
     out(fmt("- method: pa_mla_decode, B requests of L tokens, pages in a "
             "random order, random values, %d input sets rotated; median of "
-            "%d timed calls after >= %d warm-up calls, CUDA events, L2 "
-            "evicted before every call; splits: %s. Bytes = latent cache "
-            "rows + q + o; "
+            "%d timed calls after >= %d warm-up calls, CUDA events, %s; "
+            "splits: %s. Bytes = latent cache rows + q + o; "
             "TFLOP/s = 2 B H L (D_ckv + D_kpe + D_ckv) / time",
-            o.maxSets, o.reps, o.warmup,
+            o.maxSets, o.reps, o.warmup, flush.describe().c_str(),
             o.splits == 0 ? "automatic (max_kv_len = L)"
                           : std::to_string(o.splits).c_str()));
     BenchOptions bo;
     bo.reps = o.reps;
     bo.seed = o.seed;
-    Ceilings ceil = measureCeilings(bo, roofs, dev, stream, flush.get());
+    Ceilings ceil = measureCeilings(bo, roofs, stream, flush);
     out(fmt("- read roof: **%.0f GB/s**", ceil.readGBs));
     out("");
     out("| B | L | H | time us | min us | GB/s | % read roof | TFLOP/s |");
@@ -327,7 +326,7 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
         int64_t wsBytes = 0;
         PA_RT(pa_mla_workspace_bytes(bundle, B, o.splits, &wsBytes));
         DeviceBuffer ws(static_cast<size_t>(std::max<int64_t>(wsBytes, 1)));
-        Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, [&](int i) {
+        Timing t = timeCalls(stream, flush, o.warmup, o.reps, [&](int i) {
           const Set &s = sets[static_cast<size_t>(i) % sets.size()];
           pa_mla_decode_args a{};
           a.q_nope = qNope.get();

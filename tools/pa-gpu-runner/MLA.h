@@ -29,6 +29,8 @@ struct CheckMLAOptions {
 int runCheckMLA(const CheckMLAOptions &opts);
 
 struct BenchMLAOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   std::string bundle;
   std::string out, roofs;
   std::vector<int64_t> batches = {1, 16, 64, 128};

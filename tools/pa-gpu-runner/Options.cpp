@@ -175,6 +175,23 @@ void OptionParser::text(const std::string &name, const std::string &metavar,
       });
 }
 
+void OptionParser::choice(const std::string &name, std::string &out,
+                          const std::vector<std::string> &values,
+                          const std::string &help) {
+  std::string metavar;
+  for (const std::string &v : values)
+    metavar += (metavar.empty() ? "" : "|") + v;
+  add(name, metavar, help,
+      [&out, values, metavar](const std::string &value, std::string &error) {
+        if (std::find(values.begin(), values.end(), value) == values.end()) {
+          error = "one of " + metavar;
+          return false;
+        }
+        out = value;
+        return true;
+      });
+}
+
 void OptionParser::positiveList(const std::string &name,
                                 std::vector<int64_t> &out,
                                 const std::string &help) {

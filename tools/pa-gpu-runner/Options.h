@@ -58,6 +58,9 @@ public:
   /// `--name TEXT`, any non-empty text.
   void text(const std::string &name, const std::string &metavar,
             std::string &out, const std::string &help);
+  /// `--name V`, one of `values` (the error lists them).
+  void choice(const std::string &name, std::string &out,
+              const std::vector<std::string> &values, const std::string &help);
   /// `--name a,b,..`, integers >= 1.
   void positiveList(const std::string &name, std::vector<int64_t> &out,
                     const std::string &help);

@@ -755,7 +755,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
                     o.bundle + "' takes them");
     PA_RT(pa_bundle_load(o.bundle.c_str(), &bundle));
     PA_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    DeviceBuffer flush(kFlushBytes);
+    L2Eviction flush(o.l2Flush, roofs);
     const int64_t P = c.pageSize, Hkv = c.kvHeads, Hq = c.numQHeads(),
                   D = c.headDim, eb = 2;
 
@@ -765,10 +765,9 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
             dev.ccMajor, dev.ccMinor, dev.smCount, utcNow().c_str()));
     out("- bundle: `" + o.bundle + "` (" + describe(k) + ")");
     out(fmt("- method: median of %d timed calls after %d warm-up calls, CUDA "
-            "events around each call, L2 evicted before every call (not "
-            "timed), up to %d input sets rotated; TFLOP/s = 4 * D * Hq * "
-            "visible (query, key) pairs / time",
-            o.reps, o.warmup, o.maxSets));
+            "events around each call, %s, up to %d input sets rotated; "
+            "TFLOP/s = 4 * D * Hq * visible (query, key) pairs / time",
+            o.reps, o.warmup, flush.describe().c_str(), o.maxSets));
     out(fmt("- kernel: %s (the plan's choice per shape: split-KV "
             "(prefill_partial + merge_segments) when the query tiles x KV "
             "heads leave SMs idle, else prefill_short when the bundle has it "
@@ -923,7 +922,7 @@ int pa::runner::runBenchPrefill(const BenchPrefillOptions &o) {
         a.nnz = pagesPerSet;
         PA_RT(pa_prefill_run(bundle, plan, &a, stream));
       };
-      Timing t = timeCalls(stream, flush.get(), o.warmup, o.reps, call);
+      Timing t = timeCalls(stream, flush, o.warmup, o.reps, call);
       // Sanity: every lse of the first set is finite (a kernel that returns
       // early would otherwise look fast); every query sees a key here.
       std::vector<float> lse(static_cast<size_t>(rows * Hq));

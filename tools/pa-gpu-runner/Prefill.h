@@ -36,6 +36,8 @@ struct CheckPrefillOptions {
 int runCheckPrefill(const CheckPrefillOptions &opts);
 
 struct BenchPrefillOptions {
+  /// L2Eviction's mode (--l2-flush): dirty or clean.
+  std::string l2Flush = "dirty";
   std::string bundle;
   /// Markdown report file ("" = stdout only).
   std::string out;

@@ -55,6 +55,14 @@ void addPoolOption(OptionParser &p, int64_t &out) {
           "poisoned; the host reference holds only the case's pages");
 }
 
+/// --l2-flush of the benchmarks (L2Eviction).
+void addL2FlushOption(OptionParser &p, std::string &out) {
+  p.choice("--l2-flush", out, {"dirty", "clean"},
+           "L2 eviction before every timed call: a 256 MiB memset (dirty "
+           "lines the call writes back; the default, as FlashInfer's kit) "
+           "or the memset and a read pass over it (clean lines)");
+}
+
 /// The flags of `check`, bound to `o`.
 void addCheckOptions(OptionParser &p, CheckOptions &o) {
   p.integer("--seed", o.seed, 0, kMaxI64,
@@ -73,6 +81,7 @@ void addCheckOptions(OptionParser &p, CheckOptions &o) {
 /// The flags of `bench`, bound to `o`; the bundle goes to `operands`.
 void addBenchOptions(OptionParser &p, BenchOptions &o,
                      std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -119,6 +128,7 @@ void addCheckPrefillOptions(OptionParser &p, CheckPrefillOptions &o) {
 /// `operands`.
 void addBenchPrefillOptions(OptionParser &p, BenchPrefillOptions &o,
                             std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -159,6 +169,7 @@ void addCheckAppendOptions(OptionParser &p, CheckAppendOptions &o) {
 /// `operands`.
 void addBenchAppendOptions(OptionParser &p, BenchAppendOptions &o,
                            std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -189,6 +200,7 @@ void addCheckCascadeOptions(OptionParser &p, CheckCascadeOptions &o) {
 void addBenchCascadeOptions(OptionParser &p, BenchCascadeOptions &o,
                             std::vector<std::string> &operands,
                             std::string &cases) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -222,6 +234,7 @@ void addCheckCacheBlendOptions(OptionParser &p, CheckCacheBlendOptions &o) {
 /// `operands`.
 void addBenchCacheBlendOptions(OptionParser &p, BenchCacheBlendOptions &o,
                                std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -254,6 +267,7 @@ void addCheckMLAOptions(OptionParser &p, CheckMLAOptions &o) {
 /// The flags of `bench-mla`, bound to `o`; the bundle goes to `operands`.
 void addBenchMLAOptions(OptionParser &p, BenchMLAOptions &o,
                         std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "
@@ -292,6 +306,7 @@ void addCheckCPOptions(OptionParser &p, CheckCPOptions &o) {
 /// The flags of `bench-cp`, bound to `o`; the bundle goes to `operands`.
 void addBenchCPOptions(OptionParser &p, BenchCPOptions &o,
                        std::vector<std::string> &operands) {
+  addL2FlushOption(p, o.l2Flush);
   p.text("--out", "FILE", o.out, "also write the markdown report to FILE");
   p.text("--roofs", "CUBIN", o.roofs,
          "pa-roofs.cubin (default: $PA_ROOFS_CUBIN, then beside the "

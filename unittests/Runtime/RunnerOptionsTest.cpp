@@ -32,6 +32,7 @@ struct Opts {
   double gib = 4;
   int64_t pool = 0;
   std::string out;
+  std::string flush = "dirty";
   std::vector<int64_t> lens = {512};
   std::vector<std::string> dirs;
 };
@@ -55,6 +56,7 @@ Parsed parse(Opts &o, const std::vector<std::string> &args,
   p.count("--pool", o.pool, 1, int64_t(1) << 40, "pool elements");
   p.text("--out", "FILE", o.out, "report");
   p.positiveList("--lens", o.lens, "lengths");
+  p.choice("--flush", o.flush, {"dirty", "clean"}, "flush");
   p.operands("DIR", o.dirs, 1, maxOperands);
   std::vector<const char *> argv = {"pa-gpu-runner", "test"};
   for (const std::string &a : args)
@@ -159,6 +161,22 @@ TEST(RunnerOptions, MalformedOrOutOfRange) {
                        "': expected a comma-separated list of integers >= 1");
   expectRejected({"dir", "--out", ""},
                  "pa-gpu-runner test: --out '': expected a non-empty value");
+}
+
+TEST(RunnerOptions, Choice) {
+  Opts o;
+  ASSERT_TRUE(parse(o, {"dir"}).ok);
+  EXPECT_EQ(o.flush, "dirty");
+  ASSERT_TRUE(parse(o, {"dir", "--flush", "clean"}).ok);
+  EXPECT_EQ(o.flush, "clean");
+  for (const char *bad : {"", "Clean", "dirt", "clean,dirty"})
+    expectRejected({"dir", "--flush", bad},
+                   std::string("pa-gpu-runner test: --flush '") + bad +
+                       "': expected one of dirty|clean");
+  OptionParser p("test");
+  parse(o, {"dir"}, 3, &p);
+  EXPECT_NE(p.usage().find("--flush dirty|clean"), std::string::npos)
+      << p.usage();
 }
 
 TEST(RunnerOptions, Counts) {
