@@ -65,5 +65,6 @@ for f in "$out"/fi_*.md; do
   grep -E "^\| [0-9]" "$f" | cut -d'|' -f2-6 | tee -a "$out/summary.md"
 done
 # The device tool brings back a few files: the raw reports go in one archive.
-tar czf "$out/raw.tgz" -C "$out" --exclude summary.md --exclude raw.tgz . && \
-  find "$out" -mindepth 1 -maxdepth 1 ! -name summary.md ! -name raw.tgz -exec rm -rf {} +
+tmp="$(mktemp -d)"
+tar czf "$tmp/raw.tgz" -C "$out" --exclude summary.md . && \
+  find "$out" -mindepth 1 -maxdepth 1 ! -name summary.md -exec rm -rf {} + && mv "$tmp/raw.tgz" "$out/"
