@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The fused split-KV merge of the decode (SplitKVMerge.cpp) with its row
-# loops unrolled by 32 (lse passes) / 16 (output pass) against the same
-# kernels unrolled by 8, in one device call (issue 9: B = 1 and 16, where
-# the planner splits), under --l2-flush clean.
+# An A/B of two compilers' decode bundles at the split plans (B = 1 and 16)
+# under --l2-flush clean, with checks and sanitizers of the new ones, in one
+# device call. Used for the fused split-KV merge unrolled by 32 / 16 instead
+# of 8 (commit a61577e, reverted: bench/results/merge-unroll_2026-11-27_h200.md).
 #
 #   bench/run_merge_unroll.sh prep OLD_PA_COMPILE DIR   # here: DIR/old_*
 #                                                     # (OLD_PA_COMPILE) and

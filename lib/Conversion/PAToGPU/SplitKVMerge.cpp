@@ -41,12 +41,8 @@ using namespace mlir::pa::gpukernel;
 
 using Pred = arith::CmpIPredicate;
 
-/// Rows of the last CTA's merge per loop iteration: its passes over the
-/// rows' lse values (the maximum and the weight sum: one f32 load a row)
-/// and its pass over the output rows (a vector of 4 f32 a row, 4
-/// registers each). Every iteration's loads are in flight together, so a
-/// pass over n rows pays about n / unroll L2 round trips.
-constexpr uint64_t kMergeStatsUnroll = 32, kMergeRowsUnroll = 16;
+/// Rows of the last CTA's merge per loop iteration.
+constexpr uint64_t kMergeUnroll = 8;
 
 MergeSegmentsOp gpukernel::fusableMerge(DecodePartialOp op) {
   ValueRange outs = op.getOuts();
@@ -153,16 +149,11 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
   // The merge's loops over the rows, unrolled so that several rows' loads
   // are in flight: one CTA merges all of a request's rows, and rolled
   // loops paid an L2 round trip per row (H100, 2026-11-25: 128 rows of
-  // 1 x 8192 took 13 us longer than merge_segments' CTA per head). The
-  // output pass (a vector result) holds 4 registers a row in flight.
+  // 1 x 8192 took 13 us longer than merge_segments' CTA per head).
   SmallVector<scf::ForOp> rowLoops;
   slots.getBody()->walk([&](scf::ForOp f) { rowLoops.push_back(f); });
-  for (scf::ForOp f : rowLoops) {
-    bool outputRows = f.getNumResults() == 1 &&
-                      isa<VectorType>(f.getResult(0).getType());
-    (void)loopUnrollByFactor(f, outputRows ? kMergeRowsUnroll
-                                           : kMergeStatsUnroll);
-  }
+  for (scf::ForOp f : rowLoops)
+    (void)loopUnrollByFactor(f, kMergeUnroll);
 }
 
 } // namespace
