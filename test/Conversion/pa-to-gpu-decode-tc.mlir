@@ -17,8 +17,16 @@
 // CHECK: gpu.func @pa_decode({{.*}}) kernel attributes {pa.kernel = {args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"], block = array<i64: 128, 1, 1>, grid = ["batch", "kv_heads", 1], kind = "decode", kv_warps = 4 : i64, smem = 0 : i64, tile_kv = 64 : i64, tile_q = 16 : i64}}
 // CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<16x128xf32>
 // CHECK-DAG: %[[S:.*]] = memref.alloca() : memref<16x64xf32>
-// CHECK-DAG: %[[B:.*]] = gpu.block_id x
-// CHECK-DAG: %[[HK:.*]] = gpu.block_id y
+// The CTAs of a request's KV heads are adjacent: linear id x + y X of the
+// grid's plane is request id / Hkv, KV head id % Hkv.
+// CHECK-DAG: %[[GX:.*]] = gpu.grid_dim x
+// CHECK-DAG: %[[GY:.*]] = gpu.grid_dim y
+// CHECK-DAG: %[[BY:.*]] = gpu.block_id y
+// CHECK-DAG: %[[YX:.*]] = arith.muli %[[BY]], %[[GX]]
+// CHECK-DAG: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[LIN:.*]] = arith.addi %[[BX]], %[[YX]]
+// CHECK-NEXT: %[[B:.*]] = arith.divui %[[LIN]], %[[GY]]
+// CHECK-NEXT: %[[HK:.*]] = arith.remui %[[LIN]], %[[GY]]
 // CHECK: %[[ROW:.*]] = arith.addi %[[B]], %c0
 // CHECK: pa.tile.load_q q(%{{.*}}) rows(%[[ROW]], %c1{{(_[0-9]+)?}}) kv_head(%[[HK]]) outs(%[[QT]] : memref<16x128xf32>) {group = 4 : i64
 // CHECK: pa.tile.init_state
@@ -82,7 +90,7 @@ func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: 
 // the item's keys [work_start, work_end) and row w of the partial states.
 // CHECK-LABEL: func.func @partial(
 // CHECK: gpu.func @pa_decode_partial({{.*}}grid = ["work_capacity", "kv_heads", 1], kind = "decode_partial", kv_warps = 4 : i64
-// CHECK: %[[W:.*]] = gpu.block_id x
+// CHECK: %[[W:.*]] = arith.divui %{{.*}}, %grid_dim_y
 // CHECK: %[[GO:.*]] = arith.cmpi ult, %[[W]], %{{.*}} : index
 // CHECK: scf.if %[[GO]] {
 // CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>

@@ -5,7 +5,7 @@
 // decode-kernel=auto picks for every group over an fp8 cache, MHA
 // included) and prefill. The kernel takes the scales as the ABI's k_scale
 // and v_scale arguments; the tiling loads the KV head's scales before the
-// KV loop (per tensor: entry 0; per head: the CTA's KV head, block y) for
+// KV loop (per tensor: entry 0; per head: the CTA's KV head) for
 // pa.tile.qk and pa.tile.store. The CUDA-core decode has no fp8 path and
 // says so at the op.
 
@@ -13,7 +13,7 @@
 // CHECK-SAME:    %[[KS:arg2]]: memref<1xf32>, %[[VS:arg3]]: memref<32xf32>
 // CHECK-SAME:    args = ["q", "kv", "k_scale", "v_scale", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse"]
 // CHECK-SAME:    kind = "decode", kv_warps = 4
-// CHECK:         %[[HK:.*]] = gpu.block_id y
+// CHECK:         %[[HK:.*]] = arith.remui %{{.*}}, %grid_dim_y
 // CHECK:         %[[K:.*]] = memref.load %[[KS]][%c0{{.*}}] : memref<1xf32>
 // CHECK-NEXT:    %[[V:.*]] = memref.load %[[VS]][%[[HK]]] : memref<32xf32>
 // CHECK:         pa.tile.gather_kv kv(%arg1 : memref<?x2x16x32x128xf8E4M3FN>)

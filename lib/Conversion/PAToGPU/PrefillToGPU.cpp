@@ -392,8 +392,17 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
     KernelEmitter e{{b, loc}};
     PrefillTiles tiles = allocTiles(e, c);
     PageTable pages = kernelPageTable(op, m);
-    Value blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    // The CTAs of one request's (or work item's) KV heads run side by
+    // side: linear id x + y X of the (X, Hkv) plane is item id / Hkv, KV
+    // head id % Hkv, so that the heads' rows of a page, which the NHD
+    // layout interleaves, are read at about the same time.
+    Value gridX = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value gridY = gpu::GridDimOp::create(b, loc, gpu::Dimension::y);
+    Value linear =
+        e.add(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+              e.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), gridX));
+    Value blockX = e.divui(linear, gridY);
+    Value kvHead = e.remui(linear, gridY);
     // The CUDA-core decode's chunk z of the group: its heads are those of
     // "KV head" y * chunks + z of a group of c.heads (QueryTileCoords).
     Value rowsHead = kvHead;
