@@ -90,16 +90,10 @@ func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: 
 // the item's keys [work_start, work_end) and row w of the partial states.
 // CHECK-LABEL: func.func @partial(
 // CHECK: gpu.func @pa_decode_partial({{.*}}grid = ["work_capacity", "kv_heads", 1], kind = "decode_partial", kv_warps = 4 : i64
-// The item's fields load before the exit test (one memory round trip less
-// before the first copy), held above it by an asm statement with side
-// effects.
 // CHECK: %[[W:.*]] = arith.divui %{{.*}}, %grid_dim_y
-// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
-// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
-// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
-// CHECK: llvm.inline_asm has_side_effects {{.*}}"mov.b64 $0, $3;
 // CHECK: %[[GO:.*]] = arith.cmpi ult, %[[W]], %{{.*}} : index
 // CHECK: scf.if %[[GO]] {
+// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
 // CHECK: pa.tile.load_q
 // CHECK: scf.for
 // CHECK: pa.tile.store {{.*}} rows(%[[W]], %c1{{.*}}) kv_head

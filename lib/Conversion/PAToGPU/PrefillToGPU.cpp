@@ -426,27 +426,8 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       CTAHeads heads{e.mul(rowsHead, e.idx(rowsGroup)), rowsGroup, Value()};
       if (merge)
         fused = mapFusedMerge(partial, extra, m);
-      // The item's fields load beside the list's length rather than after
-      // it (the work arrays hold W = grid x entries, the op's contract, so
-      // CTA x may read entry x): the first K/V copy waits for one memory
-      // round trip less.
-      DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
-      // The fields pass through an asm statement with side effects, which
-      // stays above the branch below and so keeps their loads there (LLVM
-      // sinks loads into the branch that uses them).
-      {
-        Type i64 = b.getI64Type();
-        SmallVector<Value> raw;
-        for (Value v : {item.request, item.kvStart, item.kvEnd})
-          raw.push_back(arith::IndexCastOp::create(b, loc, i64, v));
-        SmallVector<Value> held = e.inlineAsm(
-            "mov.b64 $0, $3;\n\tmov.b64 $1, $4;\n\tmov.b64 $2, $5;",
-            "=l,=l,=l,l,l,l", {i64, i64, i64}, raw, /*sideEffects=*/true);
-        item.request = e.toIndex(held[0]);
-        item.kvStart = e.toIndex(held[1]);
-        item.kvEnd = e.toIndex(held[2]);
-      }
       e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
+        DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
         emitPrefillQueryTile(
             e, p, m, pages,
             chunked(item.tile(e, blockX, rowsHead,
