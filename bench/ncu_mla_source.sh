@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the MLA decode kernel's warps stall, instruction by instruction:
 # Nsight Compute's warp-state sampling of one launch (B x L, no split),
-# printed as SASS with its stall samples; the top instructions by samples
+# printed as SASS with its stall samples (PA_SPLITS: splits, default 1; 0 automatic); the top instructions by samples
 # and the samples summed by stall reason go to OUT/top.txt.
 #
 #   bench/ncu_mla_source.sh STAGED OUT BUNDLE [B] [L]
@@ -12,7 +12,7 @@ R="$gpu/bin/pa-gpu-runner"
 export PATH="$PATH:/usr/local/cuda/bin"
 timeout 300 ncu -k regex:'pa_mla' --launch-skip 2 --launch-count 1 \
   --section WarpStateStats --section SourceCounters --import-source no \
-  -o "$out/mla" -f "$R" bench-mla --batches "$b" --lengths "$l" --splits 1 \
+  -o "$out/mla" -f "$R" bench-mla --batches "$b" --lengths "$l" --splits "${PA_SPLITS:-1}" \
   --reps 3 --warmup 1 "$bundle" > "$out/ncu_run.log" 2>&1
 timeout 200 ncu --import "$out/mla.ncu-rep" --page source --print-source sass --csv \
   > "$out/sass.csv" 2> "$out/sass.err"
