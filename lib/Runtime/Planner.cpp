@@ -669,8 +669,11 @@ int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
 bool pa::rt::chooseMLASmall(int64_t batch, int64_t maxKVLen) {
   if (maxKVLen <= 0)
     return batch < kMLASmallMaxBatch;
-  // batch x maxKVLen < kMLASmallMaxKeys without overflowing.
-  return batch < ceilDiv(kMLASmallMaxKeys, maxKVLen);
+  if (batch == 1)
+    return maxKVLen <= kMLASmallMaxKeysOneRequest;
+  // batch x maxKVLen <= kMLASmallMaxKeys without overflowing.
+  return batch < kMLASmallMaxBatchWithKeys &&
+         batch <= kMLASmallMaxKeys / maxKVLen;
 }
 
 pa::rt::MLAWorkspace pa::rt::mlaWorkspace(int64_t batch, int64_t heads,

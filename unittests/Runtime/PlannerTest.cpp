@@ -1275,14 +1275,22 @@ TEST(MLASplits, FillOneWaveWithinTheBounds) {
 }
 
 TEST(MLASplits, SmallKernelForFewKeys) {
-  // batch x the longest request below kMLASmallMaxKeys: mla_decode_small.
+  // One request up to kMLASmallMaxKeysOneRequest keys: mla_decode_small.
   EXPECT_TRUE(chooseMLASmall(1, 8192));
-  EXPECT_FALSE(chooseMLASmall(2, 8192));
+  EXPECT_TRUE(chooseMLASmall(1, 32768));
+  EXPECT_TRUE(chooseMLASmall(1, kMLASmallMaxKeysOneRequest));
+  EXPECT_FALSE(chooseMLASmall(1, kMLASmallMaxKeysOneRequest + 1));
+  // Fewer than kMLASmallMaxBatchWithKeys requests, batch x the longest
+  // request at most kMLASmallMaxKeys.
+  EXPECT_TRUE(chooseMLASmall(2, 8192));
+  EXPECT_FALSE(chooseMLASmall(2, 8193));
+  EXPECT_FALSE(chooseMLASmall(2, 32768));
   EXPECT_TRUE(chooseMLASmall(4, 1024));
+  EXPECT_TRUE(chooseMLASmall(4, 4096));
+  EXPECT_FALSE(chooseMLASmall(4, 8192));
+  EXPECT_TRUE(chooseMLASmall(7, 2048));
+  EXPECT_FALSE(chooseMLASmall(kMLASmallMaxBatchWithKeys, 2048));
   EXPECT_FALSE(chooseMLASmall(16, 1024));
-  EXPECT_TRUE(chooseMLASmall(3, 5000));
-  EXPECT_FALSE(chooseMLASmall(4, 5000));
-  EXPECT_FALSE(chooseMLASmall(1, kMLASmallMaxKeys));
   EXPECT_FALSE(chooseMLASmall(int64_t(1) << 40, int64_t(1) << 40));
   // Without a bound on the longest request: by batch.
   EXPECT_TRUE(chooseMLASmall(kMLASmallMaxBatch - 1, 0));

@@ -401,21 +401,28 @@ constexpr int64_t kMLASplitTokens = 256;
 int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
                   int64_t maxKVLen);
 
-/// Fewer keys in all (batch x the longest request) than this run the MLA
-/// decode on mla_decode_small (mma.sync, 16 or 32 heads a CTA) rather than
-/// on mla_decode's wgmma kernel (64 heads a CTA, larger fixed costs). H200
-/// 2026-11-27, 128 heads, automatic splits: 1 x 1024 / 4096 / 8192 23.4 /
-/// 34.5 / 45.9 us on mma.sync vs 30.8 / 46.2 / 66.0 on wgmma, 4 x 1024
-/// 27.7 vs 33.4; 4 x 8192 73.5 vs 62.0, 16 x 1024 42.4 vs 38.5
-/// (bench/results/mla-wgmma-final_2026-11-27_h200.md,
-/// mla-merge-splits_2026-11-27_h200.md).
+/// The MLA decode runs on mla_decode_small (mma.sync, 32 heads a CTA at
+/// 128 heads) rather than on mla_decode's wgmma kernel (64 heads a CTA:
+/// half the CTAs, a longer merge each) at few requests: one request of at
+/// most kMLASmallMaxKeysOneRequest keys, or fewer than
+/// kMLASmallMaxBatchWithKeys requests of at most kMLASmallMaxKeys keys in
+/// all (batch x the longest). H200 2026-11-27 10:41 UTC, 128 heads,
+/// automatic splits, µs mma.sync / wgmma (bench/sweep_mla_kernels.sh,
+/// bench/results/mla-kernel-choice_2026-11-27_h200.md): 1 x 8192 45.9 /
+/// 65.3, 1 x 32768 83.3 / 95.3, 1 x 65536 132.6 / 136.8; 2 x 8192 49.6 /
+/// 69.5, 2 x 32768 123.6 / 100.7; 4 x 2048 33.3 / 37.9, 4 x 8192 71.1 /
+/// 61.3; 8 x 2048 44.3 / 42.7; 16 x 2048 67.0 / 48.9.
 constexpr int64_t kMLASmallMaxKeys = 16384;
+constexpr int64_t kMLASmallMaxBatchWithKeys = 8;
+constexpr int64_t kMLASmallMaxKeysOneRequest = 65536;
 /// Without a bound on the longest request: batches below this.
 constexpr int64_t kMLASmallMaxBatch = 4;
 
 /// True when an MLA decode of `batch` requests of at most `maxKVLen` keys
-/// (0: unknown) should run on mla_decode_small: batch x maxKVLen <
-/// kMLASmallMaxKeys, or batch < kMLASmallMaxBatch when maxKVLen is 0.
+/// (0: unknown) should run on mla_decode_small: batch = 1 and maxKVLen <=
+/// kMLASmallMaxKeysOneRequest, or batch < kMLASmallMaxBatchWithKeys and
+/// batch x maxKVLen <= kMLASmallMaxKeys; batch < kMLASmallMaxBatch when
+/// maxKVLen is 0.
 bool chooseMLASmall(int64_t batch, int64_t maxKVLen);
 
 /// pa_mla_decode's workspace for `splits` splits: byte offsets of o_part
