@@ -148,9 +148,11 @@ bool runCase(pa_bundle *bundle, const rt::BundleConfig &c,
   DeviceMLA d(c, m);
   bool ok = true;
   // Automatic splits unchecked and checked, then no split and forced ones
-  // (7: chunks of a few tiles; 64: most CTAs without keys).
-  const std::pair<int64_t, bool> runs[] = {
-      {0, false}, {0, true}, {1, false}, {7, false}, {64, true}};
+  // (7: chunks of a few tiles, one merge; 13: a two-level merge of
+  // unequal groups, 7 + 6; 64: most CTAs without keys, 8 groups).
+  const std::pair<int64_t, bool> runs[] = {{0, false}, {0, true},
+                                           {1, false}, {7, false},
+                                           {13, false}, {64, true}};
   for (auto [splits, checked] : runs) {
     int64_t H = c.numQHeads();
     poison(d.o.get(), m.batch * H * c.headDim, c.dtype);
