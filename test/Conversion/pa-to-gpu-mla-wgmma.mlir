@@ -36,16 +36,7 @@
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.yield
-// The splits' merge: the last CTA of a group of splits (at most 8 groups)
-// merges it, into o with one group, else into the group's first f32
-// partial row, then counts its arrival at a second counter, and the last
-// of those merges the groups' rows into o.
 // CHECK: memref.atomic_rmw addi
-// CHECK: vector.store {{.*}} : memref<?x128x512xbf16>, vector<4xbf16>
-// CHECK: vector.store {{.*}} : memref<?x128x512xf32>, vector<4xf32>
-// CHECK: memref.store {{.*}} : memref<?x128xf32>
-// CHECK: memref.atomic_rmw addi
-// CHECK: vector.store {{.*}} : memref<?x128x512xbf16>, vector<4xbf16>
 // AUTO-LABEL: func.func @mla_decode
 // AUTO: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c2, %c1) threads in (%c256,
 // AUTO: m64n256k16

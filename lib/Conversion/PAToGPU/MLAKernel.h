@@ -136,12 +136,9 @@ protected:
   void finish(const FusedMerge &split,
               function_ref<void(Value outO, Value outLse, Value row)>
                   storeState);
-  /// The merge of `count` partial rows begin, begin + stride, ... of the
-  /// CTA's heads (all indices) into o / lse, or with `toRow` into partial
-  /// row `toRow` (f32 o and lse in the partials' base; toRow may be one of
-  /// the rows merged).
-  void mergeSplits(const FusedMerge &split, Value begin, Value count,
-                   Value stride, Value toRow);
+  /// The last CTA's merge of the request's splits [begin, begin + splits)
+  /// into o / lse for the CTA's heads.
+  void mergeSplits(const FusedMerge &split, Value begin);
 };
 
 /// MLAWgmma.cpp: the wgmma kernel's body (a CTA of 64 heads, two

@@ -81,10 +81,6 @@ constexpr int64_t kQRegisterBudget = 36;
 /// accumulates at once, and the unroll of its loop over the rows.
 constexpr int64_t kMergeSlots = 8;
 constexpr uint64_t kMergeRowUnroll = 2;
-/// Splits a first-level merge takes (MLAKernelBase::finish): with more,
-/// groups of about this many are merged by their last CTAs in parallel and
-/// the group results by the last of those.
-constexpr int64_t kMergeGroupSplits = 8;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -332,57 +328,14 @@ void MLAKernelBase::finish(
     // request's splits merges them (the fused split-KV decode's arrival).
     Value begin = e.mul(request, splits);
     storeState(split.oPart, split.lsePart, e.add(begin, z));
-    // One CTA reading every split's f32 rows (32 splits x 64 heads x 512
-    // = 4 MB) took about half of the kernel at 1 x 32768 (H200,
-    // 2026-11-27, Nsight Compute): the splits are merged in G groups of
-    // about kMergeGroupSplits, each by its last CTA into the group's first
-    // row, and the G rows by the last of those. Group g counts its
-    // arrivals in counter head0 + g, the second level in head0 + G (G is
-    // at most the heads of the CTA's block less one, so every counter is
-    // one of the block's own).
-    int64_t maxGroups = std::min<int64_t>(
-        kMergeGroupSplits, s.heads - (s.headBlocks() - 1) * s.rows() - 1);
-    Value one = e.idx(1);
-    auto ceilDiv = [&](Value a, Value d) {
-      return e.divui(e.sub(e.add(a, d), one), d);
-    };
-    Value wanted =
-        maxGroups < 2
-            ? one
-            : e.select(e.cmpi(Pred::ult, e.idx(maxGroups),
-                              ceilDiv(splits, e.idx(kMergeGroupSplits))),
-                       e.idx(maxGroups),
-                       ceilDiv(splits, e.idx(kMergeGroupSplits)));
-    // Groups of groupSize splits (the last one shorter): `groups` of them,
-    // at most `wanted`.
-    Value groupSize = ceilDiv(splits, wanted);
-    Value groups = ceilDiv(splits, groupSize);
-    Value g = e.divui(z, groupSize);
-    Value gBegin = e.mul(g, groupSize);
-    Value gCount = e.select(e.cmpi(Pred::ult, e.sub(splits, gBegin), groupSize),
-                            e.sub(splits, gBegin), groupSize);
-    CTAHeads groupHeads{e.add(head0, g), s.rows(), Value()};
-    Value merges = emitArrival(e, split, request, gCount, groupHeads,
+    CTAHeads heads{head0, s.rows(), Value()};
+    Value merges = emitArrival(e, split, request, splits, heads,
                                /*fenced=*/false);
-    e.ifThen(merges, [&]() {
-      e.ifThen(e.cmpi(Pred::eq, groups, one),
-               [&]() { mergeSplits(split, begin, splits, one, Value()); });
-      e.ifThen(e.cmpi(Pred::ne, groups, one), [&]() {
-        Value row = e.add(begin, gBegin);
-        mergeSplits(split, row, gCount, one, row);
-        CTAHeads lastHeads{e.add(head0, groups), s.rows(), Value()};
-        Value last = emitArrival(e, split, request, groups, lastHeads,
-                                 /*fenced=*/false);
-        e.ifThen(last, [&]() {
-          mergeSplits(split, begin, groups, groupSize, Value());
-        });
-      });
-    });
+    e.ifThen(merges, [&]() { mergeSplits(split, begin); });
   });
 }
 
-void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
-                                Value count, Value stride, Value toRow) {
+void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   // The merge operator over the S partial rows [begin, begin + S) of the
   // CTA's heads, in two steps so that many loads are in flight: (1) thread
   // h < rows: StateMerge over the head's lse values, its shift and total
@@ -392,9 +345,7 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
   // head) accumulated over the rows in registers, sum_i 2^(lse_i - max)
   // o_i, loads of all its slots issued together for each row, then o =
   // acc / total.
-  // Per head: the shift, the total weight and (merging into a partial
-  // row) the merged lse, written to its row after every read of it.
-  Value stats = sharedView({3 * s.rows()}, f32(), 0);
+  Value stats = sharedView({2 * s.rows()}, f32(), 0);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
   // The thread index read afresh (an asm statement CSE leaves alone), so
   // that no index computed before the KV loop is reused here and kept live
@@ -409,9 +360,8 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
     Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
     return std::make_pair(e.select(valid, hg, e.idx(0)), valid);
   };
-  auto rowOf = [&](Value i) { return e.add(begin, e.mul(i, stride)); };
   auto lseOf = [&](Value i, Value hg) {
-    return e.mul(e.load(m.lsePart, {rowOf(i), hg}), toLog2);
+    return e.mul(e.load(m.lsePart, {e.add(begin, i), hg}), toLog2);
   };
   e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
     auto [hg, valid] = headOf(tid);
@@ -420,15 +370,12 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
     auto lg2 = [&](Value x) { return e.lg2(x); };
     auto lseOfRow = [&](Value i) { return lseOf(i, hg); };
     StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
-                  StateSet{e.idx(0), count, lseOfRow, /*l=*/nullptr,
+                  StateSet{e.idx(0), splits, lseOfRow, /*l=*/nullptr,
                            /*acc=*/nullptr});
     e.store(sm.shift(), stats, {tid});
     e.store(sm.weight(), stats, {e.add(tid, e.idx(s.rows()))});
     Value lse = sm.lse(m.lseBase2);
-    if (toRow)
-      e.store(lse, stats, {e.add(tid, e.idx(2 * s.rows()))});
-    else
-      e.ifThen(valid, [&]() { e.store(lse, m.lse, {request, hg}); });
+    e.ifThen(valid, [&]() { e.store(lse, m.lse, {request, hg}); });
   });
   gpu::BarrierOp::create(b, loc);
   int64_t slotsPerHead = s.ckv / 4;
@@ -456,9 +403,9 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
     for (const Slot &sl : chunk)
       mSafe.push_back(e.load(stats, {sl.h}));
     scf::ForOp rows = e.forLoop(
-        e.idx(0), count, SmallVector<Value>(chunk.size(), zero),
+        e.idx(0), splits, SmallVector<Value>(chunk.size(), zero),
         [&](Value i, ValueRange r) -> SmallVector<Value> {
-          Value row = rowOf(i);
+          Value row = e.add(begin, i);
           SmallVector<Value> next;
           for (auto [k, sl] : llvm::enumerate(chunk)) {
             Value w = e.ex2(e.sub(lseOf(i, sl.hg), mSafe[k]));
@@ -479,35 +426,17 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin,
       Value inv = e.select(e.cmpf(FPred::OGT, total, e.f32(0)),
                            e.divf(e.f32(1), total), e.f32(0));
       Value o = arith::MulFOp::create(b, loc, acc[k], e.splat(inv, vec4));
+      if (!oElem.isF32())
+        o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);
       e.ifThen(sl.valid, [&]() {
-        if (toRow) {
-          // Only this thread reads these elements of the row.
-          vector::StoreOp::create(b, loc, o, m.oPart,
-                                  ValueRange{toRow, sl.hg, sl.d},
-                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
-          return;
-        }
-        Value out = o;
-        if (!oElem.isF32())
-          out = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem),
-                                        o);
         vector::StoreOp::create(
-            b, loc, out, m.o, ValueRange{request, sl.hg, sl.d},
+            b, loc, o, m.o, ValueRange{request, sl.hg, sl.d},
             /*nontemporal=*/false,
             llvm::MaybeAlign(4 * oElem.getIntOrFloatBitWidth() / 8));
       });
     }
     // After the uses of its results are built: unrolling replaces them.
     (void)loopUnrollByFactor(rows, kMergeRowUnroll);
-  }
-  if (toRow) {
-    // Every thread's reads of the row's lse are done: the merged lse.
-    gpu::BarrierOp::create(b, loc);
-    e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
-      auto [hg, valid] = headOf(tid);
-      Value lse = e.load(stats, {e.add(tid, e.idx(2 * s.rows()))});
-      e.ifThen(valid, [&]() { e.store(lse, m.lsePart, {toRow, hg}); });
-    });
   }
 }
 
