@@ -148,8 +148,8 @@ bool runCase(pa_bundle *bundle, const rt::BundleConfig &c,
   DeviceMLA d(c, m);
   bool ok = true;
   // Automatic splits unchecked and checked, then no split and forced ones
-  // (7: chunks of a few tiles, one merge; 13: a two-level merge of
-  // unequal groups, 7 + 6; 64: most CTAs without keys, 8 groups).
+  // (7: chunks of a few tiles; 13: an odd count; 64: most CTAs without
+  // keys).
   const std::pair<int64_t, bool> runs[] = {{0, false}, {0, true},
                                            {1, false}, {7, false},
                                            {13, false}, {64, true}};
