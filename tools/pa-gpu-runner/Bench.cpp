@@ -307,10 +307,11 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
 
   double kvBytes = 2.0 * static_cast<double>(B) * L * Hkv * D * kvEb;
   DeviceBuffer sink(8);
+  // The pools (K and V, or the joint one) lie back to back from `arena`.
   size_t readBytes =
-      std::min(static_cast<size_t>(kvBytes), pool0.size()) / 16 * 16;
+      std::min(static_cast<size_t>(kvBytes), poolBytes) / 16 * 16;
   row.sameBytesRead = timeCalls(stream, flush, o.warmup, o.reps, [&](int) {
-    roofs.read(pool0.get(), readBytes, sink.get(), stream);
+    roofs.read(arena, readBytes, sink.get(), stream);
   });
   row.bytes = kvBytes + 2.0 * static_cast<double>(qBytes);
   row.gbs = gbps(row.bytes, row.t.medianUs);
