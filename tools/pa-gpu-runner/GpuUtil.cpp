@@ -123,6 +123,18 @@ void Roofs::load(const std::string &path) {
   PA_CU(cuModuleGetFunction(&readRoof, module, "pa_read_roof"));
   PA_CU(cuModuleGetFunction(&readRoofStreaming, module, "pa_read_roof_cs"));
   PA_CU(cuModuleGetFunction(&fill, module, "pa_fill_uniform"));
+  // The read kernels' grids: as many 256-thread CTAs as fit the device.
+  CUdevice dev;
+  int sms = 0;
+  PA_CU(cuCtxGetDevice(&dev));
+  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             dev));
+  for (int v = 0; v < 2; ++v) {
+    int perSM = 0;
+    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &perSM, v ? readRoofStreaming : readRoof, 256, 0));
+    readGrid[v] = static_cast<unsigned>(std::max(perSM, 1) * sms);
+  }
 }
 
 Roofs::~Roofs() {
@@ -145,16 +157,10 @@ void Roofs::fillUniform(CUdeviceptr dst, uint64_t count, int dtype,
 void Roofs::read(CUdeviceptr src, size_t bytes, CUdeviceptr sink,
                  CUstream stream, bool streaming) const {
   CUfunction fn = streaming ? readRoofStreaming : readRoof;
-  int perSM = 0, sms = 0;
-  CUdevice dev;
-  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, fn, 256, 0));
-  PA_CU(cuCtxGetDevice(&dev));
-  PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                             dev));
-  unsigned grid = static_cast<unsigned>(std::max(perSM, 1) * sms);
   uint64_t n16 = bytes / 16;
   void *params[] = {&src, &n16, &sink};
-  PA_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+  PA_CU(cuLaunchKernel(fn, readGrid[streaming ? 1 : 0], 1, 1, 256, 1, 1, 0,
+                       stream, params, nullptr));
 }
 
 L2Eviction::L2Eviction(const std::string &mode, const Roofs &r)

@@ -152,9 +152,12 @@ struct Roofs {
   /// pa_read_roof (read-only path loads), pa_read_roof_cs (streaming loads),
   /// pa_fill_uniform.
   CUfunction readRoof = nullptr, readRoofStreaming = nullptr, fill = nullptr;
+  /// CTAs of read()'s launches (read-only path, streaming), from the
+  /// occupancy on the current device at load().
+  unsigned readGrid[2] = {0, 0};
 
   /// Loads `path` (empty: $PA_ROOFS_CUBIN, then pa-roofs.cubin beside the
-  /// executable).
+  /// executable) into the current context.
   void load(const std::string &path);
   ~Roofs();
 
