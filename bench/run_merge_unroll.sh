@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # An A/B of two compilers' decode bundles at the split plans (B = 1 and 16)
-# under --l2-flush clean, with checks and sanitizers of the new ones, in one
-# device call. Used for the fused split-KV merge unrolled by 32 / 16 instead
+# under --l2-flush clean (bench/run_ab.sh: checks of both, sanitizers of
+# new_gqa4, two interleaved rounds), then forced 256-token chunks at one
+# request, in one device call. Used for the fused split-KV merge unrolled by 32 / 16 instead
 # of 8 (commit a61577e, reverted: bench/results/merge-unroll_2026-11-27_h200.md).
 #
 #   bench/run_merge_unroll.sh prep OLD_PA_COMPILE DIR   # here: DIR/old_*
@@ -29,26 +30,12 @@ if [[ "$mode" == prep ]]; then
 fi
 gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$out/summary.md"
-echo "## checks" >> "$out/summary.md"
-timeout 300 "$R" check --quick "$B"/new_* > "$raw/check.log" 2>&1
-echo "check rc $?: $(grep -c PASS "$raw/check.log") PASS lines, $(grep -c FAIL "$raw/check.log") FAIL lines" >> "$out/summary.md"
-grep -E "FAIL|seed" "$raw/check.log" | head -5 >> "$out/summary.md"
-for tool in memcheck racecheck; do
-  echo "$tool new_gqa4: $(timeout 200 compute-sanitizer --tool $tool --report-api-errors no "$R" check --quick "$B/new_gqa4" 2>&1 \
-    | grep -E "SUMMARY|FAIL" | sort -u | tr '\n' ' ')" >> "$out/summary.md"
-done
-grid=(--batches 1,16 --lens 512,2048,8192,32768 --l2-flush clean)
-for round in 1 2; do
-  for t in gqa4 g8 mha fp8; do
-    for v in old new; do
-      timeout 100 "$R" bench "${grid[@]}" --out "$raw/${v}_${t}_$round.md" "$B/${v}_$t" > /dev/null 2>&1
-    done
-  done
-done
+# Checks, sanitizers of new_gqa4 and the interleaved grid: bench/run_ab.sh.
+PA_GRID="--batches 1,16 --lens 512,2048,8192,32768 --l2-flush clean" PA_SANITIZE=new_gqa4 \
+  bash "$root/bench/run_ab.sh" "$gpu" "$out" \
+  old_gqa4 new_gqa4 old_g8 new_g8 old_mha new_mha old_fp8 new_fp8 > /dev/null
 # Forced small chunks (many rows a merge) at one request.
+raw="$(mktemp -d)"
 for t in gqa4 g8; do
   for v in old new; do
     timeout 100 "$R" bench --batches 1 --lens 8192,32768 --force-chunk 256 --l2-flush clean \
@@ -56,20 +43,10 @@ for t in gqa4 g8; do
   done
 done
 {
-  echo "## B | L | plan | old r1 | old r2 | new r1 | new r2 (us, --l2-flush clean)"
-  grep -m1 "read roof:" "$raw/new_gqa4_1.md"
-  for t in gqa4 g8 mha fp8; do
-    echo "### $t"
-    paste -d'|' <(grep -E "^\| [0-9]" "$raw/old_${t}_1.md" | cut -d'|' -f2,3,5,7) \
-                <(grep -E "^\| [0-9]" "$raw/old_${t}_2.md" | cut -d'|' -f7) \
-                <(grep -E "^\| [0-9]" "$raw/new_${t}_1.md" | cut -d'|' -f7) \
-                <(grep -E "^\| [0-9]" "$raw/new_${t}_2.md" | cut -d'|' -f7)
-  done
   echo "### forced chunk 256: old | new"
   for t in gqa4 g8; do
     paste -d'|' <(grep -E "^\| [0-9]" "$raw/old_${t}_c256.md" | cut -d'|' -f2,3,4,5,7) \
                 <(grep -E "^\| [0-9]" "$raw/new_${t}_c256.md" | cut -d'|' -f7)
   done
 } >> "$out/summary.md"
-tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"
