@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -450,6 +451,7 @@ private:
   Status parsePrefill(const std::vector<std::string_view> &t);
   Status parseTopK(const std::vector<std::string_view> &t);
   Status parsePlan(const std::vector<std::string_view> &t);
+  Status parseMerge(const std::vector<std::string_view> &t);
   Status closeKernel();
   Status finish();
   /// The prefill_short kernel `s` agrees with the prefill kernel.
@@ -508,6 +510,8 @@ Status Parser::run(Manifest &out) {
       s = parseTopK(t);
     else if (t[0] == "plan")
       s = parsePlan(t);
+    else if (t[0] == "merge")
+      s = parseMerge(t);
     else if (t[0] == "end") {
       if (t.size() != 1)
         return lineError("'end' takes no operands");
@@ -518,7 +522,7 @@ Status Parser::run(Manifest &out) {
     else
       s = lineError("unknown directive '", t[0],
                     "' (expected config, kernel, arg, launch, prefill, "
-                    "topk or end)");
+                    "topk, plan, merge or end)");
     if (!s)
       return s;
   }
@@ -885,6 +889,26 @@ Status Parser::parsePlan(const std::vector<std::string_view> &t) {
   return Status::success();
 }
 
+Status Parser::parseMerge(const std::vector<std::string_view> &t) {
+  if (!inKernel)
+    return lineError("'merge' outside a kernel");
+  KernelSpec &k = m.kernels.back();
+  if (k.kind != KernelKind::MLADecode && k.kind != KernelKind::MLADecodeSmall)
+    return lineError("a 'merge' line belongs to an MLA decode kernel, not "
+                     "to kernel '",
+                     toString(k.kind), "'");
+  if (k.mergeTogether)
+    return lineError("duplicate 'merge' line");
+  if (t.size() != 3 || t[1] != "together")
+    return lineError("expected 'merge together V'");
+  int64_t v = 0;
+  if (!parseInt(t[2], v) || v < 1 || v > INT32_MAX)
+    return lineError("merge together '", t[2],
+                     "' must be a counter value in [1, 2^31)");
+  k.mergeTogether = v;
+  return Status::success();
+}
+
 Status Parser::closeKernel() {
   if (!inKernel)
     return Status::success();
@@ -1217,6 +1241,8 @@ std::string pa::rt::printManifest(const Manifest &m) {
          << " lse_base2 " << (p->lseBase2 ? 1 : 0) << "\n";
     if (k.planChunk)
       os << "plan chunk " << *k.planChunk << "\n";
+    if (k.mergeTogether)
+      os << "merge together " << *k.mergeTogether << "\n";
     if (k.topkRatio) {
       // The shortest decimal that reads back as the same double.
       char buf[64];

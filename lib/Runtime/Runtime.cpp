@@ -657,7 +657,7 @@ Status checkPageTable(const BundleConfig &c,
 /// names the kernel on an asynchronous fault.
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
               const ProblemDims &dims, CUstream stream, bool checked,
-              int64_t sharedBytes) {
+              int64_t sharedBytes, bool cooperative, CUresult *cuResult) {
   const KernelSpec *k = b.manifest.find(kind);
   CUfunction fn = b.function(kind);
   if (!k || !fn)
@@ -667,16 +667,37 @@ Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
   std::array<uint32_t, 3> grid;
   if (Status s = resolveGrid(k->launch, b.manifest.config, dims, grid); !s)
     return fail("kernel '", toString(kind), "': ", s.message);
-  std::string what = std::string("cuLaunchKernel(") + k->symbol + ")";
-  PA_TRY(cuCheck(cuLaunchKernel(fn, grid[0], grid[1], grid[2],
-                                static_cast<unsigned>(k->launch.block[0]),
-                                static_cast<unsigned>(k->launch.block[1]),
-                                static_cast<unsigned>(k->launch.block[2]),
-                                static_cast<unsigned>(
-                                    sharedBytes > 0 ? sharedBytes
-                                                    : k->launch.sharedBytes),
-                                stream, params.kernelParams(), nullptr),
-                 what.c_str()));
+  std::string what = std::string(cooperative ? "cuLaunchKernelEx("
+                                              : "cuLaunchKernel(") +
+                     k->symbol + (cooperative ? ", cooperative)" : ")");
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = static_cast<unsigned>(k->launch.block[0]);
+  config.blockDimY = static_cast<unsigned>(k->launch.block[1]);
+  config.blockDimZ = static_cast<unsigned>(k->launch.block[2]);
+  config.sharedMemBytes = static_cast<unsigned>(
+      sharedBytes > 0 ? sharedBytes : k->launch.sharedBytes);
+  config.hStream = stream;
+  CUlaunchAttribute coop{};
+  coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  coop.value.cooperative = 1;
+  if (cooperative) {
+    config.attrs = &coop;
+    config.numAttrs = 1;
+  }
+  CUresult r =
+      cooperative
+          ? cuLaunchKernelEx(&config, fn, params.kernelParams(), nullptr)
+          : cuLaunchKernel(fn, config.gridDimX, config.gridDimY,
+                           config.gridDimZ, config.blockDimX,
+                           config.blockDimY, config.blockDimZ,
+                           config.sharedMemBytes, stream,
+                           params.kernelParams(), nullptr);
+  if (cuResult)
+    *cuResult = r;
+  PA_TRY(cuCheck(r, what.c_str()));
   if (checked) {
     std::string sync = std::string("cuStreamSynchronize after kernel '") +
                        toString(kind) + "' (" + k->symbol + ")";
@@ -1192,8 +1213,10 @@ constexpr int64_t kMaxExplicitMLASplits = 1024;
 /// The automatic splits of an MLA decode of `batch` requests on kernel
 /// `kind` (mla_decode or mla_decode_small; mlaSplits over the device's CTA
 /// slots for it, queried once per bundle rather than on every decode step).
-Status mlaSplitsOnDevice(const pa_bundle &b, KernelKind kind, int64_t batch,
-                         int64_t maxKVLen, int64_t &splits) {
+/// The CTAs of MLA kernel `kind` the device holds at once (queried once per
+/// bundle), and its CTAs per request (grid y).
+Status mlaSlotsOnDevice(const pa_bundle &b, KernelKind kind, int64_t &out,
+                        int64_t &headBlocks) {
   const KernelSpec *k = b.manifest.find(kind);
   int64_t &slots = b.mlaSlots[kind == KernelKind::MLADecodeSmall ? 1 : 0];
   if (slots == 0) {
@@ -1207,9 +1230,17 @@ Status mlaSplitsOnDevice(const pa_bundle &b, KernelKind kind, int64_t batch,
         static_cast<size_t>(k->launch.sharedBytes)));
     slots = static_cast<int64_t>(sms) * std::max(blocks, 1);
   }
-  int64_t headBlocks = k->launch.grid[1].symbol == GridSymbol::Literal
-                           ? k->launch.grid[1].value
-                           : 1;
+  out = slots;
+  headBlocks = k->launch.grid[1].symbol == GridSymbol::Literal
+                   ? k->launch.grid[1].value
+                   : 1;
+  return Status::success();
+}
+
+Status mlaSplitsOnDevice(const pa_bundle &b, KernelKind kind, int64_t batch,
+                         int64_t maxKVLen, int64_t &splits) {
+  int64_t slots = 0, headBlocks = 1;
+  PA_TRY(mlaSlotsOnDevice(b, kind, slots, headBlocks));
   splits = mlaSplits(batch, headBlocks, slots, maxKVLen);
   return Status::success();
 }
@@ -1263,6 +1294,9 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   if (a.max_kv_len < 0 || a.workspace_bytes < 0)
     return fail("max_kv_len (", a.max_kv_len, ") and workspace_bytes (",
                 a.workspace_bytes, ") must not be negative");
+  if (a.split_merge != PA_MLA_MERGE_AUTO && a.split_merge != PA_MLA_MERGE_LAST)
+    return fail("split_merge = ", a.split_merge,
+                " must be PA_MLA_MERGE_AUTO (0) or PA_MLA_MERGE_LAST (1)");
   KernelKind kernel = mlaKernel(b, a.batch, a.max_kv_len);
   int64_t splits = a.num_splits;
   if (splits == 0) {
@@ -1286,12 +1320,29 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   dims.partialRows = a.batch * splits;
   ArgBindings args;
   RoleBinder bind{c, dims, args};
+  // The splits merge together where the kernel can and every CTA fits on
+  // the device at once (a cooperative launch); else the last CTA of a
+  // request merges alone.
+  const KernelSpec *spec = b.manifest.find(kernel);
+  bool together = false;
+  if (splits > 1 && spec->mergeTogether &&
+      a.split_merge == PA_MLA_MERGE_AUTO) {
+    int64_t slots = 0, headBlocks = 1;
+    PA_TRY(mlaSlotsOnDevice(b, kernel, slots, headBlocks));
+    together = a.batch * headBlocks * splits <= slots;
+  }
+  // The counters at launch pick the merge (and any workspace contents are
+  // safe).
+  auto setCounters = [&](bool withAll) {
+    return cuCheck(cuMemsetD32Async(
+                       a.workspace + ws.counters,
+                       withAll ? static_cast<unsigned>(*spec->mergeTogether)
+                               : 0u,
+                       static_cast<size_t>(a.batch * c.numQHeads()), stream),
+                   "cuMemsetD32Async (MLA merge counters)");
+  };
   if (splits > 1) {
-    // The last CTA of a request puts its counter back to 0; zeroing them
-    // here makes any workspace contents safe.
-    PA_CU(cuMemsetD32Async(a.workspace + ws.counters, 0,
-                           static_cast<size_t>(a.batch * c.numQHeads()),
-                           stream));
+    PA_TRY(setCounters(together));
     bind(ArgRole::OPart, a.workspace + ws.oPart);
     bind(ArgRole::LSEPart, a.workspace + ws.lsePart);
     bind(ArgRole::MergeCounters, a.workspace + ws.counters);
@@ -1310,7 +1361,16 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
   bind(ArgRole::O, a.o);
   bind(ArgRole::LSE, a.lse);
-  return launch(b, kernel, args, dims, stream, a.checked != 0);
+  CUresult r = CUDA_SUCCESS;
+  Status s = launch(b, kernel, args, dims, stream, a.checked != 0,
+                    /*sharedBytes=*/0, together, &r);
+  if (!s && together && r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+    // Fewer CTAs fit than the occupancy query said (the device shared with
+    // other work): the last CTA of each request merges.
+    PA_TRY(setCounters(false));
+    return launch(b, kernel, args, dims, stream, a.checked != 0);
+  }
+  return s;
 }
 
 } // namespace

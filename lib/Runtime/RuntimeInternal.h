@@ -201,10 +201,13 @@ Status download(std::vector<int32_t> &out, CUdeviceptr src, int64_t count,
 /// Packs and launches kernel `kind` of `b`; in checked mode synchronizes and
 /// names the kernel on an asynchronous fault. `sharedBytes` > 0: dynamic
 /// shared memory instead of the manifest's (a plan's occupancy limit,
-/// limitOccupancy()).
+/// limitOccupancy()). `cooperative`: a cooperative launch (every CTA
+/// resident at once, or the launch fails with
+/// CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, returned in `cuResult`).
 Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
               const ProblemDims &dims, CUstream stream, bool checked,
-              int64_t sharedBytes = 0);
+              int64_t sharedBytes = 0, bool cooperative = false,
+              CUresult *cuResult = nullptr);
 
 /// The dynamic shared memory that holds kernel `kind` of `b` to at most
 /// `ctas` CTAs per SM (the SM's shared memory over ctas + 1, less the

@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func @mla_decode
 // CHECK: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c2, %c1) threads in (%c256, %{{.*}}, %{{.*}}) dynamic_shared_memory_size %c230400_i32
 // CHECK: gpu.func @pa_mla_decode
-// CHECK-SAME: block = array<i64: 256, 1, 1>, grid = ["batch", 2, "kv_splits"], kind = "mla_decode", kv_stages = 2 : i64, smem = 230400 : i64, tile_kv = 64 : i64, tile_q = 64 : i64
+// CHECK-SAME: block = array<i64: 256, 1, 1>, grid = ["batch", 2, "kv_splits"], kind = "mla_decode", kv_stages = 2 : i64, merge_together = 1073741824 : i64, smem = 230400 : i64, tile_kv = 64 : i64, tile_q = 64 : i64
 // CHECK-SAME: pa.wgmma
 // CHECK: gpu.grid_dim y
 // CHECK: nvgpu.device_async_copy

@@ -20,7 +20,7 @@
 // CHECK: gpu.dealloc %[[OP]]
 // CHECK: gpu.func @pa_mla_decode
 // CHECK-SAME: args = ["q_nope", "q_pe", "ckv_kpe", "kv_indptr", "kv_indices", "kv_last_page_len", "o", "lse", "o_part", "lse_part", "merge_counters"]
-// CHECK-SAME: block = array<i64: 256, 1, 1>, grid = ["batch", 4, "kv_splits"], kind = "mla_decode", kv_stages = 2 : i64, smem = 192512 : i64, tile_kv = 64 : i64, tile_q = 32 : i64
+// CHECK-SAME: block = array<i64: 256, 1, 1>, grid = ["batch", 4, "kv_splits"], kind = "mla_decode", kv_stages = 2 : i64, merge_together = 1073741824 : i64, smem = 192512 : i64, tile_kv = 64 : i64, tile_q = 32 : i64
 // CHECK: gpu.grid_dim z
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: nvgpu.device_async_copy
@@ -34,8 +34,24 @@
 // CHECK: gpu.barrier
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: nvgpu.mma.sync
-// CHECK: memref.atomic_rmw addi
-// CHECK: nvvm.barrier {{.*}}reduction
+// The arrival: a counter at merge_together at launch waits for the
+// request's splits, then every CTA merges a share; at 0 the last CTA merges.
+// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %arg10
+// CHECK: arith.andi %[[OLD]], %c1073741824_i32
+// CHECK: scf.while
+// CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
+// CHECK: arith.xori %[[NOW]], %c1073741824_i32
+// CHECK: scf.condition
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: memref.store %c0_i32{{.*}}, %arg10
+// CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>
+// CHECK: %[[LAST:.*]] = nvvm.barrier #nvvm.reduction<or>
+// The share: a slot a thread, its head's statistics, 8 rows a step.
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} step %c256
+// CHECK-COUNT-8: vector.load %arg8
+// The last CTA's merge of all the CTA's heads.
+// CHECK: scf.if
 // ONE-LABEL: func.func @mla_decode
 // ONE: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c8, %c1) threads in (%c128,
 // ONE: grid = ["batch", 8, "kv_splits"]

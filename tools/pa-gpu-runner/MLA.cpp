@@ -149,17 +149,24 @@ bool runCase(pa_bundle *bundle, const rt::BundleConfig &c,
   bool ok = true;
   // Automatic splits unchecked and checked, then no split and forced ones
   // (7: chunks of a few tiles; 13: an odd count; 64: most CTAs without
-  // keys).
-  const std::pair<int64_t, bool> runs[] = {{0, false}, {0, true},
-                                           {1, false}, {7, false},
-                                           {13, false}, {64, true}};
-  for (auto [splits, checked] : runs) {
+  // keys), merged together where the grid fits (split_merge auto), and by
+  // the last CTA of each request alone.
+  struct Run {
+    int64_t splits;
+    bool checked, last;
+  };
+  const Run runs[] = {{0, false, false}, {0, true, false}, {1, false, false},
+                      {7, false, false}, {13, false, false},
+                      {64, true, false}, {0, false, true},  {7, false, true},
+                      {13, true, true}};
+  for (auto [splits, checked, last] : runs) {
     int64_t H = c.numQHeads();
     poison(d.o.get(), m.batch * H * c.headDim, c.dtype);
     poison(d.lse.get(), m.batch * H, rt::DType::F32);
     // Garbage in the workspace (counters included) must not matter.
     PA_CU(cuMemsetD8(d.workspace.get(), 0xA5, d.workspace.size()));
     pa_mla_decode_args a = d.args(checked, splits);
+    a.split_merge = last ? PA_MLA_MERGE_LAST : PA_MLA_MERGE_AUTO;
     PA_RT(pa_mla_decode(bundle, &a, nullptr));
     PA_CU(cuCtxSynchronize());
     Outputs out;
@@ -174,9 +181,10 @@ bool runCase(pa_bundle *bundle, const rt::BundleConfig &c,
         /*finiteSlack=*/false);
     std::string how = splits == 0 ? "auto splits" : fmt("%" PRId64 " splits",
                                                          splits);
-    std::printf("  %-32s %-13s%s: rel o %.2e, max |lse err| %.2e: %s\n",
+    std::printf("  %-32s %-13s%s%s: rel o %.2e, max |lse err| %.2e: %s\n",
                 name.c_str(), how.c_str(), checked ? " checked" : "",
-                cmp.relO, cmp.maxLseErr, cmp.pass ? "PASS" : "FAIL");
+                last ? " last-CTA merge" : "", cmp.relO, cmp.maxLseErr,
+                cmp.pass ? "PASS" : "FAIL");
     for (const std::string &p : cmp.problems)
       std::printf("    %s\n", p.c_str());
     ok &= cmp.pass;
@@ -274,11 +282,14 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
     out(fmt("- method: pa_mla_decode, B requests of L tokens, pages in a "
             "random order, random values, %d input sets rotated; median of "
             "%d timed calls after >= %d warm-up calls, CUDA events, %s; "
-            "splits: %s. Bytes = latent cache rows + q + o; "
+            "splits: %s, merged by %s. Bytes = latent cache rows + q + o; "
             "TFLOP/s = 2 B H L (D_ckv + D_kpe + D_ckv) / time",
             o.maxSets, o.reps, o.warmup, flush.describe().c_str(),
             o.splits == 0 ? "automatic (max_kv_len = L)"
-                          : std::to_string(o.splits).c_str()));
+                          : std::to_string(o.splits).c_str(),
+            o.splitMerge == "last"
+                ? "the last CTA of a request"
+                : "all CTAs together where the grid fits at once"));
     BenchOptions bo;
     bo.reps = o.reps;
     bo.seed = o.seed;
@@ -346,6 +357,8 @@ int pa::runner::runBenchMLA(const BenchMLAOptions &o) {
           a.max_kv_len = L;
           a.workspace = ws.get();
           a.workspace_bytes = wsBytes;
+          a.split_merge =
+              o.splitMerge == "last" ? PA_MLA_MERGE_LAST : PA_MLA_MERGE_AUTO;
           PA_RT(pa_mla_decode(bundle, &a, stream));
         });
         double bytes = static_cast<double>(B) * L * W * eb +

@@ -40,6 +40,8 @@ struct BenchMLAOptions {
   int maxSets = 4;
   /// pa_mla_decode_args.num_splits (0: automatic).
   int64_t splits = 0;
+  /// pa_mla_decode_args.split_merge (--split-merge): auto or last.
+  std::string splitMerge = "auto";
   uint32_t seed = 1;
   int device = 0;
 };

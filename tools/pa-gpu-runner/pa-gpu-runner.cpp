@@ -281,6 +281,10 @@ void addBenchMLAOptions(OptionParser &p, BenchMLAOptions &o,
   p.integer("--sets", o.maxSets, 1, 64, "input sets rotated");
   p.integer("--splits", o.splits, 0, 1024,
             "key splits per request (0: the runtime's choice)");
+  p.choice("--split-merge", o.splitMerge, {"auto", "last"},
+           "how the splits merge: auto (all CTAs together where the grid "
+           "fits at once, a cooperative launch) or last (the last CTA of "
+           "a request alone)");
   p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
             "seed of the page order and values");
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),

@@ -1983,6 +1983,44 @@ TEST(BundleMLA, SmallKernelBesideMLADecode) {
   expectError(text, 31, "needs an MLA bundle (config key kpe)");
 }
 
+TEST(BundleMLA, MergeTogetherLine) {
+  // The counter value that asks the kernel to merge with all its CTAs.
+  std::vector<std::string> lines = kMLA;
+  lines.insert(lines.begin() + 4, "merge together 1073741824");
+  Manifest m;
+  Status s = parseManifest(join(lines), m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::MLADecode);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->mergeTogether.has_value());
+  EXPECT_EQ(*k->mergeTogether, int64_t(1) << 30);
+  std::string printed = printManifest(m);
+  EXPECT_NE(printed.find("merge together 1073741824\n"), std::string::npos)
+      << printed;
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printed, again).ok) << printed;
+  EXPECT_EQ(again, m);
+  // Without the line only the last CTA merges.
+  Manifest plain;
+  ASSERT_TRUE(parseManifest(join(kMLA), plain).ok);
+  EXPECT_FALSE(plain.find(KernelKind::MLADecode)->mergeTogether.has_value());
+  EXPECT_NE(plain, m);
+  auto with = [&](const std::string &line) {
+    std::vector<std::string> l = kMLA;
+    l.insert(l.begin() + 4, line);
+    return join(l);
+  };
+  expectError(with("merge together 0"), 5,
+              "merge together '0' must be a counter value in [1, 2^31)");
+  expectError(with("merge together 2147483648"), 5,
+              "must be a counter value in [1, 2^31)");
+  expectError(with("merge all 5"), 5, "expected 'merge together V'");
+  std::vector<std::string> twice = kMLA;
+  twice.insert(twice.begin() + 4, "merge together 7");
+  twice.insert(twice.begin() + 4, "merge together 7");
+  expectError(join(twice), 6, "duplicate 'merge' line");
+}
+
 TEST(BundleMLA, Errors) {
   // The latent cache has one head, NHD, joint, no fp8.
   expectError(mlaWith(2, "config head_dim 512 page_size 64 kv_heads 2 group "

@@ -23,7 +23,9 @@
 // tile per lane group, query heads per CTA); tile_q / tile_kv that of a prefill kernel
 // (grid symbol "q_tiles": the most query tiles of any request,
 // max_b ceil(qo_len_b / (tile_q / group))); kv_warps (when > 1) the warps
-// of a tile kernel that split each KV tile's keys rather than its rows.
+// of a tile kernel that split each KV tile's keys rather than its rows;
+// merge_together the counter value that asks a split-KV kernel to merge
+// with all its CTAs (MLA decode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +70,12 @@ struct KernelABI {
   /// written when set; 0: pa-promote-tiles' default of 2): one is computed
   /// on while the copies of the next stages - 1 are in flight.
   int64_t kvStages = 0;
+  /// A split-KV kernel whose splits can merge together (merge_together,
+  /// written when > 0): the i32 value of its arrival counters at launch
+  /// that asks for it, with every CTA resident (a cooperative launch); each
+  /// waits for its request's splits and merges a share. Counters at 0: the
+  /// last CTA of a request merges alone.
+  int64_t mergeTogether = 0;
 };
 
 /// The attribute that encodes `abi`.

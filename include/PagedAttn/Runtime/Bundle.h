@@ -391,6 +391,11 @@ struct KernelSpec {
   /// The `plan chunk C` line (C >= 1 tokens per work item); set exactly
   /// for plan_split_kv.
   std::optional<int64_t> planChunk;
+  /// The `merge together V` line of an MLA decode kernel: with its merge
+  /// counters at V at launch and every CTA resident (a cooperative launch),
+  /// the splits of a request merge together, each CTA a share (at 0 the
+  /// last CTA of a request merges alone). Absent: only the latter.
+  std::optional<int64_t> mergeTogether;
   int line = 0;
 
   /// Number of scalar kernel parameters: sum over args of 3 + 2 * rank.
@@ -403,7 +408,8 @@ struct KernelSpec {
   bool operator==(const KernelSpec &o) const {
     return kind == o.kind && file == o.file && symbol == o.symbol &&
            args == o.args && launch == o.launch && prefill == o.prefill &&
-           topkRatio == o.topkRatio && planChunk == o.planChunk;
+           topkRatio == o.topkRatio && planChunk == o.planChunk &&
+           mergeTogether == o.mergeTogether;
   }
   bool operator!=(const KernelSpec &o) const { return !(*this == o); }
 };

@@ -690,8 +690,8 @@ typedef struct pa_mla_decode_args {
    *  num_pages); synchronize after the launch and name a fault. */
   int checked;
   /** Split-KV: the CTAs that split each request's keys (their partial
-   *  states merged by the last one of the request, in the same launch).
-   *  0: chosen by the runtime to fill the GPU (at most 16, and with
+   *  states merged in the same launch, see split_merge).
+   *  0: chosen by the runtime to fill the GPU (at most 32, and with
    *  max_kv_len at least 128 keys per split), within workspace_bytes;
    *  1: no split; S > 1: exactly S (the workspace must hold them). */
   int64_t num_splits;
@@ -703,7 +703,16 @@ typedef struct pa_mla_decode_args {
    *  Its contents need not be kept between calls. */
   pa_deviceptr workspace;
   int64_t workspace_bytes;
+  /** How the splits' partial states merge: PA_MLA_MERGE_AUTO (0): where
+   *  every CTA of the launch fits on the device at once, a cooperative
+   *  launch in which each CTA, after its request's splits arrived, merges a
+   *  share of them; else as PA_MLA_MERGE_LAST (1): the last CTA of each
+   *  request merges its splits alone. */
+  int split_merge;
 } pa_mla_decode_args;
+
+/** pa_mla_decode_args::split_merge. */
+enum { PA_MLA_MERGE_AUTO = 0, PA_MLA_MERGE_LAST = 1 };
 
 /** Enqueues the bundle's mla_decode kernel (a CTA per request, 16 or 32
  *  query heads and key split); the softmax scale and soft-cap are those

@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <cstdint>
+
 using namespace mlir;
 using namespace mlir::pa;
 
@@ -44,6 +46,9 @@ DictionaryAttr mlir::pa::encodeKernelABI(MLIRContext *ctx,
   if (abi.kvWarps > 1)
     entries.push_back(
         b.getNamedAttr("kv_warps", b.getI64IntegerAttr(abi.kvWarps)));
+  if (abi.mergeTogether > 0)
+    entries.push_back(b.getNamedAttr(
+        "merge_together", b.getI64IntegerAttr(abi.mergeTogether)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -100,6 +105,9 @@ FailureOr<KernelABI> mlir::pa::decodeKernelABI(Operation *kernel) {
   optInt("tile_kv", abi.tileKV);
   optInt("kv_warps", abi.kvWarps);
   optInt("kv_stages", abi.kvStages);
+  optInt("merge_together", abi.mergeTogether);
+  if (abi.mergeTogether < 0 || abi.mergeTogether > INT32_MAX)
+    return bad("'merge_together' must be a counter value in [0, 2^31)");
   if (abi.kvStages < 0 || abi.kvStages == 1 || abi.kvStages > 4)
     return bad("'kv_stages' must be 2, 3 or 4");
   if (abi.kvWarps < 1 ||

@@ -23,6 +23,12 @@ constexpr int64_t kMLAStages = 2;    ///< K/V tiles in shared memory
 constexpr int64_t kMLASlots = 4;     ///< warps of an mma.sync row block
 constexpr int64_t kMLAPad = 8;       ///< mma.sync row padding (16 bytes)
 constexpr int64_t kMaxSmem = 227 * 1024;
+/// The arrival counter's value at launch that selects the merge together
+/// (ABI `merge_together`; MLAKernelBase::arrive): every CTA of the grid is
+/// resident (a cooperative launch), each waits for its request's splits and
+/// merges a share of them. 0 at launch: the last CTA of a request merges
+/// them alone. Above any count of arrivals, which stay below 2^30.
+constexpr int64_t kMLAMergeTogether = int64_t(1) << 30;
 /// The wgmma kernel: 64 query heads a CTA (one m64 block), two warpgroups.
 constexpr int64_t kMLAWgmmaRows = 64;
 constexpr int64_t kMLAWgmmaGroups = 2;
@@ -136,9 +142,30 @@ protected:
   void finish(const FusedMerge &split,
               function_ref<void(Value outO, Value outLse, Value row)>
                   storeState);
+  /// After the CTA stored its partial state: counts its arrival at the
+  /// counter of (request, head0). Returns i1 (together, last) alike in every
+  /// thread: `together` when the counter started at kMLAMergeTogether
+  /// (thread 0 then waited until all the request's splits arrived), `last`
+  /// when it started at 0 and this CTA arrived last (it puts the counter
+  /// back to 0).
+  std::pair<Value, Value> arrive(const FusedMerge &split);
   /// The last CTA's merge of the request's splits [begin, begin + splits)
   /// into o / lse for the CTA's heads.
   void mergeSplits(const FusedMerge &split, Value begin);
+  /// An output slot of the merge: elements [d, d + 4) of head `hg` (stored
+  /// where `valid`), merged with shift `shift` and total weight `total`.
+  struct MergeSlot {
+    Value hg, valid, d, shift, total;
+  };
+  /// o[request, hg, d : d + 4] of each slot: sum_i 2^(lse_i - shift)
+  /// o_part_i / total over the rows [begin, begin + splits), the slots'
+  /// loads of a row issued together, the rows' loop unrolled by `unroll`.
+  void mergeSlots(const FusedMerge &split, Value begin,
+                  ArrayRef<MergeSlot> slots, uint64_t unroll);
+  /// The merge together: split z's share (a z / S slice of the CTA's valid
+  /// heads x D_ckv / 4 output slots of 4 f32) of the same merge, each
+  /// thread a slot at a time with its own head's statistics.
+  void mergeShare(const FusedMerge &split, Value begin);
 };
 
 /// MLAWgmma.cpp: the wgmma kernel's body (a CTA of 64 heads, two

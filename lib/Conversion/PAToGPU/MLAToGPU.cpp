@@ -47,6 +47,7 @@
 
 #include "PagedAttn/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -81,6 +82,9 @@ constexpr int64_t kQRegisterBudget = 36;
 /// accumulates at once, and the unroll of its loop over the rows.
 constexpr int64_t kMergeSlots = 8;
 constexpr uint64_t kMergeRowUnroll = 2;
+/// The merge together (MLAKernelBase::mergeShare): a slot a thread, the
+/// rows' loop unrolled by this many so that as many loads are in flight.
+constexpr uint64_t kMergeShareUnroll = 8;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -324,15 +328,160 @@ void MLAKernelBase::finish(
   e.ifThen(e.cmpi(Pred::eq, splits, e.idx(1)),
            [&]() { storeState(split.o, split.lse, request); });
   e.ifThen(e.cmpi(Pred::ne, splits, e.idx(1)), [&]() {
-    // Split-KV: the partial state of chunk z, then the last CTA of the
-    // request's splits merges them (the fused split-KV decode's arrival).
+    // Split-KV: the partial state of chunk z, then the merge: by every
+    // split together, or by the last CTA of the request's splits alone (the
+    // fused split-KV decode's arrival).
     Value begin = e.mul(request, splits);
     storeState(split.oPart, split.lsePart, e.add(begin, z));
-    CTAHeads heads{head0, s.rows(), Value()};
-    Value merges = emitArrival(e, split, request, splits, heads,
-                               /*fenced=*/false);
-    e.ifThen(merges, [&]() { mergeSplits(split, begin); });
+    auto [together, last] = arrive(split);
+    e.ifThen(together, [&]() { mergeShare(split, begin); });
+    e.ifThen(last, [&]() { mergeSplits(split, begin); });
   });
+}
+
+/// The thread index read afresh (an asm statement CSE leaves alone), so
+/// that no index computed before the KV loop is reused after it and kept
+/// live across it (the wgmma kernel's loop holds 225+ registers: reusing
+/// them spilled there).
+static Value freshThreadId(KernelEmitter &e) {
+  return e.toIndex(e.inlineAsm("mov.u32 $0, %tid.x;", "=r",
+                               e.b.getI32Type(), ValueRange{},
+                               /*sideEffects=*/true)[0]);
+}
+
+std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
+  MLIRContext *ctx = b.getContext();
+  Type i1 = b.getI1Type(), i32 = b.getI32Type();
+  // Every thread's partial stores are performed device-wide before the CTA
+  // counts its arrival.
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  gpu::BarrierOp::create(b, loc);
+  ValueRange counter{request, head0};
+  Value flag = e.i32(kMLAMergeTogether);
+  Value count = e.toI32(splits);
+  Value no = arith::ConstantIntOp::create(b, loc, 0, 1);
+  SmallVector<Value> flags = e.ifThenElse(
+      e.cmpi(Pred::eq, freshThreadId(e), e.idx(0)), TypeRange{i1, i1},
+      [&]() -> SmallVector<Value> {
+        Value old = memref::AtomicRMWOp::create(
+            b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters,
+            counter);
+        Value together =
+            e.cmpi(Pred::ne, e.andi(old, flag), e.i32(0));
+        return e.ifThenElse(
+            together, TypeRange{i1, i1},
+            [&]() -> SmallVector<Value> {
+              // Wait for the request's other splits (all resident: the
+              // runtime launched the grid cooperatively). Atomic reads go
+              // to the L2, where the arrivals are.
+              scf::WhileOp::create(
+                  b, loc, TypeRange{}, ValueRange{},
+                  [&](OpBuilder &nb, Location nloc, ValueRange) {
+                    OpBuilder::InsertionGuard g(b);
+                    b.setInsertionPoint(nb.getInsertionBlock(),
+                                        nb.getInsertionPoint());
+                    Value now = memref::AtomicRMWOp::create(
+                        b, loc, arith::AtomicRMWKind::addi, e.i32(0),
+                        m.counters, counter);
+                    Value arrived = arith::XOrIOp::create(b, loc, now, flag);
+                    scf::ConditionOp::create(
+                        b, loc, e.cmpi(Pred::ult, arrived, count),
+                        ValueRange{});
+                  },
+                  [&](OpBuilder &nb, Location nloc, ValueRange) {
+                    scf::YieldOp::create(nb, nloc);
+                  });
+              // The other CTAs' rows are read after this fence.
+              NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+              return {arith::ConstantIntOp::create(b, loc, 1, 1), no};
+            },
+            [&]() -> SmallVector<Value> {
+              Value isLast =
+                  e.cmpi(Pred::eq, old, e.sub(count, e.i32(1)));
+              e.ifThen(isLast, [&]() {
+                // Ready for the next launch; the merge after this reads
+                // the other CTAs' rows after this fence.
+                e.store(e.i32(0), m.counters, counter);
+                NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+              });
+              return {no, isLast};
+            });
+      },
+      [&]() -> SmallVector<Value> { return {no, no}; });
+  // bar.red.or hands thread 0's answers to every thread.
+  auto broadcast = [&](Value bit) {
+    Value any = NVVM::BarrierOp::create(
+                    b, loc, i32, /*barrierId=*/Value(),
+                    /*numberOfThreads=*/Value(),
+                    NVVM::BarrierReductionAttr::get(
+                        ctx, NVVM::BarrierReduction::OR),
+                    arith::ExtUIOp::create(b, loc, i32, bit))
+                    .getResult(0);
+    return e.cmpi(Pred::ne, any, e.i32(0));
+  };
+  Value together = broadcast(flags[0]);
+  return {together, broadcast(flags[1])};
+}
+
+void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
+                               ArrayRef<MergeSlot> slots, uint64_t unroll) {
+  auto vec4 = VectorType::get({4}, f32());
+  Value zero = e.splat(e.f32(0), vec4);
+  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  scf::ForOp rows = e.forLoop(
+      e.idx(0), splits, SmallVector<Value>(slots.size(), zero),
+      [&](Value i, ValueRange r) -> SmallVector<Value> {
+        Value row = e.add(begin, i);
+        SmallVector<Value> next;
+        for (auto [k, sl] : llvm::enumerate(slots)) {
+          Value lse = e.mul(e.load(m.lsePart, {row, sl.hg}), toLog2);
+          Value w = e.ex2(e.sub(lse, sl.shift));
+          Value o = vector::LoadOp::create(
+              b, loc, vec4, m.oPart, ValueRange{row, sl.hg, sl.d},
+              /*nontemporal=*/false, llvm::MaybeAlign(16));
+          // An empty split's weight is 0 (its lse is -inf).
+          next.push_back(e.select(
+              e.cmpf(FPred::OGT, w, e.f32(0)),
+              LLVM::FMAOp::create(b, loc, e.splat(w, vec4), o, r[k]), r[k]));
+        }
+        return next;
+      });
+  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+  for (auto [k, sl] : llvm::enumerate(slots)) {
+    Value inv = e.select(e.cmpf(FPred::OGT, sl.total, e.f32(0)),
+                         e.divf(e.f32(1), sl.total), e.f32(0));
+    Value o = arith::MulFOp::create(b, loc, rows.getResult(k),
+                                    e.splat(inv, vec4));
+    if (!oElem.isF32())
+      o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);
+    auto store = [&]() {
+      vector::StoreOp::create(
+          b, loc, o, m.o, ValueRange{request, sl.hg, sl.d},
+          /*nontemporal=*/false,
+          llvm::MaybeAlign(4 * oElem.getIntOrFloatBitWidth() / 8));
+    };
+    if (sl.valid)
+      e.ifThen(sl.valid, store);
+    else
+      store();
+  }
+  // After the uses of its results are built: unrolling replaces them.
+  (void)loopUnrollByFactor(rows, unroll);
+}
+
+/// The merge operator's statistics over the rows [begin, begin + splits)
+/// of head `hg` (base 2).
+static StateMerge headStats(KernelEmitter &e, const FusedMerge &m, Value begin,
+                            Value splits, Value hg) {
+  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  auto ex2 = [&](Value x) { return e.ex2(x); };
+  auto lg2 = [&](Value x) { return e.lg2(x); };
+  auto lseOfRow = [&](Value i) {
+    return e.mul(e.load(m.lsePart, {e.add(begin, i), hg}), toLog2);
+  };
+  return StateMerge(e, ExpBase{/*base2=*/true, ex2, lg2},
+                    StateSet{e.idx(0), splits, lseOfRow, /*l=*/nullptr,
+                             /*acc=*/nullptr});
 }
 
 void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
@@ -342,36 +491,19 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   // weight sum_i 2^(lse_i - max) into shared memory (the stages are free
   // now) and the merged lse;
   // (2) every thread: its `perThread` output slots (4 consecutive f32 of a
-  // head) accumulated over the rows in registers, sum_i 2^(lse_i - max)
-  // o_i, loads of all its slots issued together for each row, then o =
+  // head) accumulated over the rows in registers (mergeSlots), then o =
   // acc / total.
   Value stats = sharedView({2 * s.rows()}, f32(), 0);
-  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  // The thread index read afresh (an asm statement CSE leaves alone), so
-  // that no index computed before the KV loop is reused here and kept live
-  // across it (the wgmma kernel's loop holds 225+ registers: reusing them
-  // spilled there).
-  Value tid = e.toIndex(e.inlineAsm("mov.u32 $0, %tid.x;", "=r",
-                                    b.getI32Type(), ValueRange{},
-                                    /*sideEffects=*/true)[0]);
+  Value tid = freshThreadId(e);
   auto headOf = [&](Value h) {
     // A head past H reads head 0's rows and writes nothing.
     Value hg = e.add(head0, h);
     Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
     return std::make_pair(e.select(valid, hg, e.idx(0)), valid);
   };
-  auto lseOf = [&](Value i, Value hg) {
-    return e.mul(e.load(m.lsePart, {e.add(begin, i), hg}), toLog2);
-  };
   e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
     auto [hg, valid] = headOf(tid);
-    // The merge operator's shift, weight and lse over the head's rows.
-    auto ex2 = [&](Value x) { return e.ex2(x); };
-    auto lg2 = [&](Value x) { return e.lg2(x); };
-    auto lseOfRow = [&](Value i) { return lseOf(i, hg); };
-    StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
-                  StateSet{e.idx(0), splits, lseOfRow, /*l=*/nullptr,
-                           /*acc=*/nullptr});
+    StateMerge sm = headStats(e, m, begin, splits, hg);
     e.store(sm.shift(), stats, {tid});
     e.store(sm.weight(), stats, {e.add(tid, e.idx(s.rows()))});
     Value lse = sm.lse(m.lseBase2);
@@ -380,64 +512,50 @@ void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
   gpu::BarrierOp::create(b, loc);
   int64_t slotsPerHead = s.ckv / 4;
   int64_t perThread = s.rows() * slotsPerHead / s.threads();
-  auto vec4 = VectorType::get({4}, f32());
-  Value zero = e.splat(e.f32(0), vec4);
-  struct Slot {
-    Value h, hg, valid, d;
-  };
   auto slotOf = [&](int64_t k) {
     Value idx = e.add(tid, e.idx(k * s.threads()));
     Value h = e.divui(idx, e.idx(slotsPerHead));
     auto [hg, valid] = headOf(h);
-    return Slot{h, hg, valid,
-                e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4))};
+    return MergeSlot{hg, valid,
+                     e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4)),
+                     e.load(stats, {h}),
+                     e.load(stats, {e.add(h, e.idx(s.rows()))})};
   };
   // kMergeSlots slots at a time (their accumulators, indices and loads in
   // registers), the rows' loop unrolled by kMergeRowUnroll.
-  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
   for (int64_t k0 = 0; k0 < perThread; k0 += kMergeSlots) {
-    SmallVector<Slot> chunk;
+    SmallVector<MergeSlot> chunk;
     for (int64_t k = k0; k < std::min(k0 + kMergeSlots, perThread); ++k)
       chunk.push_back(slotOf(k));
-    SmallVector<Value> mSafe;
-    for (const Slot &sl : chunk)
-      mSafe.push_back(e.load(stats, {sl.h}));
-    scf::ForOp rows = e.forLoop(
-        e.idx(0), splits, SmallVector<Value>(chunk.size(), zero),
-        [&](Value i, ValueRange r) -> SmallVector<Value> {
-          Value row = e.add(begin, i);
-          SmallVector<Value> next;
-          for (auto [k, sl] : llvm::enumerate(chunk)) {
-            Value w = e.ex2(e.sub(lseOf(i, sl.hg), mSafe[k]));
-            Value o = vector::LoadOp::create(
-                b, loc, vec4, m.oPart, ValueRange{row, sl.hg, sl.d},
-                /*nontemporal=*/false, llvm::MaybeAlign(16));
-            // An empty split's weight is 0 (its lse is -inf).
-            next.push_back(e.select(
-                e.cmpf(FPred::OGT, w, e.f32(0)),
-                LLVM::FMAOp::create(b, loc, e.splat(w, vec4), o, r[k]),
-                r[k]));
-          }
-          return next;
-        });
-    SmallVector<Value> acc(rows.getResults());
-    for (auto [k, sl] : llvm::enumerate(chunk)) {
-      Value total = e.load(stats, {e.add(sl.h, e.idx(s.rows()))});
-      Value inv = e.select(e.cmpf(FPred::OGT, total, e.f32(0)),
-                           e.divf(e.f32(1), total), e.f32(0));
-      Value o = arith::MulFOp::create(b, loc, acc[k], e.splat(inv, vec4));
-      if (!oElem.isF32())
-        o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);
-      e.ifThen(sl.valid, [&]() {
-        vector::StoreOp::create(
-            b, loc, o, m.o, ValueRange{request, sl.hg, sl.d},
-            /*nontemporal=*/false,
-            llvm::MaybeAlign(4 * oElem.getIntOrFloatBitWidth() / 8));
-      });
-    }
-    // After the uses of its results are built: unrolling replaces them.
-    (void)loopUnrollByFactor(rows, kMergeRowUnroll);
+    mergeSlots(m, begin, chunk, kMergeRowUnroll);
   }
+}
+
+void MLAKernelBase::mergeShare(const FusedMerge &m, Value begin) {
+  // Split z of S takes the output slots [z n / S, (z + 1) n / S) of the n =
+  // (valid heads) x D_ckv / 4 of the CTA's heads, a slot per thread at a
+  // time: 32 consecutive slots (a warp) share a head, so its statistics'
+  // loads are one line for the warp.
+  int64_t slotsPerHead = s.ckv / 4;
+  Value validHeads = arith::MinUIOp::create(
+      b, loc, e.idx(s.rows()), e.sub(e.idx(s.heads), head0));
+  Value n = e.mul(validHeads, e.idx(slotsPerHead));
+  Value lo = e.divui(e.mul(z, n), splits);
+  Value hi = e.divui(e.mul(e.add(z, e.idx(1)), n), splits);
+  Value tid = freshThreadId(e);
+  e.forLoop(e.add(lo, tid), hi, e.idx(s.threads()), ValueRange{},
+            [&](Value idx, ValueRange) -> SmallVector<Value> {
+              Value hg = e.add(head0, e.divui(idx, e.idx(slotsPerHead)));
+              Value d = e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4));
+              StateMerge sm = headStats(e, m, begin, splits, hg);
+              e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
+                e.store(sm.lse(m.lseBase2), m.lse, {request, hg});
+              });
+              mergeSlots(m, begin,
+                         {MergeSlot{hg, Value(), d, sm.shift(), sm.weight()}},
+                         kMergeShareUnroll);
+              return {};
+            });
 }
 
 namespace {
@@ -797,6 +915,7 @@ LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
   abi.tileQ = s.rows();
   abi.tileKV = kTileKeys;
   abi.kvStages = kStages;
+  abi.mergeTogether = kMLAMergeTogether;
   IRMapping map;
   gpu::GPUFuncOp func =
       createKernel(kmod, op, name, TypeRange{}, abi, map, extra);
