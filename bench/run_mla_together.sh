@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The MLA splits' merge together (issue 9; MLAKernelBase::mergeShare, a
+# cooperative launch) against the last CTA's merge, in one device call:
+# check-mla of every bundle (both merges), memcheck / racecheck of a wgmma
+# and an mma.sync bundle, the MLA tests of python/tests/test_cuda.py (CUDA
+# graph capture included), bench-mla --split-merge auto / last twice
+# interleaved on the 128-head auto bundle, FlashInfer's FA3 MLA on the same
+# shapes (FI: the staged .gpu-fi, or "" for none).
+#
+#   bench/run_mla_together.sh make DIR build/bin/pa-compile   # here
+#   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
+#   PYTHONPATH=python PAGEDATTN_COMPILER=build/bin/pa-compile build/pyenv/bin/python \
+#     -m pagedattn prebuild build/pybundles --from python/tests/test_cuda.py
+#   bench/run_mla_together.sh run build/gpu OUT FI   # device; carry build/gpu,
+#     .gpu-fi, build/pybundles, build/lib/Runtime/libpa_runtime.so, libpa_pool.so
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+mode="${1:?usage: run_mla_together.sh make DIR PA_COMPILE | run STAGED OUT FI}"
+if [[ "$mode" == make ]]; then
+  out="${2:?DIR}"; pac="${3:?PA_COMPILE}"
+  scale=0.0721687836
+  mkdir -p "$out"
+  configs=(
+    "mla_h128_p64_bf16_auto 128 64 bf16"
+    "mla_h128_p64_bf16_wg 128 64 bf16 --mla-mma wgmma"
+    "mla_h64_p16_f16_wg_cap 64 16 f16 --mla-mma wgmma --logits-soft-cap 30 --lse-base2"
+    "mla_h40_p5_f16_wg 40 5 f16 --mla-mma wgmma"
+    "mla_h128_p1_bf16_wg 128 1 bf16"
+    "mla_h16_p64_bf16 16 64 bf16"
+    "mla_h40_p16_bf16_sync 40 16 bf16 --mla-mma mma.sync"
+  )
+  for c in "${configs[@]}"; do
+    read -r name h p dt flags <<<"$c"
+    # shellcheck disable=SC2086
+    "$pac" --kernels mla --head-dim 512 --kpe 64 --mla-heads "$h" \
+      --page-size "$p" --dtype "$dt" --sm-scale "$scale" ${flags:-} \
+      --chip sm_90a -o "$out/$name" || exit 1
+  done
+  exit 0
+fi
+gpu="${2:?STAGED}"; out="${3:?OUT}"; fi="${4:-}"
+B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+export PATH="$PATH:/usr/local/cuda/bin"
+raw="$(mktemp -d)"
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
+  timeout 300 "$R" check-mla --seed 21 "$B"/mla_* > "$raw/check_mla.log" 2>&1
+  echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
+  grep -E "FAIL|rejected|seed" "$raw/check_mla.log" | head -20
+  for b in mla_h40_p5_f16_wg mla_h40_p16_bf16_sync; do
+    for tool in memcheck racecheck; do
+      echo "$tool $b: $(timeout 240 compute-sanitizer --tool $tool --report-api-errors no "$R" check-mla --seed 3 "$B/$b" 2>&1 \
+        | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
+    done
+  done
+  echo "python/tests/test_cuda.py (MLA):"
+  (cd "$root/python/tests" && PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
+    PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
+    PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" \
+    timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -12)
+} > "$out/summary.md" 2>&1
+for round in 1 2; do
+  for m in auto last; do
+    timeout 150 "$R" bench-mla --split-merge "$m" --batches 1,2,4,16,64 --lengths 1024,8192,32768 --sets 2 \
+      --out "$raw/${m}_$round.md" "$B/mla_h128_p64_bf16_auto" > /dev/null 2>&1 || echo "bench $m: rc $?" >> "$out/summary.md"
+  done
+done
+{
+  echo "## B | L | together r1 | together r2 | last r1 | last r2 (us)"
+  paste -d'|' <(grep -E "^\| [0-9]" "$raw/auto_1.md" | cut -d'|' -f2,3,5) \
+              <(grep -E "^\| [0-9]" "$raw/auto_2.md" | cut -d'|' -f5) \
+              <(grep -E "^\| [0-9]" "$raw/last_1.md" | cut -d'|' -f5) \
+              <(grep -E "^\| [0-9]" "$raw/last_2.md" | cut -d'|' -f5)
+} >> "$out/summary.md"
+if [[ -n "$fi" ]]; then
+  eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
+  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches 1,2,4,16,64 --lens 1024,8192,32768 \
+    --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
+  { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
+fi
+tar czf "$out/raw.tgz" -C "$raw" .
+cat "$out/summary.md"
