@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The MLA split count and kernel choice once the splits merge together
+# (issue 9): forced splits on the 128-head wgmma-only bundle and the
+# mma.sync-only one (run_mla_together.sh make builds the former; this adds
+# the latter), B 1 / 2 / 4 / 8 x L 1024 - 65536, one device call. A grid
+# that does not fit at once falls back to the last CTA's merge.
+#
+#   bench/sweep_mla_together_splits.sh make DIR build/bin/pa-compile   # here
+#   bench/sweep_mla_together_splits.sh run STAGED OUT                  # device
+set -uo pipefail
+mode="${1:?usage: sweep_mla_together_splits.sh make DIR PA_COMPILE | run STAGED OUT}"
+if [[ "$mode" == make ]]; then
+  out="${2:?DIR}"; pac="${3:?PA_COMPILE}"
+  "$pac" --kernels mla --head-dim 512 --kpe 64 --mla-heads 128 --page-size 64 \
+    --dtype bf16 --sm-scale 0.0721687836 --mla-mma mma.sync --chip sm_90a \
+    -o "$out/mla_h128_p64_bf16_sync"
+  exit $?
+fi
+gpu="${2:?STAGED}"; out="${3:?OUT}"
+B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+raw="$(mktemp -d)"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$out/summary.md"
+runs=("wg 0" "wg 16" "wg 32" "wg 48" "wg 64" "sync 0" "sync 16" "sync 24" "sync 32")
+for r in "${runs[@]}"; do
+  read -r k s <<<"$r"
+  timeout 120 "$R" bench-mla --splits "$s" --batches 1,2,4,8 --lengths 1024,4096,8192,32768,65536 \
+    --sets 2 --reps 20 --out "$raw/${k}_$s.md" "$B/mla_h128_p64_bf16_$k" > /dev/null 2>&1 \
+    || echo "bench $k $s: rc $?" >> "$out/summary.md"
+done
+{
+  hdr="## B | L"; cols=()
+  for r in "${runs[@]}"; do read -r k s <<<"$r"; hdr+=" | $k S=$s"; cols+=("$raw/${k}_$s.md"); done
+  echo "$hdr (us; S=0 automatic)"
+  first=1; args=()
+  for f in "${cols[@]}"; do
+    if (( first )); then args+=(<(grep -E "^\| [0-9]" "$f" | cut -d'|' -f2,3,5)); first=0
+    else args+=(<(grep -E "^\| [0-9]" "$f" | cut -d'|' -f5)); fi
+  done
+  paste -d'|' "${args[@]}"
+} >> "$out/summary.md"
+tar czf "$out/raw.tgz" -C "$raw" .
+cat "$out/summary.md"
