@@ -5,7 +5,8 @@
 # and an mma.sync bundle, the MLA tests of python/tests/test_cuda.py (CUDA
 # graph capture included), bench-mla --split-merge auto / last twice
 # interleaved on the 128-head auto bundle, FlashInfer's FA3 MLA on the same
-# shapes (FI: the staged .gpu-fi, or "" for none).
+# shapes (FI: the staged .gpu-fi, or "" for none; PA_MLA_BATCHES /
+# PA_MLA_LENGTHS: the shapes, default 1,2,4,16,64 x 1024,8192,32768).
 #
 #   bench/run_mla_together.sh make DIR build/bin/pa-compile   # here
 #   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
@@ -39,6 +40,7 @@ if [[ "$mode" == make ]]; then
   exit 0
 fi
 gpu="${2:?STAGED}"; out="${3:?OUT}"; fi="${4:-}"
+batches="${PA_MLA_BATCHES:-1,2,4,16,64}"; lengths="${PA_MLA_LENGTHS:-1024,8192,32768}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 export PATH="$PATH:/usr/local/cuda/bin"
 raw="$(mktemp -d)"
@@ -61,7 +63,7 @@ raw="$(mktemp -d)"
 } > "$out/summary.md" 2>&1
 for round in 1 2; do
   for m in auto last; do
-    timeout 150 "$R" bench-mla --split-merge "$m" --batches 1,2,4,16,64 --lengths 1024,8192,32768 --sets 2 \
+    timeout 150 "$R" bench-mla --split-merge "$m" --batches "$batches" --lengths "$lengths" --sets 2 \
       --out "$raw/${m}_$round.md" "$B/mla_h128_p64_bf16_auto" > /dev/null 2>&1 || echo "bench $m: rc $?" >> "$out/summary.md"
   done
 done
@@ -74,7 +76,7 @@ done
 } >> "$out/summary.md"
 if [[ -n "$fi" ]]; then
   eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
-  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches 1,2,4,16,64 --lens 1024,8192,32768 \
+  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches "$batches" --lens "$lengths" \
     --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
   { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
 fi

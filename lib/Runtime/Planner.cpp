@@ -652,10 +652,17 @@ int64_t pa::rt::workListBound(int64_t batch, int64_t numPagesUsed,
 }
 
 int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
-                          int64_t maxKVLen) {
+                          int64_t maxKVLen, bool together) {
   if (batch <= 0 || headBlocks <= 0 || slots <= 0)
     return 1;
   int64_t s = std::max<int64_t>(1, slots / (batch * headBlocks));
+  if (together) {
+    s = std::min(s, kMaxMLASplitsTogether);
+    if (maxKVLen > 0)
+      s = std::min(s, std::max(kMLATogetherSplitsAtMinTokens,
+                               ceilDiv(maxKVLen, kMLATogetherSplitTokens)));
+    return s;
+  }
   s = std::min(s, kMaxMLASplits);
   if (maxKVLen > 0) {
     s = std::min(s, std::max<int64_t>(1, ceilDiv(maxKVLen,
@@ -667,13 +674,8 @@ int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
 }
 
 bool pa::rt::chooseMLASmall(int64_t batch, int64_t maxKVLen) {
-  if (maxKVLen <= 0)
-    return batch < kMLASmallMaxBatch;
-  if (batch == 1)
-    return maxKVLen <= kMLASmallMaxKeysOneRequest;
-  // batch x maxKVLen <= kMLASmallMaxKeys without overflowing.
-  return batch < kMLASmallMaxBatchWithKeys &&
-         batch <= kMLASmallMaxKeys / maxKVLen;
+  return batch >= 1 && batch <= kMLASmallMaxBatch && maxKVLen > 0 &&
+         maxKVLen <= kMLASmallMaxKeys;
 }
 
 pa::rt::MLAWorkspace pa::rt::mlaWorkspace(int64_t batch, int64_t heads,

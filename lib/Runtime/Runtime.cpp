@@ -1210,11 +1210,9 @@ Status runPlanSplitKV(pa_bundle &b, const pa_plan_split_kv_args &a,
 /// The most splits pa_mla_decode takes when the caller names them.
 constexpr int64_t kMaxExplicitMLASplits = 1024;
 
-/// The automatic splits of an MLA decode of `batch` requests on kernel
-/// `kind` (mla_decode or mla_decode_small; mlaSplits over the device's CTA
-/// slots for it, queried once per bundle rather than on every decode step).
 /// The CTAs of MLA kernel `kind` the device holds at once (queried once per
-/// bundle), and its CTAs per request (grid y).
+/// bundle rather than on every decode step), and its CTAs per request (grid
+/// y).
 Status mlaSlotsOnDevice(const pa_bundle &b, KernelKind kind, int64_t &out,
                         int64_t &headBlocks) {
   const KernelSpec *k = b.manifest.find(kind);
@@ -1237,11 +1235,21 @@ Status mlaSlotsOnDevice(const pa_bundle &b, KernelKind kind, int64_t &out,
   return Status::success();
 }
 
+/// Whether the splits of MLA kernel `kind` merge together when the grid
+/// fits (the kernel can, and the caller did not ask for the last CTA).
+bool mlaMergesTogether(const pa_bundle &b, KernelKind kind, int splitMerge) {
+  const KernelSpec *k = b.manifest.find(kind);
+  return k && k->mergeTogether && splitMerge == PA_MLA_MERGE_AUTO;
+}
+
+/// The automatic splits of an MLA decode of `batch` requests on kernel
+/// `kind` (mla_decode or mla_decode_small): mlaSplits over the device's CTA
+/// slots for it.
 Status mlaSplitsOnDevice(const pa_bundle &b, KernelKind kind, int64_t batch,
-                         int64_t maxKVLen, int64_t &splits) {
+                         int64_t maxKVLen, bool together, int64_t &splits) {
   int64_t slots = 0, headBlocks = 1;
   PA_TRY(mlaSlotsOnDevice(b, kind, slots, headBlocks));
-  splits = mlaSplits(batch, headBlocks, slots, maxKVLen);
+  splits = mlaSplits(batch, headBlocks, slots, maxKVLen, together);
   return Status::success();
 }
 
@@ -1300,7 +1308,9 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   KernelKind kernel = mlaKernel(b, a.batch, a.max_kv_len);
   int64_t splits = a.num_splits;
   if (splits == 0) {
-    PA_TRY(mlaSplitsOnDevice(b, kernel, a.batch, a.max_kv_len, splits));
+    PA_TRY(mlaSplitsOnDevice(b, kernel, a.batch, a.max_kv_len,
+                             mlaMergesTogether(b, kernel, a.split_merge),
+                             splits));
     // Within the workspace the caller gave.
     while (splits > 1 &&
            mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits).bytes >
@@ -1325,8 +1335,7 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   // request merges alone.
   const KernelSpec *spec = b.manifest.find(kernel);
   bool together = false;
-  if (splits > 1 && spec->mergeTogether &&
-      a.split_merge == PA_MLA_MERGE_AUTO) {
+  if (splits > 1 && mlaMergesTogether(b, kernel, a.split_merge)) {
     int64_t slots = 0, headBlocks = 1;
     PA_TRY(mlaSlotsOnDevice(b, kernel, slots, headBlocks));
     together = a.batch * headBlocks * splits <= slots;
@@ -1397,7 +1406,10 @@ int pa_mla_workspace_bytes(const pa_bundle *bundle, int64_t batch,
       int64_t s = 0;
       if (!bundle->function(k))
         continue;
-      if (Status st = mlaSplitsOnDevice(*bundle, k, batch, 0, s); !st)
+      if (Status st = mlaSplitsOnDevice(
+              *bundle, k, batch, 0,
+              mlaMergesTogether(*bundle, k, PA_MLA_MERGE_AUTO), s);
+          !st)
         return report(fail("pa_mla_workspace_bytes: ", st.message));
       splits = std::max(splits, s);
     }

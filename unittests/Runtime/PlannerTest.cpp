@@ -1257,44 +1257,61 @@ TEST(PrefillKernelChoice, RejectsBadInput) {
 }
 
 TEST(MLASplits, FillOneWaveWithinTheBounds) {
-  // 132 slots: B x head blocks x S <= one wave.
-  EXPECT_EQ(mlaSplits(64, 1, 132, 0), 2);
-  EXPECT_EQ(mlaSplits(16, 1, 132, 0), 8);
-  EXPECT_EQ(mlaSplits(1, 4, 132, 0), kMaxMLASplits);
-  EXPECT_EQ(mlaSplits(256, 1, 132, 0), 1);
+  // The last CTA's merge; 132 slots: B x head blocks x S <= one wave.
+  EXPECT_EQ(mlaSplits(64, 1, 132, 0, false), 2);
+  EXPECT_EQ(mlaSplits(16, 1, 132, 0, false), 8);
+  EXPECT_EQ(mlaSplits(1, 4, 132, 0, false), kMaxMLASplits);
+  EXPECT_EQ(mlaSplits(256, 1, 132, 0, false), 1);
   // At least kMinMLASplitTokens keys per split when the longest is known.
-  EXPECT_EQ(mlaSplits(1, 1, 132, 1024), 1024 / kMinMLASplitTokens);
+  EXPECT_EQ(mlaSplits(1, 1, 132, 1024, false), 1024 / kMinMLASplitTokens);
   // Beyond kMLASplitsAtMinTokens splits, kMLASplitTokens keys a split:
   // 1 x 4096 over 2 head blocks takes 16 splits, 1 x 32768 the most.
-  EXPECT_EQ(mlaSplits(1, 2, 132, 4096), 4096 / kMLASplitTokens);
-  EXPECT_EQ(mlaSplits(1, 2, 132, 2048), kMLASplitsAtMinTokens);
-  EXPECT_EQ(mlaSplits(1, 2, 132, 32768), kMaxMLASplits);
-  EXPECT_EQ(mlaSplits(1, 1, 132, 1), 1);
-  EXPECT_EQ(mlaSplits(0, 1, 132, 0), 1);
-  EXPECT_EQ(mlaSplits(4, 0, 132, 0), 1);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 4096, false), 4096 / kMLASplitTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 2048, false), kMLASplitsAtMinTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 32768, false), kMaxMLASplits);
+  EXPECT_EQ(mlaSplits(1, 1, 132, 1, false), 1);
+  for (bool together : {false, true}) {
+    EXPECT_EQ(mlaSplits(0, 1, 132, 0, together), 1);
+    EXPECT_EQ(mlaSplits(4, 0, 132, 0, together), 1);
+    EXPECT_EQ(mlaSplits(4, 1, 0, 0, together), 1);
+  }
 }
 
-TEST(MLASplits, SmallKernelForFewKeys) {
-  // One request up to kMLASmallMaxKeysOneRequest keys: mla_decode_small.
-  EXPECT_TRUE(chooseMLASmall(1, 8192));
-  EXPECT_TRUE(chooseMLASmall(1, 32768));
-  EXPECT_TRUE(chooseMLASmall(1, kMLASmallMaxKeysOneRequest));
-  EXPECT_FALSE(chooseMLASmall(1, kMLASmallMaxKeysOneRequest + 1));
-  // Fewer than kMLASmallMaxBatchWithKeys requests, batch x the longest
-  // request at most kMLASmallMaxKeys.
-  EXPECT_TRUE(chooseMLASmall(2, 8192));
-  EXPECT_FALSE(chooseMLASmall(2, 8193));
-  EXPECT_FALSE(chooseMLASmall(2, 32768));
-  EXPECT_TRUE(chooseMLASmall(4, 1024));
-  EXPECT_TRUE(chooseMLASmall(4, 4096));
-  EXPECT_FALSE(chooseMLASmall(4, 8192));
-  EXPECT_TRUE(chooseMLASmall(7, 2048));
-  EXPECT_FALSE(chooseMLASmall(kMLASmallMaxBatchWithKeys, 2048));
+TEST(MLASplits, TogetherFillTheWave) {
+  // Merged together: one wave up to kMaxMLASplitsTogether (B = 1 over two
+  // head blocks of 132 slots: 66 -> 64), a grid that always fits at once.
+  EXPECT_EQ(mlaSplits(1, 2, 132, 0, true), kMaxMLASplitsTogether);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 32768, true), kMaxMLASplitsTogether);
+  EXPECT_EQ(mlaSplits(1, 4, 132, 32768, true), 33);
+  EXPECT_EQ(mlaSplits(2, 2, 132, 65536, true), 33);
+  EXPECT_EQ(mlaSplits(16, 2, 132, 8192, true), 4);
+  // (One split has no merge; more always fit.)
+  for (int64_t b : {1, 2, 3, 5, 16, 60})
+    for (int64_t hb : {1, 2, 4}) {
+      int64_t s = mlaSplits(b, hb, 132, 0, true);
+      EXPECT_TRUE(s == 1 || b * hb * s <= 132) << b << " x " << hb;
+    }
+  EXPECT_EQ(mlaSplits(60, 4, 132, 0, true), 1);
+  // With the longest known: at most max(16, ceil(L / 128)) splits.
+  EXPECT_EQ(mlaSplits(1, 2, 132, 1024, true), kMLATogetherSplitsAtMinTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 4096, true), 4096 / kMLATogetherSplitTokens);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 8192, true), 64);
+  EXPECT_EQ(mlaSplits(1, 2, 132, 1, true), kMLATogetherSplitsAtMinTokens);
+}
+
+TEST(MLASplits, SmallKernelForShortContextsOfFewRequests) {
+  EXPECT_TRUE(chooseMLASmall(1, 1));
+  EXPECT_TRUE(chooseMLASmall(1, 1024));
+  EXPECT_TRUE(chooseMLASmall(1, kMLASmallMaxKeys));
+  EXPECT_FALSE(chooseMLASmall(1, kMLASmallMaxKeys + 1));
+  EXPECT_FALSE(chooseMLASmall(1, 32768));
+  EXPECT_TRUE(chooseMLASmall(kMLASmallMaxBatch, 1024));
+  EXPECT_FALSE(chooseMLASmall(kMLASmallMaxBatch + 1, 1024));
   EXPECT_FALSE(chooseMLASmall(16, 1024));
   EXPECT_FALSE(chooseMLASmall(int64_t(1) << 40, int64_t(1) << 40));
-  // Without a bound on the longest request: by batch.
-  EXPECT_TRUE(chooseMLASmall(kMLASmallMaxBatch - 1, 0));
-  EXPECT_FALSE(chooseMLASmall(kMLASmallMaxBatch, 0));
+  // Without a bound on the longest request, or without requests: wgmma.
+  EXPECT_FALSE(chooseMLASmall(1, 0));
+  EXPECT_FALSE(chooseMLASmall(0, 1024));
 }
 
 TEST(MLASplits, WorkspaceLayout) {

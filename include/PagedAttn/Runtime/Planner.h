@@ -372,17 +372,18 @@ int64_t workListBound(int64_t batch, int64_t numPagesUsed, int64_t pageSize,
 // MLA decode split-KV (pa_mla_decode)
 //===----------------------------------------------------------------------===//
 
-/// The most splits of a request's keys pa_mla_decode picks by itself (the
-/// last CTA of a request merges its splits alone). 16 on 2026-11-26, when
-/// that merge paid an L2 round trip per output slot and split; with the
-/// merge's loads in flight together (MLAKernelBase::mergeSplits) 32 splits
-/// ran faster at B = 1 (H200 2026-11-27, 128 heads 1 x 32768: 125.7 ->
-/// 99.5 us on wgmma, 129.6 -> 86.0 on mma.sync; 16 heads 94.4 -> 64.5;
+/// The most splits of a request's keys pa_mla_decode picks by itself when
+/// the last CTA of a request merges its splits alone. 16 on 2026-11-26,
+/// when that merge paid an L2 round trip per output slot and split; with
+/// the merge's loads in flight together (MLAKernelBase::mergeSplits) 32
+/// splits ran faster at B = 1 (H200 2026-11-27, 128 heads 1 x 32768: 125.7
+/// -> 99.5 us on wgmma, 129.6 -> 86.0 on mma.sync; 16 heads 94.4 -> 64.5;
 /// wgmma 1 x 8192 58.6 -> 66.7 the one row slower,
 /// bench/results/mla-merge-splits_2026-11-27_h200.md).
 constexpr int64_t kMaxMLASplits = 32;
-/// The fewest keys per split pa_mla_decode picks when it knows the longest
-/// request (1 x 1024 ran fastest with 8 splits of 128 keys).
+/// The fewest keys per split pa_mla_decode picks with that merge when it
+/// knows the longest request (1 x 1024 ran fastest with 8 splits of 128
+/// keys).
 constexpr int64_t kMinMLASplitTokens = 128;
 /// Beyond kMLASplitsAtMinTokens splits, at least kMLASplitTokens keys a
 /// split: at B = 1 (H200 2026-11-27, 128 heads) 1 x 4096 ran 47.2 us with
@@ -392,37 +393,50 @@ constexpr int64_t kMinMLASplitTokens = 128;
 constexpr int64_t kMLASplitsAtMinTokens = 8;
 constexpr int64_t kMLASplitTokens = 256;
 
+/// When the splits merge together (each CTA a share, after a cooperative
+/// launch), a split's cost is its keys and the merge's is spread over the
+/// GPU: the most splits is what one wave holds up to this, and with
+/// max_kv_len known at most max(kMLATogetherSplitsAtMinTokens,
+/// ceil(max_kv_len / kMLATogetherSplitTokens)). Fit to forced splits (H200
+/// 2026-11-27 12:28 UTC, 128 heads, bench/sweep_mla_together_splits.sh,
+/// bench/results/mla-together-splits_2026-11-27_h200.md), µs wgmma at
+/// S = 16 / 32 / 64: 1 x 1024 17.9 / 17.3 / 20.2; 1 x 4096 25.8 / 20.9 /
+/// 23.6; 1 x 8192 36.1 / 26.1 / 26.1; 1 x 32768 100.0 / 56.9 / 41.6; 1 x
+/// 65536 179.6 / 97.7 / 62.9; mma.sync 1 x 1024 15.4 / 17.7 (S = 16 /
+/// 32).
+constexpr int64_t kMaxMLASplitsTogether = 64;
+constexpr int64_t kMLATogetherSplitsAtMinTokens = 16;
+constexpr int64_t kMLATogetherSplitTokens = 128;
+
 /// The splits of each request's keys for an MLA decode of `batch` requests
 /// whose kernel has `headBlocks` CTAs per request (grid y) on `slots` CTA
 /// slots: as many as fill one wave, S = max(1, floor(slots / (batch x
-/// headBlocks))), at most kMaxMLASplits and, with maxKVLen > 0, at most
-/// ceil(maxKVLen / kMinMLASplitTokens) and max(kMLASplitsAtMinTokens,
-/// ceil(maxKVLen / kMLASplitTokens)). 1 for batch <= 0.
+/// headBlocks))). With `together` (the splits merge together) at most
+/// kMaxMLASplitsTogether and, with maxKVLen > 0, at most
+/// max(kMLATogetherSplitsAtMinTokens, ceil(maxKVLen /
+/// kMLATogetherSplitTokens)); else at most kMaxMLASplits and, with
+/// maxKVLen > 0, at most ceil(maxKVLen / kMinMLASplitTokens) and
+/// max(kMLASplitsAtMinTokens, ceil(maxKVLen / kMLASplitTokens)). 1 for
+/// batch <= 0.
 int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
-                  int64_t maxKVLen);
+                  int64_t maxKVLen, bool together);
 
 /// The MLA decode runs on mla_decode_small (mma.sync, 32 heads a CTA at
-/// 128 heads) rather than on mla_decode's wgmma kernel (64 heads a CTA:
-/// half the CTAs, a longer merge each) at few requests: one request of at
-/// most kMLASmallMaxKeysOneRequest keys, or fewer than
-/// kMLASmallMaxBatchWithKeys requests of at most kMLASmallMaxKeys keys in
-/// all (batch x the longest). H200 2026-11-27 10:41 UTC, 128 heads,
-/// automatic splits, µs mma.sync / wgmma (bench/sweep_mla_kernels.sh,
-/// bench/results/mla-kernel-choice_2026-11-27_h200.md): 1 x 8192 45.9 /
-/// 65.3, 1 x 32768 83.3 / 95.3, 1 x 65536 132.6 / 136.8; 2 x 8192 49.6 /
-/// 69.5, 2 x 32768 123.6 / 100.7; 4 x 2048 33.3 / 37.9, 4 x 8192 71.1 /
-/// 61.3; 8 x 2048 44.3 / 42.7; 16 x 2048 67.0 / 48.9.
-constexpr int64_t kMLASmallMaxKeys = 16384;
-constexpr int64_t kMLASmallMaxBatchWithKeys = 8;
-constexpr int64_t kMLASmallMaxKeysOneRequest = 65536;
-/// Without a bound on the longest request: batches below this.
+/// 128 heads) rather than on mla_decode's wgmma kernel (64 heads a CTA)
+/// only at short contexts of few requests: batch <= kMLASmallMaxBatch and
+/// 0 < maxKVLen <= kMLASmallMaxKeys. With the splits merged together the
+/// wgmma kernel's 64 splits fill the GPU at one request, and it is faster
+/// from 4096 keys on: H200 2026-11-27 12:28 UTC, 128 heads, best forced
+/// splits, µs mma.sync / wgmma (bench/sweep_mla_together_splits.sh): 1 x
+/// 1024 15.4 / 17.3, 1 x 4096 22.0 / 20.9, 1 x 32768 65.6 / 41.6; 2 x 1024
+/// 18.3 / 19.1, 2 x 4096 27.7 / 25.2; 4 x 1024 21.5 / 22.7, 4 x 4096 40.7 /
+/// 30.4; 8 x 1024 30.5 / 26.8.
+constexpr int64_t kMLASmallMaxKeys = 2048;
 constexpr int64_t kMLASmallMaxBatch = 4;
 
 /// True when an MLA decode of `batch` requests of at most `maxKVLen` keys
-/// (0: unknown) should run on mla_decode_small: batch = 1 and maxKVLen <=
-/// kMLASmallMaxKeysOneRequest, or batch < kMLASmallMaxBatchWithKeys and
-/// batch x maxKVLen <= kMLASmallMaxKeys; batch < kMLASmallMaxBatch when
-/// maxKVLen is 0.
+/// (0: unknown) should run on mla_decode_small: 1 <= batch <=
+/// kMLASmallMaxBatch and 0 < maxKVLen <= kMLASmallMaxKeys.
 bool chooseMLASmall(int64_t batch, int64_t maxKVLen);
 
 /// pa_mla_decode's workspace for `splits` splits: byte offsets of o_part
