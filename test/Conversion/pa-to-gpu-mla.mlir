@@ -42,6 +42,8 @@
 // CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
 // CHECK: arith.xori %[[NOW]], %c1073741824_i32
 // CHECK: scf.condition
+// A wait that outlasts its polls traps.
+// CHECK: llvm.intr.trap
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.store %c0_i32{{.*}}, %arg10
 // CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>

@@ -85,6 +85,9 @@ constexpr uint64_t kMergeRowUnroll = 2;
 /// The merge together (MLAKernelBase::mergeShare): a slot a thread, the
 /// rows' loop unrolled by this many so that as many loads are in flight.
 constexpr uint64_t kMergeShareUnroll = 8;
+/// The merge together's wait for a request's splits: reads of the counter
+/// before it gives up and traps.
+constexpr int64_t kMergeTogetherMaxPolls = int64_t(1) << 22;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -356,7 +359,7 @@ std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
   // counts its arrival.
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   gpu::BarrierOp::create(b, loc);
-  ValueRange counter{request, head0};
+  SmallVector<Value, 2> counter{request, head0};
   Value flag = e.i32(kMLAMergeTogether);
   Value count = e.toI32(splits);
   Value no = arith::ConstantIntOp::create(b, loc, 0, 1);
@@ -373,10 +376,12 @@ std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
             [&]() -> SmallVector<Value> {
               // Wait for the request's other splits (all resident: the
               // runtime launched the grid cooperatively). Atomic reads go
-              // to the L2, where the arrivals are.
-              scf::WhileOp::create(
-                  b, loc, TypeRange{}, ValueRange{},
-                  [&](OpBuilder &nb, Location nloc, ValueRange) {
+              // to the L2, where the arrivals are. A wait past
+              // kMergeTogetherMaxPolls reads (seconds) traps: a launch
+              // error rather than a hang if the grid was not resident.
+              auto poll = scf::WhileOp::create(
+                  b, loc, TypeRange{i32, i32}, ValueRange{e.i32(0), e.i32(0)},
+                  [&](OpBuilder &nb, Location nloc, ValueRange args) {
                     OpBuilder::InsertionGuard g(b);
                     b.setInsertionPoint(nb.getInsertionBlock(),
                                         nb.getInsertionPoint());
@@ -384,13 +389,22 @@ std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
                         b, loc, arith::AtomicRMWKind::addi, e.i32(0),
                         m.counters, counter);
                     Value arrived = arith::XOrIOp::create(b, loc, now, flag);
-                    scf::ConditionOp::create(
-                        b, loc, e.cmpi(Pred::ult, arrived, count),
-                        ValueRange{});
+                    Value waiting = e.andi(
+                        e.cmpi(Pred::ult, arrived, count),
+                        e.cmpi(Pred::ult, args[1],
+                               e.i32(kMergeTogetherMaxPolls)));
+                    scf::ConditionOp::create(b, loc, waiting,
+                                             ValueRange{arrived, args[1]});
                   },
-                  [&](OpBuilder &nb, Location nloc, ValueRange) {
-                    scf::YieldOp::create(nb, nloc);
+                  [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                    OpBuilder::InsertionGuard g(b);
+                    b.setInsertionPoint(nb.getInsertionBlock(),
+                                        nb.getInsertionPoint());
+                    scf::YieldOp::create(
+                        b, loc, ValueRange{args[0], e.add(args[1], e.i32(1))});
                   });
+              e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
+                       [&]() { LLVM::Trap::create(b, loc); });
               // The other CTAs' rows are read after this fence.
               NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
               return {arith::ConstantIntOp::create(b, loc, 1, 1), no};
