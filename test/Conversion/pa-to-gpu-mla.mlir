@@ -38,11 +38,12 @@
 // request's splits, then every CTA merges a share; at 0 the last CTA merges.
 // CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %arg10
 // CHECK: arith.andi %[[OLD]], %c1073741824_i32
+// CHECK: %[[T0:.*]] = llvm.inline_asm has_side_effects {{.*}}"mov.u64 $0, %globaltimer;"
 // CHECK: scf.while
 // CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
 // CHECK: arith.xori %[[NOW]], %c1073741824_i32
 // CHECK: scf.condition
-// A wait that outlasts its polls traps.
+// A wait of more than 60 s traps.
 // CHECK: llvm.intr.trap
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.store %c0_i32{{.*}}, %arg10

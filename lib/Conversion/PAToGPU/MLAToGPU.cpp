@@ -85,9 +85,11 @@ constexpr uint64_t kMergeRowUnroll = 2;
 /// The merge together (MLAKernelBase::mergeShare): a slot a thread, the
 /// rows' loop unrolled by this many so that as many loads are in flight.
 constexpr uint64_t kMergeShareUnroll = 8;
-/// The merge together's wait for a request's splits: reads of the counter
-/// before it gives up and traps.
-constexpr int64_t kMergeTogetherMaxPolls = int64_t(1) << 22;
+/// The merge together's longest wait for a request's splits before it
+/// gives up and traps (ns of %globaltimer): far past any launch's time, and
+/// past what compute-sanitizer's racecheck needs (a bound of 2^22 polls,
+/// about 3 s unsupervised, trapped under it on 2026-11-27).
+constexpr int64_t kMergeTogetherMaxWaitNs = int64_t(60) * 1000 * 1000 * 1000;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -376,12 +378,18 @@ std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
             [&]() -> SmallVector<Value> {
               // Wait for the request's other splits (all resident: the
               // runtime launched the grid cooperatively). Atomic reads go
-              // to the L2, where the arrivals are. A wait past
-              // kMergeTogetherMaxPolls reads (seconds) traps: a launch
+              // to the L2, where the arrivals are. A wait longer than
+              // kMergeTogetherMaxWaitNs (%globaltimer) traps: a launch
               // error rather than a hang if the grid was not resident.
+              auto clock = [&]() {
+                return e.inlineAsm("mov.u64 $0, %globaltimer;", "=l",
+                                   b.getI64Type(), ValueRange{},
+                                   /*sideEffects=*/true)[0];
+              };
+              Value start = clock();
               auto poll = scf::WhileOp::create(
-                  b, loc, TypeRange{i32, i32}, ValueRange{e.i32(0), e.i32(0)},
-                  [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                  b, loc, TypeRange{i32}, ValueRange{},
+                  [&](OpBuilder &nb, Location nloc, ValueRange) {
                     OpBuilder::InsertionGuard g(b);
                     b.setInsertionPoint(nb.getInsertionBlock(),
                                         nb.getInsertionPoint());
@@ -389,19 +397,19 @@ std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
                         b, loc, arith::AtomicRMWKind::addi, e.i32(0),
                         m.counters, counter);
                     Value arrived = arith::XOrIOp::create(b, loc, now, flag);
+                    Value waited = arith::SubIOp::create(b, loc, clock(),
+                                                         start);
                     Value waiting = e.andi(
                         e.cmpi(Pred::ult, arrived, count),
-                        e.cmpi(Pred::ult, args[1],
-                               e.i32(kMergeTogetherMaxPolls)));
+                        e.cmpi(Pred::ult, waited,
+                               arith::ConstantIntOp::create(
+                                   b, loc, b.getI64Type(),
+                                   kMergeTogetherMaxWaitNs)));
                     scf::ConditionOp::create(b, loc, waiting,
-                                             ValueRange{arrived, args[1]});
+                                             ValueRange{arrived});
                   },
-                  [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                    OpBuilder::InsertionGuard g(b);
-                    b.setInsertionPoint(nb.getInsertionBlock(),
-                                        nb.getInsertionPoint());
-                    scf::YieldOp::create(
-                        b, loc, ValueRange{args[0], e.add(args[1], e.i32(1))});
+                  [&](OpBuilder &nb, Location nloc, ValueRange) {
+                    scf::YieldOp::create(nb, nloc);
                   });
               e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
                        [&]() { LLVM::Trap::create(b, loc); });
