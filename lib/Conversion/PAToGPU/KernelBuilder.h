@@ -466,14 +466,29 @@ void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
                         const CTAHeads &heads, int64_t headDim,
                         int64_t threads);
 
+/// What a CTA's arrival tells every thread of it (i1 values, the same in
+/// every thread): `last`, it arrived last and merges the rows alone;
+/// `together`, every CTA of the request arrived and each merges a share.
+struct Arrival {
+  Value together, last;
+};
 /// The arrival of a CTA of `request` that wrote its partial rows for
 /// `heads`, one of `items` (an index) CTAs of the request (SplitKVMerge.cpp
 /// describes the protocol; with `fenced` the caller has already fenced and
-/// barriered after its partial stores): true (i1, the same in every
-/// thread) in the CTA that arrives last, which then merges the rows. Every
+/// barriered after its partial stores). With `togetherFlag` > 0 a counter
+/// that starts at that value (above any count of arrivals) asks for the
+/// merge together: thread 0 waits until the request's `items` arrivals are
+/// in (every CTA resident: a cooperative launch; after
+/// kMergeTogetherMaxWaitNs it traps); else `together` is false. Every
 /// thread of the CTA must reach it.
-Value emitArrival(KernelEmitter &e, const FusedMerge &m, Value request,
-                  Value items, const CTAHeads &heads, bool fenced);
+Arrival emitArrival(KernelEmitter &e, const FusedMerge &m, Value request,
+                    Value items, const CTAHeads &heads, bool fenced,
+                    int64_t togetherFlag = 0);
+/// The merge together's longest wait for a request's CTAs before it gives
+/// up and traps (ns of %globaltimer): far past any launch's time, and past
+/// what compute-sanitizer's racecheck needs (a bound of 2^22 polls, about
+/// 3 s unsupervised, trapped under it on 2026-11-27).
+constexpr int64_t kMergeTogetherMaxWaitNs = int64_t(60) * 1000 * 1000 * 1000;
 /// emitArriveAndMerge for a CTA whose request's partial rows are [begin,
 /// end) of m.oPart / m.lsePart (m.workIndptr unused); with `fenced` the
 /// caller has already fenced and barriered after its partial stores.

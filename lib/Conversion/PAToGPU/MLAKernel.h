@@ -24,7 +24,7 @@ constexpr int64_t kMLASlots = 4;     ///< warps of an mma.sync row block
 constexpr int64_t kMLAPad = 8;       ///< mma.sync row padding (16 bytes)
 constexpr int64_t kMaxSmem = 227 * 1024;
 /// The arrival counter's value at launch that selects the merge together
-/// (ABI `merge_together`; MLAKernelBase::arrive): every CTA of the grid is
+/// (ABI `merge_together`; emitArrival's together flag): every CTA of the grid is
 /// resident (a cooperative launch), each waits for its request's splits and
 /// merges a share of them. 0 at launch: the last CTA of a request merges
 /// them alone. Above any count of arrivals, which stay below 2^30.
@@ -142,13 +142,6 @@ protected:
   void finish(const FusedMerge &split,
               function_ref<void(Value outO, Value outLse, Value row)>
                   storeState);
-  /// After the CTA stored its partial state: counts its arrival at the
-  /// counter of (request, head0). Returns i1 (together, last) alike in every
-  /// thread: `together` when the counter started at kMLAMergeTogether
-  /// (thread 0 then waited until all the request's splits arrived), `last`
-  /// when it started at 0 and this CTA arrived last (it puts the counter
-  /// back to 0).
-  std::pair<Value, Value> arrive(const FusedMerge &split);
   /// The last CTA's merge of the request's splits [begin, begin + splits)
   /// into o / lse for the CTA's heads.
   void mergeSplits(const FusedMerge &split, Value begin);

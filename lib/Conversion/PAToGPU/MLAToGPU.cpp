@@ -85,11 +85,6 @@ constexpr uint64_t kMergeRowUnroll = 2;
 /// The merge together (MLAKernelBase::mergeShare): a slot a thread, the
 /// rows' loop unrolled by this many so that as many loads are in flight.
 constexpr uint64_t kMergeShareUnroll = 8;
-/// The merge together's longest wait for a request's splits before it
-/// gives up and traps (ns of %globaltimer): far past any launch's time, and
-/// past what compute-sanitizer's racecheck needs (a bound of 2^22 polls,
-/// about 3 s unsupervised, trapped under it on 2026-11-27).
-constexpr int64_t kMergeTogetherMaxWaitNs = int64_t(60) * 1000 * 1000 * 1000;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -338,9 +333,11 @@ void MLAKernelBase::finish(
     // fused split-KV decode's arrival).
     Value begin = e.mul(request, splits);
     storeState(split.oPart, split.lsePart, e.add(begin, z));
-    auto [together, last] = arrive(split);
-    e.ifThen(together, [&]() { mergeShare(split, begin); });
-    e.ifThen(last, [&]() { mergeSplits(split, begin); });
+    CTAHeads heads{head0, s.rows(), Value()};
+    Arrival a = emitArrival(e, split, request, splits, heads,
+                            /*fenced=*/false, kMLAMergeTogether);
+    e.ifThen(a.together, [&]() { mergeShare(split, begin); });
+    e.ifThen(a.last, [&]() { mergeSplits(split, begin); });
   });
 }
 
@@ -352,97 +349,6 @@ static Value freshThreadId(KernelEmitter &e) {
   return e.toIndex(e.inlineAsm("mov.u32 $0, %tid.x;", "=r",
                                e.b.getI32Type(), ValueRange{},
                                /*sideEffects=*/true)[0]);
-}
-
-std::pair<Value, Value> MLAKernelBase::arrive(const FusedMerge &m) {
-  MLIRContext *ctx = b.getContext();
-  Type i1 = b.getI1Type(), i32 = b.getI32Type();
-  // Every thread's partial stores are performed device-wide before the CTA
-  // counts its arrival.
-  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  gpu::BarrierOp::create(b, loc);
-  SmallVector<Value, 2> counter{request, head0};
-  Value flag = e.i32(kMLAMergeTogether);
-  Value count = e.toI32(splits);
-  Value no = arith::ConstantIntOp::create(b, loc, 0, 1);
-  SmallVector<Value> flags = e.ifThenElse(
-      e.cmpi(Pred::eq, freshThreadId(e), e.idx(0)), TypeRange{i1, i1},
-      [&]() -> SmallVector<Value> {
-        Value old = memref::AtomicRMWOp::create(
-            b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters,
-            counter);
-        Value together =
-            e.cmpi(Pred::ne, e.andi(old, flag), e.i32(0));
-        return e.ifThenElse(
-            together, TypeRange{i1, i1},
-            [&]() -> SmallVector<Value> {
-              // Wait for the request's other splits (all resident: the
-              // runtime launched the grid cooperatively). Atomic reads go
-              // to the L2, where the arrivals are. A wait longer than
-              // kMergeTogetherMaxWaitNs (%globaltimer) traps: a launch
-              // error rather than a hang if the grid was not resident.
-              auto clock = [&]() {
-                return e.inlineAsm("mov.u64 $0, %globaltimer;", "=l",
-                                   b.getI64Type(), ValueRange{},
-                                   /*sideEffects=*/true)[0];
-              };
-              Value start = clock();
-              auto poll = scf::WhileOp::create(
-                  b, loc, TypeRange{i32}, ValueRange{},
-                  [&](OpBuilder &nb, Location nloc, ValueRange) {
-                    OpBuilder::InsertionGuard g(b);
-                    b.setInsertionPoint(nb.getInsertionBlock(),
-                                        nb.getInsertionPoint());
-                    Value now = memref::AtomicRMWOp::create(
-                        b, loc, arith::AtomicRMWKind::addi, e.i32(0),
-                        m.counters, counter);
-                    Value arrived = arith::XOrIOp::create(b, loc, now, flag);
-                    Value waited = arith::SubIOp::create(b, loc, clock(),
-                                                         start);
-                    Value waiting = e.andi(
-                        e.cmpi(Pred::ult, arrived, count),
-                        e.cmpi(Pred::ult, waited,
-                               arith::ConstantIntOp::create(
-                                   b, loc, b.getI64Type(),
-                                   kMergeTogetherMaxWaitNs)));
-                    scf::ConditionOp::create(b, loc, waiting,
-                                             ValueRange{arrived});
-                  },
-                  [&](OpBuilder &nb, Location nloc, ValueRange) {
-                    scf::YieldOp::create(nb, nloc);
-                  });
-              e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
-                       [&]() { LLVM::Trap::create(b, loc); });
-              // The other CTAs' rows are read after this fence.
-              NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-              return {arith::ConstantIntOp::create(b, loc, 1, 1), no};
-            },
-            [&]() -> SmallVector<Value> {
-              Value isLast =
-                  e.cmpi(Pred::eq, old, e.sub(count, e.i32(1)));
-              e.ifThen(isLast, [&]() {
-                // Ready for the next launch; the merge after this reads
-                // the other CTAs' rows after this fence.
-                e.store(e.i32(0), m.counters, counter);
-                NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-              });
-              return {no, isLast};
-            });
-      },
-      [&]() -> SmallVector<Value> { return {no, no}; });
-  // bar.red.or hands thread 0's answers to every thread.
-  auto broadcast = [&](Value bit) {
-    Value any = NVVM::BarrierOp::create(
-                    b, loc, i32, /*barrierId=*/Value(),
-                    /*numberOfThreads=*/Value(),
-                    NVVM::BarrierReductionAttr::get(
-                        ctx, NVVM::BarrierReduction::OR),
-                    arith::ExtUIOp::create(b, loc, i32, bit))
-                    .getResult(0);
-    return e.cmpi(Pred::ne, any, e.i32(0));
-  };
-  Value together = broadcast(flags[0]);
-  return {together, broadcast(flags[1])};
 }
 
 void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,

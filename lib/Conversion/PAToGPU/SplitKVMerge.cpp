@@ -14,6 +14,10 @@
 //     of its request if k == 1 or atom.add(counters[r, h0], 1) == k - 1; the
 //     last one puts the counter back to 0 and fences;
 //   bar.red.or.pred hands "last" to every thread;
+//   (MLA decode's arrival, emitArrival with a together flag V: a counter
+//   that starts at V instead means every CTA is resident; thread 0 then
+//   polls it until the request's k arrivals are in and every CTA merges a
+//   share, MLAKernelBase::mergeShare;)
 //   the last CTA merges rows [work_indptr[r], work_indptr[r + 1]) of its
 //     heads (merge_segments' arithmetic, 4 elements a thread) into o[r] and
 //     lse[r].
@@ -171,9 +175,10 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                          /*fenced=*/true);
 }
 
-Value gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
-                             Value request, Value items,
-                             const CTAHeads &heads, bool fenced) {
+Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
+                               Value request, Value items,
+                               const CTAHeads &heads, bool fenced,
+                               int64_t togetherFlag) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   MLIRContext *ctx = b.getContext();
@@ -182,42 +187,95 @@ Value gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     gpu::BarrierOp::create(b, loc);
   }
+  SmallVector<Value, 2> counter{request, heads.first};
+  Value count = e.toI32(items);
+  Value no = arith::ConstantIntOp::create(b, loc, 0, 1);
+  Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+  // Thread 0: the last CTA's test, after waiting for every CTA when the
+  // counter asks for the merge together.
+  auto lastOf = [&](Value old) {
+    Value isLast = e.cmpi(Pred::eq, old, e.sub(count, e.i32(1)));
+    e.ifThen(isLast, [&]() {
+      // Ready for the next launch; the merge after this reads the other
+      // CTAs' rows after this fence.
+      e.store(e.i32(0), m.counters, counter);
+      NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    });
+    return SmallVector<Value>{no, isLast};
+  };
+  auto waitForAll = [&]() -> SmallVector<Value> {
+    // All resident (the runtime launched the grid cooperatively): poll
+    // the counter with atomic reads (at the L2, where the arrivals are)
+    // until the request's arrivals are in; a wait past
+    // kMergeTogetherMaxWaitNs of %globaltimer traps (a launch error rather
+    // than a hang should the grid not be resident).
+    Value flag = e.i32(togetherFlag);
+    auto clock = [&]() {
+      return e.inlineAsm("mov.u64 $0, %globaltimer;", "=l", b.getI64Type(),
+                         ValueRange{}, /*sideEffects=*/true)[0];
+    };
+    Value start = clock();
+    auto poll = scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{},
+        [&](OpBuilder &nb, Location, ValueRange) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value now = memref::AtomicRMWOp::create(
+              b, loc, arith::AtomicRMWKind::addi, e.i32(0), m.counters,
+              counter);
+          Value arrived = arith::XOrIOp::create(b, loc, now, flag);
+          Value waited = arith::SubIOp::create(b, loc, clock(), start);
+          Value waiting = e.andi(
+              e.cmpi(Pred::ult, arrived, count),
+              e.cmpi(Pred::ult, waited,
+                     arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                  kMergeTogetherMaxWaitNs)));
+          scf::ConditionOp::create(b, loc, waiting, ValueRange{arrived});
+        },
+        [&](OpBuilder &nb, Location nloc, ValueRange) {
+          scf::YieldOp::create(nb, nloc);
+        });
+    e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
+             [&]() { LLVM::Trap::create(b, loc); });
+    // The other CTAs' rows are read after this fence.
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    return {yes, no};
+  };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value last = e.ifThenElse(
-      e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1},
+  SmallVector<Value> flags = e.ifThenElse(
+      e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1, i1},
       [&]() -> SmallVector<Value> {
         return e.ifThenElse(
-            e.cmpi(Pred::eq, items, e.idx(1)), TypeRange{i1},
-            [&]() -> SmallVector<Value> {
-              return {arith::ConstantIntOp::create(b, loc, 1, 1)};
-            },
+            e.cmpi(Pred::eq, items, e.idx(1)), TypeRange{i1, i1},
+            [&]() -> SmallVector<Value> { return {no, yes}; },
             [&]() -> SmallVector<Value> {
               Value old = memref::AtomicRMWOp::create(
                   b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters,
-                  ValueRange{request, heads.first});
-              Value isLast = e.cmpi(Pred::eq, old,
-                                    e.toI32(e.sub(items, e.idx(1))));
-              e.ifThen(isLast, [&]() {
-                // Ready for the next launch; the merge after this reads
-                // the other CTAs' rows after this fence.
-                e.store(e.i32(0), m.counters, {request, heads.first});
-                NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-              });
-              return {isLast};
+                  counter);
+              if (togetherFlag <= 0)
+                return lastOf(old);
+              Value together = e.cmpi(
+                  Pred::ne, e.andi(old, e.i32(togetherFlag)), e.i32(0));
+              return e.ifThenElse(together, TypeRange{i1, i1}, waitForAll,
+                                  [&]() { return lastOf(old); });
             });
       },
-      [&]() -> SmallVector<Value> {
-        return {arith::ConstantIntOp::create(b, loc, 0, 1)};
-      })[0];
-  Value pred = arith::ExtUIOp::create(b, loc, i32, last);
-  Value any = NVVM::BarrierOp::create(
-                  b, loc, i32, /*barrierId=*/Value(),
-                  /*numberOfThreads=*/Value(),
-                  NVVM::BarrierReductionAttr::get(ctx,
-                                                  NVVM::BarrierReduction::OR),
-                  pred)
-                  .getResult(0);
-  return e.cmpi(Pred::ne, any, e.i32(0));
+      [&]() -> SmallVector<Value> { return {no, no}; });
+  // bar.red.or hands thread 0's answers to every thread.
+  auto broadcast = [&](Value bit) {
+    Value any = NVVM::BarrierOp::create(
+                    b, loc, i32, /*barrierId=*/Value(),
+                    /*numberOfThreads=*/Value(),
+                    NVVM::BarrierReductionAttr::get(
+                        ctx, NVVM::BarrierReduction::OR),
+                    arith::ExtUIOp::create(b, loc, i32, bit))
+                    .getResult(0);
+    return e.cmpi(Pred::ne, any, e.i32(0));
+  };
+  Arrival a;
+  a.together = togetherFlag > 0 ? broadcast(flags[0]) : no;
+  a.last = broadcast(flags[1]);
+  return a;
 }
 
 void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
@@ -225,7 +283,7 @@ void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
                                        const CTAHeads &heads, int64_t headDim,
                                        int64_t threads, bool fenced) {
   Value merges =
-      emitArrival(e, m, request, e.sub(end, begin), heads, fenced);
+      emitArrival(e, m, request, e.sub(end, begin), heads, fenced).last;
   e.ifThen(merges, [&]() {
     emitMergeRows(e, m, request, begin, end, heads, headDim, threads);
   });
