@@ -714,9 +714,10 @@ typedef struct pa_mla_decode_args {
 /** pa_mla_decode_args::split_merge. */
 enum { PA_MLA_MERGE_AUTO = 0, PA_MLA_MERGE_LAST = 1 };
 
-/** Enqueues the bundle's mla_decode kernel (a CTA per request, 16 or 32
- *  query heads and key split); the softmax scale and soft-cap are those
- *  compiled in. */
+/** Enqueues the bundle's mla_decode kernel, or mla_decode_small where the
+ *  runtime picks it (a CTA per request, block of query heads and key
+ *  split; a cooperative launch when the splits merge together, see
+ *  split_merge); the softmax scale and soft-cap are those compiled in. */
 int pa_mla_decode(pa_bundle *bundle, const pa_mla_decode_args *args,
                   pa_stream stream);
 
