@@ -1306,11 +1306,13 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
     return fail("split_merge = ", a.split_merge,
                 " must be PA_MLA_MERGE_AUTO (0) or PA_MLA_MERGE_LAST (1)");
   KernelKind kernel = mlaKernel(b, a.batch, a.max_kv_len);
+  bool canMergeTogether = mlaMergesTogether(b, kernel, a.split_merge);
+  int64_t slots = 0, headBlocks = 1;
+  PA_TRY(mlaSlotsOnDevice(b, kernel, slots, headBlocks));
   int64_t splits = a.num_splits;
   if (splits == 0) {
-    PA_TRY(mlaSplitsOnDevice(b, kernel, a.batch, a.max_kv_len,
-                             mlaMergesTogether(b, kernel, a.split_merge),
-                             splits));
+    splits = mlaSplits(a.batch, headBlocks, slots, a.max_kv_len,
+                       canMergeTogether);
     // Within the workspace the caller gave.
     while (splits > 1 &&
            mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits).bytes >
@@ -1334,12 +1336,8 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   // the device at once (a cooperative launch); else the last CTA of a
   // request merges alone.
   const KernelSpec *spec = b.manifest.find(kernel);
-  bool together = false;
-  if (splits > 1 && mlaMergesTogether(b, kernel, a.split_merge)) {
-    int64_t slots = 0, headBlocks = 1;
-    PA_TRY(mlaSlotsOnDevice(b, kernel, slots, headBlocks));
-    together = a.batch * headBlocks * splits <= slots;
-  }
+  bool together =
+      splits > 1 && canMergeTogether && a.batch * headBlocks * splits <= slots;
   // The counters at launch pick the merge (and any workspace contents are
   // safe).
   auto setCounters = [&](bool withAll) {
