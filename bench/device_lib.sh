@@ -11,7 +11,9 @@
 #                                  prefill_* / pf_* / wg_*, else check;
 #                                  --quick except MLA) and its last line
 #   pa_sanitize R CHECK DIR        memcheck and racecheck of `R CHECK --quick
-#                                  DIR`: their summaries, one line each
+#                                  DIR` (check-mla: without --quick): their
+#                                  summaries, one line each, each run cut at
+#                                  PA_SANITIZE_TIMEOUT seconds (150)
 #   pa_decode_rounds R B OUT V...  `R bench` over the decode grid (B 1 / 16 /
 #                                  64 / 256 x L 512 / 2048 / 8192 / 32768,
 #                                  9 GiB of KV at most) for bundles B/V, two
@@ -51,9 +53,10 @@ pa_check_bundles() {
 }
 
 pa_sanitize() {
-  local r="$1" c="$2" d="$3" tool
+  local r="$1" c="$2" d="$3" tool q=--quick
+  [[ $c == check-mla ]] && q=
   for tool in memcheck racecheck; do
-    echo "$tool $(basename "$d"): $(timeout 150 compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" --quick "$d" 2>&1 \
+    echo "$tool $(basename "$d"): $(timeout "${PA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" $q "$d" 2>&1 \
       | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
   done
 }

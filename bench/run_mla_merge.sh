@@ -12,16 +12,14 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 gpu="${1:?usage: run_mla_merge.sh STAGED OUT FI VARIANT...}"; out="${2:?OUT}"; fi="${3:-}"; shift 3
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+. "$root/bench/device_lib.sh"
 export PATH="$PATH:/usr/local/cuda/bin"
 raw="$(mktemp -d)"
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
   echo "check-mla: $(timeout 300 "$R" check-mla "$B"/mla_* 2>&1 | grep -E "all bundles|FAIL" | head -5 | tr '\n' ' ')"
   h40="$(ls -d "$B"/mla_h40_* 2>/dev/null | head -1)"
-  [[ -n "$h40" ]] && for tool in memcheck racecheck; do
-    echo "$tool $(basename "$h40"): $(timeout 200 compute-sanitizer --tool $tool --report-api-errors no "$R" check-mla --seed 3 "$h40" 2>&1 \
-      | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
-  done
+  [[ -n "$h40" ]] && PA_SANITIZE_TIMEOUT=200 pa_sanitize "$R" check-mla "$h40"
 } > "$out/summary.md"
 for round in 1 2; do
   for v in "$@"; do

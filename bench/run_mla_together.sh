@@ -16,6 +16,7 @@
 #     .gpu-fi, build/pybundles, build/lib/Runtime/libpa_runtime.so, libpa_pool.so
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/device_lib.sh"
 mode="${1:?usage: run_mla_together.sh make DIR PA_COMPILE | run STAGED OUT FI}"
 if [[ "$mode" == make ]]; then
   out="${2:?DIR}"; pac="${3:?PA_COMPILE}"
@@ -50,10 +51,7 @@ raw="$(mktemp -d)"
   echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
   grep -E "FAIL|rejected|seed" "$raw/check_mla.log" | head -20
   for b in mla_h40_p5_f16_wg mla_h40_p16_bf16_sync; do
-    for tool in memcheck racecheck; do
-      echo "$tool $b: $(timeout 240 compute-sanitizer --tool $tool --report-api-errors no "$R" check-mla --seed 3 "$B/$b" 2>&1 \
-        | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
-    done
+    PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$b"
   done
   echo "python/tests/test_cuda.py (MLA):"
   (cd "$root/python/tests" && PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
