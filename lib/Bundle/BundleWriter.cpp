@@ -111,9 +111,9 @@ mlir::pa::manifestFromKernels(ModuleOp module, const BundleOptions &options,
       ::pa::rt::PrefillSpec p = options.prefill;
       p.queriesPerTile = 1;
       k.prefill = p;
-      if (abi->mergeTogether > 0)
-        k.mergeTogether = abi->mergeTogether;
     }
+    if (abi->mergeTogether > 0)
+      k.mergeTogether = abi->mergeTogether;
     if (::pa::rt::isPrefillKind(k.kind)) {
       // The prefill line: the flags the op was built with, and the queries
       // of one request per tile (tile_q packs group rows per query).

@@ -893,9 +893,12 @@ Status Parser::parseMerge(const std::vector<std::string_view> &t) {
   if (!inKernel)
     return lineError("'merge' outside a kernel");
   KernelSpec &k = m.kernels.back();
-  if (k.kind != KernelKind::MLADecode && k.kind != KernelKind::MLADecodeSmall)
-    return lineError("a 'merge' line belongs to an MLA decode kernel, not "
-                     "to kernel '",
+  if (k.kind != KernelKind::MLADecode &&
+      k.kind != KernelKind::MLADecodeSmall &&
+      k.kind != KernelKind::DecodeSplit)
+    return lineError("a 'merge' line belongs to a split-KV kernel that "
+                     "merges its splits itself (mla_decode, "
+                     "mla_decode_small, decode_split), not to kernel '",
                      toString(k.kind), "'");
   if (k.mergeTogether)
     return lineError("duplicate 'merge' line");

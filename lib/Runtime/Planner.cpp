@@ -609,7 +609,7 @@ int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
 Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                           int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
                           int64_t ctasPerSM, DecodePlan &plan,
-                          int64_t minChunk) {
+                          int64_t minChunk, bool mergeTogether) {
   if (numKVHeads <= 0)
     return fail("num_kv_heads = ", numKVHeads, " must be positive");
   if (numSMs <= 0)
@@ -631,7 +631,7 @@ Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
   if (batch * numKVHeads >= numSMs * ctasPerSM)
     result.chunkSize = balanceWaves(lens, numKVHeads, numSMs * ctasPerSM,
                                     pageSize, minChunk);
-  else
+  else if (!mergeTogether)
     result.chunkSize = fewerMerges(lens, result.chunkSize, pageSize);
   result.work = planFixedChunks(lens, result.chunkSize);
   int64_t totalTokens = 0;

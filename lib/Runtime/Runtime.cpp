@@ -242,6 +242,51 @@ Status upload(CUdeviceptr &dst, const std::vector<int32_t> &v,
 Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
                   I32Span lastLen);
 
+/// The CTA slots of the device for plan `p`'s decode_split launches (at
+/// its block and shared memory) where its splits can merge together; 0
+/// where they cannot (no decode_split, no `merge together` line in its
+/// manifest, or the plan asks for PA_SPLIT_MERGE_LAST).
+Status mergeTogetherSlots(const pa_bundle &b, const pa_plan &p,
+                          int64_t &slots) {
+  slots = 0;
+  const KernelSpec *k = b.manifest.find(KernelKind::DecodeSplit);
+  CUfunction fn = b.function(KernelKind::DecodeSplit);
+  if (!k || !fn || !k->mergeTogether || p.splitMerge != PA_SPLIT_MERGE_AUTO)
+    return Status::success();
+  int blocks = 0;
+  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
+                                 k->launch.block[2]);
+  int64_t smem = p.launchSmem > 0 ? p.launchSmem : k->launch.sharedBytes;
+  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, fn, threads, static_cast<size_t>(smem)));
+  slots = p.numSMs * blocks;
+  return Status::success();
+}
+
+/// The CTAs of a decode_split launch over `items` work items for plan `p`.
+Status decodeSplitCTAs(const pa_bundle &b, const pa_plan &p, int64_t items,
+                       int64_t &ctas) {
+  const KernelSpec *k = b.manifest.find(KernelKind::DecodeSplit);
+  if (!k)
+    return fail("bundle '", b.dir, "' has no 'decode_split' kernel");
+  ProblemDims dims;
+  dims.batch = p.batch;
+  dims.workCapacity = items;
+  std::array<uint32_t, 3> grid;
+  PA_TRY(resolveGrid(k->launch, b.manifest.config, dims, grid));
+  ctas = int64_t(grid[0]) * grid[1] * grid[2];
+  return Status::success();
+}
+
+/// decode_split's arrival counters between launches of plan `p`: its
+/// `merge together` value when the plan merges together, else 0.
+unsigned mergeCounterValue(const pa_bundle &b, const pa_plan &p) {
+  const KernelSpec *k = b.manifest.find(KernelKind::DecodeSplit);
+  return p.mergeTogether && k && k->mergeTogether
+             ? static_cast<unsigned>(*k->mergeTogether)
+             : 0u;
+}
+
 Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
                 const int32_t *lastPageLen, int64_t batch,
                 const pa_plan_options *options, pa_plan &p) {
@@ -316,6 +361,11 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
       }
     }
   }
+  p.splitMerge = options ? options->split_merge : PA_SPLIT_MERGE_AUTO;
+  if (p.splitMerge != PA_SPLIT_MERGE_AUTO &&
+      p.splitMerge != PA_SPLIT_MERGE_LAST)
+    return fail("split_merge = ", p.splitMerge,
+                " must be PA_SPLIT_MERGE_AUTO (0) or PA_SPLIT_MERGE_LAST (1)");
   if (capacity > 0) {
     if (!b.hasSplit())
       return fail("a CUDA-graph plan (graph_work_capacity) runs "
@@ -324,6 +374,14 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
                   b.dir, "' has no such kernels");
     p.graph = true;
     p.workCapacity = capacity;
+    // A graph plan's grid is its capacity's: it merges together (every
+    // update too) where that grid fits at once.
+    int64_t slots = 0, ctas = 0;
+    PA_TRY(mergeTogetherSlots(b, p, slots));
+    if (slots > 0) {
+      PA_TRY(decodeSplitCTAs(b, p, capacity, ctas));
+      p.mergeTogether = ctas <= slots;
+    }
   }
   PA_TRY(choosePlan(b, p, indptr, lastLen));
   if (!p.plan.split)
@@ -341,9 +399,12 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   PA_TRY(upload(p.oPart, nullptr, rows * c.headDim * sizeof(float)));
   PA_TRY(upload(p.lsePart, nullptr, rows * sizeof(float)));
   if (b.hasFusedSplit()) {
+    // The counters' value at launch picks the merge; the kernel leaves them
+    // at it.
     size_t counters = static_cast<size_t>(batch * c.numQHeads());
     PA_TRY(upload(p.mergeCounters, nullptr, counters * 4));
-    PA_CU(cuMemsetD32(p.mergeCounters, 0, std::max<size_t>(counters, 1)));
+    PA_CU(cuMemsetD32(p.mergeCounters, mergeCounterValue(b, p),
+                      std::max<size_t>(counters, 1)));
   }
   return Status::success();
 }
@@ -359,6 +420,13 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
   int64_t maxLen = 0;
   for (int64_t len : p.kvLens)
     maxLen = std::max(maxLen, len);
+  // The merge together (a graph plan decided it for its capacity): the
+  // planner's split then ignores the merge's cost; a grid that does not
+  // fit at once gets the last CTA's merge and the planner's usual split.
+  int64_t slots = 0;
+  if (!p.graph)
+    PA_TRY(mergeTogetherSlots(b, p, slots));
+  bool together = p.graph ? p.mergeTogether : slots > 0;
   if (maxLen > std::numeric_limits<int32_t>::max())
     return fail("kv_len = ", maxLen,
                 " exceeds INT32_MAX (work items hold int32 token offsets)");
@@ -382,15 +450,25 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
     p.plan.maxItemsBound = batch + ceilDiv(total, forceChunk);
   } else {
     PA_TRY(planDecode(indptr, lastLen, batch, c.pageSize, c.kvHeads, p.numSMs,
-                      p.ctasPerSM, p.plan));
+                      p.ctasPerSM, p.plan, kDefaultMinChunk, together));
   }
   if (p.plan.split && !b.hasSplit())
     return fail("the plan splits KV (chunk ", p.plan.chunkSize,
                 " tokens) but bundle '", b.dir,
                 "' has no split-KV kernels (decode_split, or decode_partial "
                 "+ merge_segments)");
-  if (!p.graph)
+  if (!p.graph) {
+    p.mergeTogether = false;
+    if (together && p.plan.split) {
+      int64_t ctas = 0;
+      PA_TRY(decodeSplitCTAs(b, p, p.plan.work.size(), ctas));
+      p.mergeTogether = ctas <= slots;
+      if (!p.mergeTogether && forceChunk == 0)
+        PA_TRY(planDecode(indptr, lastLen, batch, c.pageSize, c.kvHeads,
+                          p.numSMs, p.ctasPerSM, p.plan));
+    }
     return Status::success();
+  }
   // A graph plan: at most Wcap items (the smallest larger chunk, a
   // multiple of the page size, that fits), and the split path whatever
   // the chunk.
@@ -739,10 +817,31 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
   bind(ArgRole::OPart, p.oPart);
   bind(ArgRole::LSEPart, p.lsePart);
   if (p.mergeCounters) {
-    // One launch: the last CTA of each request merges its states.
+    // One launch: the last CTA of each request merges its states, or all
+    // of them together (a cooperative launch).
     bind(ArgRole::MergeCounters, p.mergeCounters);
-    return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
-                  p.launchSmem);
+    if (!p.mergeTogether)
+      return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
+                    p.launchSmem);
+    CUresult r = CUDA_SUCCESS;
+    Status s = launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
+                      p.launchSmem, /*cooperative=*/true, &r);
+    if (s || r != CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+      return s;
+    // Fewer CTAs fit than when planned (the device shared with other
+    // work): the last CTA of each request merges, the counters put back
+    // for the next launch after it.
+    auto setCounters = [&](unsigned value) {
+      return cuCheck(
+          cuMemsetD32Async(p.mergeCounters, value,
+                           static_cast<size_t>(p.batch * c.numQHeads()),
+                           stream),
+          "cuMemsetD32Async (decode_split merge counters)");
+    };
+    PA_TRY(setCounters(0));
+    PA_TRY(launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
+                  p.launchSmem));
+    return setCounters(mergeCounterValue(b, p));
   }
   PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked,
                 p.launchSmem));
@@ -1556,6 +1655,7 @@ int pa_plan_get_info(const pa_plan *plan, pa_plan_info *out) {
   out->ctas_per_sm = plan->ctasPerSM;
   out->graph = plan->graph ? 1 : 0;
   out->fused_merge = plan->mergeCounters ? 1 : 0;
+  out->merge_together = plan->mergeTogether ? 1 : 0;
   return PA_SUCCESS;
 }
 

@@ -134,8 +134,14 @@ struct pa_plan {
   CUdeviceptr workIndptr = 0, workRequest = 0, workStart = 0, workEnd = 0;
   CUdeviceptr oPart = 0, lsePart = 0;
   /// decode_split's arrival counters [B, Hq] (split plans of a bundle with
-  /// decode_split; zeroed at creation, zero again after every launch).
+  /// decode_split): set at creation to 0, or to the kernel's merge-together
+  /// flag when mergeTogether; every launch leaves them so.
   CUdeviceptr mergeCounters = 0;
+  /// The split plan's CTAs merge together: decode_split launched
+  /// cooperatively, its counters at the manifest's `merge together` value.
+  bool mergeTogether = false;
+  /// pa_plan_options::split_merge, kept for updates.
+  int splitMerge = 0;
   /// Wcap: rows of the work arrays and of o_part / lse_part.
   int64_t workCapacity = 0;
   /// A CUDA-graph plan: the split path always, Wcap fixed at creation,

@@ -43,8 +43,12 @@
 // CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
 // CHECK: arith.xori %[[NOW]], %c1073741824_i32
 // CHECK: scf.condition
-// A wait of more than 60 s traps.
+// A wait of more than 60 s traps. Then a second arrival: the last of those
+// puts the counter back to merge_together for the next launch.
 // CHECK: llvm.intr.trap
+// CHECK: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg10
+// CHECK: arith.xori %[[LEFT]], %c1073741824_i32
+// CHECK: memref.store %c1073741824_i32{{.*}}, %arg10
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.store %c0_i32{{.*}}, %arg10
 // CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>

@@ -113,7 +113,12 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // stores, counts its arrival (one atomic a CTA, skipped for a request of
 // one item), tells every thread whether it was last with a barrier
 // reduction, and the last CTA merges the request's rows; empty requests
-// are written by the CTA next to them.
+// are written by the CTA next to them. A counter at merge_together at
+// launch (the runtime's cooperative launch) instead waits for the
+// request's arrivals, arrives a second time (the last of those puts the
+// counter back to merge_together for the next launch), and every CTA
+// merges a share: a slot per group of lanes, each lane a few rows, the
+// group's states folded with xor shuffles (16 .. 1 lanes apart).
 // CHECK-LABEL: func @split_fused
 // CHECK-SAME: %[[WI:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[OP:[^:]*]]: memref<?x32x128xf32>, %[[LPART:[^:]*]]: memref<?x32xf32>, %[[O:[^:]*]]: memref<?x32x128xf16>, %[[L:[^:]*]]: memref<?x32xf32>
 // CHECK: %[[B:.*]] = memref.dim %[[O]], %c0
@@ -126,13 +131,28 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // CHECK-SAME: args = ["q", "kv", "kv_indptr", "kv_indices", "kv_last_page_len", "work_indptr", "work_request", "work_start", "work_end", "o_part", "lse_part", "o", "lse", "merge_counters"]
 // CHECK-SAME: grid = ["work_capacity", "kv_heads", 1]
 // CHECK-SAME: kind = "decode_split"
+// CHECK-SAME: merge_together = 1073741824 : i64
 // CHECK: gpu.subgroup_reduce add
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK-NEXT: gpu.barrier
-// CHECK: memref.atomic_rmw addi
+// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
+// CHECK: arith.andi {{.*}}, %c1073741824_i32
+// CHECK: scf.while
+// CHECK: memref.atomic_rmw addi %c0_i32{{.*}}, %arg13
+// CHECK: llvm.intr.trap
+// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
+// CHECK: memref.store %c1073741824_i32{{.*}}, %arg13
+// CHECK: memref.store %c0_i32{{.*}}, %arg13
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: nvvm.barrier #nvvm.reduction<or>
-// CHECK: vector.load {{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK: nvvm.barrier #nvvm.reduction<or>
+// The share.
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c16_i32
+// CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c1_i32
+// CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
+// The last CTA's merge, 8 rows a step.
+// CHECK-COUNT-8: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
 // CHECK-NOT: gpu.func @pa_merge_segments
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>

@@ -260,6 +260,8 @@ Row benchOne(const BenchOptions &o, pa_bundle *bundle,
   pa_plan_options popts{};
   popts.ctas_per_sm = o.ctasPerSM;
   popts.force_chunk = o.forceChunk;
+  popts.split_merge =
+      o.splitMerge == "last" ? PA_SPLIT_MERGE_LAST : PA_SPLIT_MERGE_AUTO;
   pa_plan *plan = nullptr;
   PA_RT(pa_decode_plan(bundle, indptr.data(), last.data(), B, &popts, &plan));
   struct PlanGuard {
@@ -414,6 +416,8 @@ int pa::runner::runBench(const BenchOptions &o) {
                       r.info.num_work_items)
                 : fmt("one pass, %" PRId64, r.info.num_work_items);
         planStr += fmt(", %" PRId64 "/SM", r.info.ctas_per_sm);
+        if (r.info.merge_together)
+          planStr += ", together";
         out(fmt("| %" PRId64 " | %" PRId64 " | %s | %s | %d | %.1f | %.1f | "
                 "%.0f | %.1f | %.1f | %.1f | %.1f |%s",
                 B, L, heads.c_str(), planStr.c_str(), r.sets, r.t.medianUs,

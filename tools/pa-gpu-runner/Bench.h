@@ -72,6 +72,8 @@ struct BenchOptions {
   double ceilingGiB = 4;
   /// Planner options (0 = defaults).
   int64_t ctasPerSM = 0, forceChunk = 0;
+  /// pa_plan_options.split_merge (--split-merge): auto or last.
+  std::string splitMerge = "auto";
   /// L2Eviction's mode (--l2-flush): dirty or clean.
   std::string l2Flush = "dirty";
   uint32_t seed = 1;

@@ -694,6 +694,7 @@ struct BundleSummary {
 struct Variant {
   std::string name;
   int64_t forceChunk = 0; ///< 0: the planner's choice
+  int splitMerge = PA_SPLIT_MERGE_AUTO; ///< pa_plan_options.split_merge
 };
 
 /// Runs one (case, variant): plan, poison, run, compare, run again.
@@ -702,6 +703,7 @@ void runVariant(pa_bundle *bundle, const rt::BundleConfig &c,
                 bool finiteSlack, BundleSummary &sum) {
   pa_plan_options opts{};
   opts.force_chunk = v.forceChunk;
+  opts.split_merge = v.splitMerge;
   pa_plan *plan = nullptr;
   pa_plan_info info{};
   Outputs first;
@@ -744,7 +746,10 @@ void runVariant(pa_bundle *bundle, const rt::BundleConfig &c,
   std::printf("  %-16s B=%-3" PRId64 " %-12s chunk %-6" PRId64
               " split %d%s items %-5" PRId64 " rel_o %.2e lse_err %.2e %s%s\n",
               cs.name.c_str(), cs.batch, v.name.c_str(), info.chunk_size,
-              info.split, info.fused_merge ? " (1 launch)" : "",
+              info.split,
+              info.merge_together ? " (1 launch, together)"
+              : info.fused_merge  ? " (1 launch)"
+                                  : "",
               info.num_work_items, cmp.relO, cmp.maxLseErr,
               cmp.pass ? "PASS" : "FAIL",
               deterministic ? "" : " (WARN: second run differs bitwise)");
@@ -932,6 +937,27 @@ void testCheckedMode(pa_bundle *bundle, const rt::BundleConfig &c,
         [&](pa_decode_args &a) { a.k_scale = d.q.get(); }, nullptr, nullptr,
         "k_scale / v_scale are given but the bundle's cache is not fp8");
   }
+  // The planner rejects a split_merge that is neither AUTO nor LAST.
+  {
+    ++sum.checkedTotal;
+    pa_plan_options bad{};
+    bad.split_merge = 2;
+    pa_plan *rejected = nullptr;
+    int rc = pa_decode_plan(bundle, cs.indptr.data(), cs.last.data(), B, &bad,
+                            &rejected);
+    std::string msg = rc == PA_SUCCESS ? "" : pa_last_error();
+    const char *fragment = "split_merge = 2 must be PA_SPLIT_MERGE_AUTO (0) "
+                           "or PA_SPLIT_MERGE_LAST (1)";
+    if (rc != PA_SUCCESS && msg.find(fragment) != std::string::npos) {
+      ++sum.checkedPassed;
+      std::printf("  checked: %-34s rejected: %s\n", "split_merge = 2",
+                  msg.c_str());
+    } else {
+      pa_plan_free(rejected);
+      std::printf("  checked: %-34s FAIL: %s\n", "split_merge = 2",
+                  rc == PA_SUCCESS ? "accepted" : msg.c_str());
+    }
+  }
   pa_plan_free(plan);
 }
 
@@ -1041,11 +1067,12 @@ void testGraph(pa_bundle *bundle, const rt::BundleConfig &c,
       Comparison cmp = compare(step, readOutputs(cs, d, c), c, finiteSlack);
       std::printf("  graph step %zu: kv_len sum %" PRId64 ", chunk %" PRId64
                   ", items %" PRId64 " of %" PRId64
-                  ": rel_o %.2e lse_err %.2e %s\n",
+                  "%s: rel_o %.2e lse_err %.2e %s\n",
                   s, std::accumulate(steps[s].begin(), steps[s].end(),
                                      int64_t(0)),
                   info.chunk_size, info.num_work_items,
-                  opts.graph_work_capacity, cmp.relO,
+                  opts.graph_work_capacity,
+                  info.merge_together ? ", together" : "", cmp.relO,
                   cmp.maxLseErr, cmp.pass ? "PASS" : "FAIL");
       for (const std::string &pr : cmp.problems)
         std::printf("      %s\n", pr.c_str());
@@ -1113,6 +1140,17 @@ BundleSummary checkBundle(const std::string &dir, const CheckOptions &opts) {
         variants.push_back({"chunk=3P", 3 * P});
         // Not a multiple of the page size: items start mid-page.
         variants.push_back({"chunk=2P+5", 2 * P + 5});
+      }
+      // The last CTA's merge where the automatic one merges together.
+      if (const rt::KernelSpec *k = m.find(rt::KernelKind::DecodeSplit);
+          k && k->mergeTogether) {
+        size_t n = variants.size();
+        for (size_t i = 0; i < n; ++i) {
+          Variant last = variants[i];
+          last.name += "/last";
+          last.splitMerge = PA_SPLIT_MERGE_LAST;
+          variants.push_back(last);
+        }
       }
     }
 

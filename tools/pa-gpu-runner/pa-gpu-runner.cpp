@@ -102,6 +102,10 @@ void addBenchOptions(OptionParser &p, BenchOptions &o,
             "planner's CTAs per SM (default: occupancy)");
   p.integer("--force-chunk", o.forceChunk, 1, kMaxI64,
             "chunk size instead of the planner's");
+  p.choice("--split-merge", o.splitMerge, {"auto", "last"},
+           "how a split plan's decode_split merges: auto (all CTAs "
+           "together where the grid fits at once, a cooperative launch) or "
+           "last (the last CTA of a request alone)");
   p.integer("--seed", o.seed, 0, std::numeric_limits<uint32_t>::max(),
             "seed of the random fill and page order");
   p.integer("--device", o.device, 0, std::numeric_limits<int>::max(),

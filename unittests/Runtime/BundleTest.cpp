@@ -218,6 +218,43 @@ TEST(BundleManifest, DecodeSplitIsSplitKVInOneKernel) {
   EXPECT_EQ(again, m);
 }
 
+TEST(BundleManifest, DecodeSplitMergeTogetherLine) {
+  // decode_split may merge its splits together (the counters' value at
+  // launch); decode, which has no splits, may not.
+  std::string text = fusedSplitManifest();
+  std::string launch = "launch grid work_capacity kv_heads 1 block 128 1 1 "
+                       "smem 0\n";
+  size_t at = text.find(launch);
+  ASSERT_NE(at, std::string::npos);
+  std::string with = text;
+  with.insert(at + launch.size(), "merge together 1073741824\n");
+  Manifest m;
+  Status s = parseManifest(with, m);
+  ASSERT_TRUE(s.ok) << s.message;
+  const KernelSpec *k = m.find(KernelKind::DecodeSplit);
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->mergeTogether.has_value());
+  EXPECT_EQ(*k->mergeTogether, int64_t(1) << 30);
+  Manifest again;
+  ASSERT_TRUE(parseManifest(printManifest(m), again).ok);
+  EXPECT_EQ(again, m);
+  Manifest plain;
+  ASSERT_TRUE(parseManifest(text, plain).ok);
+  EXPECT_FALSE(plain.find(KernelKind::DecodeSplit)->mergeTogether);
+  std::string onDecode = text;
+  std::string decodeLaunch = "launch grid batch kv_heads 1 block 128 1 1 "
+                             "smem 0\n";
+  onDecode.insert(onDecode.find(decodeLaunch) + decodeLaunch.size(),
+                  "merge together 1073741824\n");
+  Manifest bad;
+  s = parseManifest(onDecode, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("a 'merge' line belongs to a split-KV kernel that "
+                           "merges its splits itself"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST(BundleManifest, DecodeSplitNeedsItsRoles) {
   for (const char *role : {"merge_counters", "o", "lse_part", "work_end"}) {
     Manifest m;

@@ -734,6 +734,41 @@ TEST(PlanDecode, FewerMergesBelowOneWave) {
   EXPECT_EQ(plan.work.size(), 16);
 }
 
+TEST(PlanDecode, MergeTogetherFillsTheWave) {
+  // The same 1 x 2048 tokens when the splits merge together: the chunk
+  // that fills the wave (32 items of 64 tokens, 256 CTAs of 264), without
+  // fewerMerges' weight.
+  std::vector<int32_t> indptr = {0, 128}, last = {16};
+  DecodePlan plan;
+  ASSERT_TRUE(planDecode(indptr, last, 1, 16, 8, 132, 2, plan,
+                         kDefaultMinChunk, /*mergeTogether=*/true)
+                  .ok);
+  EXPECT_EQ(plan.chunkSize, 64);
+  EXPECT_TRUE(plan.split);
+  EXPECT_EQ(plan.work.size(), 32);
+  // 1 x 32768 at 4 KV heads (GQA 8): 66 items of 496 tokens fill 264 slots
+  // (fewerMerges alone doubles the chunk).
+  indptr = {0, 2048};
+  ASSERT_TRUE(planDecode(indptr, last, 1, 16, 4, 132, 2, plan,
+                         kDefaultMinChunk, /*mergeTogether=*/true)
+                  .ok);
+  EXPECT_LE(plan.work.size() * 4, 264);
+  EXPECT_GT((plan.work.size() + 1) * 4, 264 - 4 * 2);
+  DecodePlan apart;
+  ASSERT_TRUE(planDecode(indptr, last, 1, 16, 4, 132, 2, apart).ok);
+  EXPECT_GT(apart.chunkSize, plan.chunkSize);
+  // Multi-wave plans are balanceWaves' either way.
+  std::vector<int32_t> many(65), manyLast(64, 16);
+  for (int i = 0; i <= 64; ++i)
+    many[i] = i * 512;
+  DecodePlan a, b;
+  ASSERT_TRUE(planDecode(many, manyLast, 64, 16, 8, 132, 3, a).ok);
+  ASSERT_TRUE(planDecode(many, manyLast, 64, 16, 8, 132, 3, b,
+                         kDefaultMinChunk, /*mergeTogether=*/true)
+                  .ok);
+  EXPECT_EQ(a.chunkSize, b.chunkSize);
+}
+
 TEST(PlanDecode, BalancesWaves) {
   // planDecode applies balanceWaves where chooseChunkSize does not split.
   std::vector<int32_t> indptr(65), last(64, 16);

@@ -279,13 +279,18 @@ inline constexpr int64_t kDefaultMinChunk = 64;
 /// Plans a split-KV decode step: kvLengths(), then
 /// chooseChunkSize(kv_len, numKVHeads, numSMs * ctasPerSM, pageSize,
 /// minChunk) (refined by fewerMerges() where it splits, by balanceWaves()
-/// where it does not), then planFixedChunks(). Fails on an invalid page table (see
-/// kvLengths()), on a kv_len above INT32_MAX, or on non-positive numKVHeads,
-/// numSMs or ctasPerSM; `plan` is only written on success.
+/// where it does not), then planFixedChunks(). With `mergeTogether` (the
+/// splits of a one-wave grid merge together, every CTA a share: a merge
+/// about as fast at 64 splits as at 2) the split chunk is
+/// chooseChunkSize's, which fills the wave, without fewerMerges' weight.
+/// Fails on an invalid page table (see kvLengths()), on a kv_len above
+/// INT32_MAX, or on non-positive numKVHeads, numSMs or ctasPerSM; `plan` is
+/// only written on success.
 Status planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                   int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
                   int64_t ctasPerSM, DecodePlan &plan,
-                  int64_t minChunk = kDefaultMinChunk);
+                  int64_t minChunk = kDefaultMinChunk,
+                  bool mergeTogether = false);
 
 /// The work of a batch prefill / append on the tile grid of
 /// pa-tile-attention: one item per (request, query tile[, KV chunk]); the

@@ -135,6 +135,14 @@ typedef struct pa_prefill_plan_options {
 } pa_prefill_plan_options;
 
 /** Options of pa_decode_plan(); a NULL pointer or zeros mean defaults. */
+/** How a split-KV launch merges its partial states
+ *  (pa_plan_options::split_merge, pa_mla_decode_args::split_merge). AUTO:
+ *  where the kernel can and every CTA of the launch fits on the device at
+ *  once, a cooperative launch in which each CTA, after its request's splits
+ *  arrived, merges a share of them; else as LAST: the last CTA of each
+ *  request merges its splits alone. */
+enum { PA_SPLIT_MERGE_AUTO = 0, PA_SPLIT_MERGE_LAST = 1 };
+
 typedef struct pa_plan_options {
   /** CTAs per SM assumed by the planner (its budget is SMs * this); 0: the
    *  runtime's choice (pa::rt::decodeCTAsPerSM over the occupancy of
@@ -156,6 +164,12 @@ typedef struct pa_plan_options {
    *  chunk is the planner's (or force_chunk), enlarged to a multiple of
    *  the page size until the items fit. */
   int64_t graph_work_capacity;
+  /** PA_SPLIT_MERGE_AUTO (0) or PA_SPLIT_MERGE_LAST (1): how a split plan's
+   *  decode_split merges (docs/Runtime.md, "The merge together"). AUTO
+   *  merges together where the bundle's decode_split can (its manifest's
+   *  `merge together` line) and the plan's grid fits on the device at once;
+   *  the planner then splits without weighing the merge's cost. */
+  int split_merge;
 } pa_plan_options;
 
 /** What a plan decided. */
@@ -176,6 +190,9 @@ typedef struct pa_plan_info {
    *  plan holds its merge counters); 0: decode_partial then
    *  merge_segments, or no split. */
   int fused_merge;
+  /** 1: the split plan's CTAs merge together (a cooperative launch of
+   *  decode_split; pa_plan_options::split_merge). */
+  int merge_together;
 } pa_plan_info;
 
 /** Arguments of one decode step (device pointers, sizes). */
@@ -711,8 +728,11 @@ typedef struct pa_mla_decode_args {
   int split_merge;
 } pa_mla_decode_args;
 
-/** pa_mla_decode_args::split_merge. */
-enum { PA_MLA_MERGE_AUTO = 0, PA_MLA_MERGE_LAST = 1 };
+/** pa_mla_decode_args::split_merge (the PA_SPLIT_MERGE_ values). */
+enum {
+  PA_MLA_MERGE_AUTO = PA_SPLIT_MERGE_AUTO,
+  PA_MLA_MERGE_LAST = PA_SPLIT_MERGE_LAST
+};
 
 /** Enqueues the bundle's mla_decode kernel, or mla_decode_small where the
  *  runtime picks it (a CTA per request, block of query heads and key

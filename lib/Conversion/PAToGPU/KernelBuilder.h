@@ -458,13 +458,17 @@ struct CTAHeads {
   Value valid;
 };
 
-/// After the CTA of a work item of `request` wrote its partial rows for
-/// `heads`: counts its arrival, and the last CTA of the request merges the
-/// request's rows into o / lse (SplitKVMerge.cpp describes the protocol).
+/// After the CTA of work item `item` of `request` wrote its partial rows
+/// for `heads`: counts its arrival, and the last CTA of the request merges
+/// the request's rows into o / lse (SplitKVMerge.cpp describes the
+/// protocol). With `togetherFlag` > 0 (kMergeTogetherFlag) a counter at
+/// that value at launch asks for the merge together instead: every CTA of
+/// the request merges a share of the output, a group of lanes a slot.
 /// Every thread of the CTA must reach it.
 void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
                         const CTAHeads &heads, int64_t headDim,
-                        int64_t threads);
+                        int64_t threads, Value item = Value(),
+                        int64_t togetherFlag = 0);
 
 /// What a CTA's arrival tells every thread of it (i1 values, the same in
 /// every thread): `last`, it arrived last and merges the rows alone;
@@ -484,6 +488,14 @@ struct Arrival {
 Arrival emitArrival(KernelEmitter &e, const FusedMerge &m, Value request,
                     Value items, const CTAHeads &heads, bool fenced,
                     int64_t togetherFlag = 0);
+/// The arrival counter's value at launch that selects the merge together
+/// (ABI `merge_together`; emitArrival's together flag): every CTA of the
+/// grid is resident (a cooperative launch), each waits for its request's
+/// splits and merges a share of them; the kernel leaves the counter at this
+/// value for the next launch. 0 at launch: the last CTA of a request merges
+/// them alone (and leaves it at 0). Above any count of arrivals, which stay
+/// below 2^30.
+constexpr int64_t kMergeTogetherFlag = int64_t(1) << 30;
 /// The merge together's longest wait for a request's CTAs before it gives
 /// up and traps (ns of %globaltimer): far past any launch's time, and past
 /// what compute-sanitizer's racecheck needs (a bound of 2^22 polls, about

@@ -23,12 +23,6 @@ constexpr int64_t kMLAStages = 2;    ///< K/V tiles in shared memory
 constexpr int64_t kMLASlots = 4;     ///< warps of an mma.sync row block
 constexpr int64_t kMLAPad = 8;       ///< mma.sync row padding (16 bytes)
 constexpr int64_t kMaxSmem = 227 * 1024;
-/// The arrival counter's value at launch that selects the merge together
-/// (ABI `merge_together`; emitArrival's together flag): every CTA of the grid is
-/// resident (a cooperative launch), each waits for its request's splits and
-/// merges a share of them. 0 at launch: the last CTA of a request merges
-/// them alone. Above any count of arrivals, which stay below 2^30.
-constexpr int64_t kMLAMergeTogether = int64_t(1) << 30;
 /// The wgmma kernel: 64 query heads a CTA (one m64 block), two warpgroups.
 constexpr int64_t kMLAWgmmaRows = 64;
 constexpr int64_t kMLAWgmmaGroups = 2;

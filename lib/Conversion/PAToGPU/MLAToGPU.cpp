@@ -335,7 +335,7 @@ void MLAKernelBase::finish(
     storeState(split.oPart, split.lsePart, e.add(begin, z));
     CTAHeads heads{head0, s.rows(), Value()};
     Arrival a = emitArrival(e, split, request, splits, heads,
-                            /*fenced=*/false, kMLAMergeTogether);
+                            /*fenced=*/false, kMergeTogetherFlag);
     e.ifThen(a.together, [&]() { mergeShare(split, begin); });
     e.ifThen(a.last, [&]() { mergeSplits(split, begin); });
   });
@@ -843,7 +843,7 @@ LogicalResult gpukernel::buildMLADecode(MLADecodeOp op, gpu::GPUModuleOp kmod,
   abi.tileQ = s.rows();
   abi.tileKV = kTileKeys;
   abi.kvStages = kStages;
-  abi.mergeTogether = kMLAMergeTogether;
+  abi.mergeTogether = kMergeTogetherFlag;
   IRMapping map;
   gpu::GPUFuncOp func =
       createKernel(kmod, op, name, TypeRange{}, abi, map, extra);

@@ -377,6 +377,7 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
   SmallVector<Value> extra;
   if (merge) {
     abi.args = fusedArgRoles(partial);
+    abi.mergeTogether = kMergeTogetherFlag;
     OpBuilder host(op);
     extra = fusedMergeOperands(host, merge);
   }
@@ -435,7 +436,7 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
             tiles);
         if (fused)
           emitArriveAndMerge(e, *fused, item.request, heads, c.headDim,
-                             c.threads());
+                             c.threads(), blockX, kMergeTogetherFlag);
       });
       if (fused)
         emitEmptyRequests(e, *fused, blockX, heads, c.headDim, c.threads());

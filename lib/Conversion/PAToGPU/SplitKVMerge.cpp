@@ -160,19 +160,171 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
     (void)loopUnrollByFactor(f, kMergeUnroll);
 }
 
+/// The merge together's share of CTA `k` of the S = end - begin CTAs of
+/// `request`: the output slots [k T / S, (k + 1) T / S) of the T = heads x
+/// D / W of the CTA's heads. A group of R = min(32, 2^ceil(log2 S)) lanes
+/// takes a slot: lane r merges rows begin + r, begin + r + R, ...
+/// (StateMerge), then the group folds its R states with xor shuffles, so
+/// that a slot costs one or two rows' loads in each lane rather than S in
+/// one (at S = 33 or 64 splits of one request, GQA 8's 256 slots). The
+/// share's integer arithmetic is 32-bit with R's divisions as shifts, and
+/// the fold carries unnormalized states (no division until the store):
+/// 64-bit divisions by S and R and four divisions a fold step took the
+/// CUDA-core MHA decode from 124 to 156 registers (sm_90a, 2026-11-27).
+void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
+                    Value begin, Value end, Value k, const CTAHeads &heads,
+                    int64_t headDim, int64_t threads) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  int64_t width = headDim % 4 == 0 ? 4 : 1;
+  int64_t perHead = headDim / width;
+  Type f32 = b.getF32Type();
+  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+  auto vecF32 = VectorType::get({width}, f32);
+  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  auto u32 = [&](Value x, Value y, auto op) -> Value {
+    return decltype(op)::create(b, loc, x, y);
+  };
+  Value splits = e.toI32(e.sub(end, begin));
+  Value total = e.i32(heads.count * perHead);
+  Value k32 = e.toI32(k);
+  Value lo = u32(arith::MulIOp::create(b, loc, k32, total), splits,
+                 arith::DivUIOp());
+  Value hi = u32(arith::MulIOp::create(b, loc, e.add(k32, e.i32(1)), total),
+                 splits, arith::DivUIOp());
+  // R = 2^log: the smallest power of two >= S, at most a warp.
+  Value log = e.i32(5);
+  for (int64_t l = 4; l >= 0; --l)
+    log = e.select(e.cmpi(Pred::ule, splits, e.i32(int64_t(1) << l)),
+                   e.i32(l), log);
+  Value lanes = u32(e.i32(1), log, arith::ShLIOp());
+  Value tid = e.toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  Value lane = e.andi(tid, arith::SubIOp::create(b, loc, lanes, e.i32(1)));
+  Value group = u32(tid, log, arith::ShRUIOp());
+  Value groups = u32(e.i32(threads), log, arith::ShRUIOp());
+  // The lane's rows: begin + lane + i R for i < ceil((S - lane) / R).
+  Value rows = e.toIndex(e.select(
+      e.cmpi(Pred::ult, lane, splits),
+      u32(arith::AddIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, splits, lane),
+              arith::SubIOp::create(b, loc, lanes, e.i32(1))),
+          log, arith::ShRUIOp()),
+      e.i32(0)));
+  Value laneIdx = e.toIndex(lane), lanesIdx = e.toIndex(lanes);
+  auto spread = [&](Value x) -> Value {
+    return width == 1 ? x : e.splat(x, vecF32);
+  };
+  auto shuffle = [&](Value x, int64_t offset) {
+    return gpu::ShuffleOp::create(b, loc, x, e.i32(offset), e.i32(32),
+                                  gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  // Every lane of a warp runs the same rounds (the shuffles); a lane past
+  // the share's slots merges no rows and stores nothing.
+  e.forLoop(e.toIndex(lo), e.toIndex(hi), e.toIndex(groups), ValueRange{},
+            [&](Value base, ValueRange) -> SmallVector<Value> {
+    Value slot = e.add(base, e.toIndex(group));
+    Value j = e.divui(slot, e.idx(perHead));
+    Value d = e.mul(e.remui(slot, e.idx(perHead)), e.idx(width));
+    Value h = e.add(heads.first, j);
+    Value active = e.cmpi(Pred::ult, slot, e.toIndex(hi));
+    if (heads.valid)
+      active = e.andi(active, e.cmpi(Pred::ult, j, heads.valid));
+    Value row0 = e.add(begin, laneIdx);
+    auto rowOf = [&](Value i) { return e.add(row0, e.mul(i, lanesIdx)); };
+    auto lseOf = [&](Value i) {
+      return e.mul(e.load(m.lsePart, {rowOf(i), h}), toLog2);
+    };
+    auto oOf = [&](Value i, Value dd) -> Value {
+      if (width == 1)
+        return e.load(m.oPart, {rowOf(i), h, dd});
+      return vector::LoadOp::create(b, loc, vecF32, m.oPart,
+                                    ValueRange{rowOf(i), h, dd});
+    };
+    auto ex2 = [&](Value x) { return e.ex2(x); };
+    auto lg2 = [&](Value x) { return e.lg2(x); };
+    StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
+                  StateSet{e.idx(0), e.select(active, rows, e.idx(0)), lseOf,
+                           /*l=*/nullptr, oOf});
+    // The lane's state unnormalized: shift M, weight s, acc = s o (an
+    // empty lane: M = 0, s = 0, acc = 0).
+    Value shift = sm.shift(), weight = sm.weight();
+    Value acc = e.mul(sm.element(d, width), spread(weight));
+    for (int64_t offset = 16; offset >= 1; offset /= 2) {
+      Value oShift = shuffle(shift, offset), oWeight = shuffle(weight, offset);
+      Value oAcc;
+      if (width == 1) {
+        oAcc = shuffle(acc, offset);
+      } else {
+        oAcc = spread(e.f32(0));
+        for (int64_t i = 0; i < width; ++i)
+          oAcc = vector::InsertOp::create(
+              b, loc,
+              shuffle(vector::ExtractOp::create(b, loc, acc, i), offset),
+              oAcc, i);
+      }
+      // Lanes `offset` apart are of one group when offset < R; an empty
+      // state (weight 0) counts for nothing whatever its shift.
+      Value within = e.cmpi(Pred::ult, e.i32(offset), lanes);
+      Value mine = e.cmpf(arith::CmpFPredicate::OGT, weight, e.f32(0));
+      Value theirs = e.andi(
+          within, e.cmpf(arith::CmpFPredicate::OGT, oWeight, e.f32(0)));
+      Value mx = e.select(mine, e.select(theirs, e.maxf(shift, oShift), shift),
+                          oShift);
+      Value a = e.select(mine, e.ex2(e.sub(shift, mx)), e.f32(0));
+      Value c = e.select(theirs, e.ex2(e.sub(oShift, mx)), e.f32(0));
+      Value any = arith::OrIOp::create(b, loc, mine, theirs);
+      shift = e.select(any, mx, shift);
+      weight = e.add(e.mul(weight, a), e.mul(oWeight, c));
+      acc = e.add(e.mul(acc, spread(a)), e.mul(oAcc, spread(c)));
+    }
+    e.ifThen(e.andi(active, e.cmpi(Pred::eq, laneIdx, e.idx(0))), [&]() {
+      Value some = e.cmpf(arith::CmpFPredicate::OGT, weight, e.f32(0));
+      Value o = e.select(some, e.divf(acc, spread(weight)), spread(e.f32(0)));
+      if (width == 1) {
+        e.store(e.fromF32(o, oElem), m.o, {request, h, d});
+      } else {
+        if (!oElem.isF32())
+          o = arith::TruncFOp::create(b, loc, VectorType::get({width}, oElem),
+                                      o);
+        vector::StoreOp::create(b, loc, o, m.o, ValueRange{request, h, d});
+      }
+      e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
+        Value lse = e.select(some, e.add(shift, e.lg2(weight)), e.negInf());
+        e.store(m.lseBase2 ? lse : e.mul(lse, e.f32(kLn2)), m.lse,
+                {request, h});
+      });
+    });
+    return {};
+  });
+}
+
 } // namespace
 
 void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                                    Value request, const CTAHeads &heads,
-                                   int64_t headDim, int64_t threads) {
+                                   int64_t headDim, int64_t threads,
+                                   Value item, int64_t togetherFlag) {
   // Every thread's partial stores are performed device-wide before the CTA
   // counts its arrival.
   NVVM::MembarOp::create(e.b, e.loc, NVVM::MemScopeKind::GPU);
   gpu::BarrierOp::create(e.b, e.loc);
   Value begin = e.loadIdx(m.workIndptr, request);
   Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
-  emitArriveAndMergeRows(e, m, request, begin, end, heads, headDim, threads,
-                         /*fenced=*/true);
+  if (togetherFlag <= 0) {
+    emitArriveAndMergeRows(e, m, request, begin, end, heads, headDim, threads,
+                           /*fenced=*/true);
+    return;
+  }
+  Arrival a = emitArrival(e, m, request, e.sub(end, begin), heads,
+                          /*fenced=*/true, togetherFlag);
+  e.ifThen(a.together, [&]() {
+    emitMergeShare(e, m, request, begin, end, e.sub(item, begin), heads,
+                   headDim, threads);
+  });
+  e.ifThen(a.last, [&]() {
+    emitMergeRows(e, m, request, begin, end, heads, headDim, threads);
+  });
 }
 
 Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
@@ -237,6 +389,14 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
         });
     e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
              [&]() { LLVM::Trap::create(b, loc); });
+    // A second arrival once this CTA is done polling: the request's last
+    // one puts the counter back to the flag, ready for the next launch (no
+    // CTA polls it any more).
+    Value left = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters, counter);
+    e.ifThen(e.cmpi(Pred::eq, arith::XOrIOp::create(b, loc, left, flag),
+                    e.sub(e.add(count, count), e.i32(1))),
+             [&]() { e.store(flag, m.counters, counter); });
     // The other CTAs' rows are read after this fence.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     return {yes, no};
