@@ -36,19 +36,19 @@
 // CHECK: nvgpu.mma.sync
 // The arrival: a counter at merge_together at launch waits for the
 // request's splits, then every CTA merges a share; at 0 the last CTA merges.
-// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %arg10
+// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg10
 // CHECK: arith.andi %[[OLD]], %c1073741824_i32
 // CHECK: %[[T0:.*]] = llvm.inline_asm has_side_effects {{.*}}"mov.u64 $0, %globaltimer;"
+// The poll starts from the arrivals the CTA's own arrival saw.
+// CHECK: arith.xori %[[OLD]], %c1073741824_i32
 // CHECK: scf.while
+// CHECK: scf.condition
 // CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
 // CHECK: arith.xori %[[NOW]], %c1073741824_i32
-// CHECK: scf.condition
-// A wait of more than 60 s traps. Then a second arrival: the last of those
-// puts the counter back to merge_together for the next launch.
+// A wait of more than 60 s traps. Then a second arrival, read after the
+// merge.
 // CHECK: llvm.intr.trap
 // CHECK: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg10
-// CHECK: arith.xori %[[LEFT]], %c1073741824_i32
-// CHECK: memref.store %c1073741824_i32{{.*}}, %arg10
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.store %c0_i32{{.*}}, %arg10
 // CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>
@@ -59,6 +59,10 @@
 // CHECK-COUNT-8: vector.load %arg8
 // The last CTA's merge of all the CTA's heads.
 // CHECK: scf.if
+// Then the last CTA to leave puts the counter back to merge_together for
+// the next launch.
+// CHECK: arith.xori %{{.*}}, %c1073741824_i32
+// CHECK: memref.store %c1073741824_i32{{.*}}, %arg10
 // ONE-LABEL: func.func @mla_decode
 // ONE: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c8, %c1) threads in (%c128,
 // ONE: grid = ["batch", 8, "kv_splits"]

@@ -115,9 +115,9 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // reduction, and the last CTA merges the request's rows; empty requests
 // are written by the CTA next to them. A counter at merge_together at
 // launch (the runtime's cooperative launch) instead waits for the
-// request's arrivals, arrives a second time (the last of those puts the
-// counter back to merge_together for the next launch), and every CTA
-// merges a share: a slot per group of lanes, each lane a few rows, the
+// request's arrivals, arrives a second time (after the merge, the last of
+// those puts the counter back to merge_together for the next launch), and
+// every CTA merges a share: a slot per group of lanes, each lane a few rows, the
 // group's states folded with xor shuffles (16 .. 1 lanes apart).
 // CHECK-LABEL: func @split_fused
 // CHECK-SAME: %[[WI:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[OP:[^:]*]]: memref<?x32x128xf32>, %[[LPART:[^:]*]]: memref<?x32xf32>, %[[O:[^:]*]]: memref<?x32x128xf16>, %[[L:[^:]*]]: memref<?x32xf32>
@@ -135,13 +135,16 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // CHECK: gpu.subgroup_reduce add
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK-NEXT: gpu.barrier
-// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
-// CHECK: arith.andi {{.*}}, %c1073741824_i32
-// CHECK: scf.while
+// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
+// CHECK: arith.andi %[[OLD]], %c1073741824_i32
+// The poll starts from what the CTA's own arrival saw.
+// CHECK: %[[SEEN:.*]] = arith.xori %[[OLD]], %c1073741824_i32
+// CHECK: scf.while (%{{.*}} = %{{.*}})
+// CHECK: scf.condition
 // CHECK: memref.atomic_rmw addi %c0_i32{{.*}}, %arg13
 // CHECK: llvm.intr.trap
-// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
-// CHECK: memref.store %c1073741824_i32{{.*}}, %arg13
+// CHECK: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
 // CHECK: memref.store %c0_i32{{.*}}, %arg13
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: nvvm.barrier #nvvm.reduction<or>
@@ -154,6 +157,9 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // The last CTA's merge, 8 rows a step.
 // CHECK-COUNT-8: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
+// After the merge, the last CTA to leave puts the counter back.
+// CHECK: arith.xori %{{.*}}, %c1073741824_i32
+// CHECK: memref.store %c1073741824_i32{{.*}}, %arg13
 // CHECK-NOT: gpu.func @pa_merge_segments
 #cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 8, head_dim = 128>
 func.func @split_fused(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %wi: memref<?xi32>, %wr: memref<?xi32>, %ws: memref<?xi32>, %we: memref<?xi32>, %op: memref<?x32x128xf32>, %lpart: memref<?x32xf32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {

@@ -475,6 +475,9 @@ void emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m, Value request,
 /// `together`, every CTA of the request arrived and each merges a share.
 struct Arrival {
   Value together, last;
+  /// Thread 0 of a CTA that merges together: the counter its second
+  /// arrival saw (emitArrivalRelease); 0 elsewhere.
+  Value left;
 };
 /// The arrival of a CTA of `request` that wrote its partial rows for
 /// `heads`, one of `items` (an index) CTAs of the request (SplitKVMerge.cpp
@@ -488,6 +491,14 @@ struct Arrival {
 Arrival emitArrival(KernelEmitter &e, const FusedMerge &m, Value request,
                     Value items, const CTAHeads &heads, bool fenced,
                     int64_t togetherFlag = 0);
+/// After the merge of a CTA whose arrival `a` (emitArrival with the same
+/// `togetherFlag`) merged together: the request's last CTA to leave (its
+/// second arrival, made when it stopped polling, saw 2 items - 1 others)
+/// puts the counter back to the flag for the next launch. Nothing when
+/// togetherFlag <= 0.
+void emitArrivalRelease(KernelEmitter &e, const FusedMerge &m, Value request,
+                        Value items, const CTAHeads &heads, const Arrival &a,
+                        int64_t togetherFlag);
 /// The arrival counter's value at launch that selects the merge together
 /// (ABI `merge_together`; emitArrival's together flag): every CTA of the
 /// grid is resident (a cooperative launch), each waits for its request's

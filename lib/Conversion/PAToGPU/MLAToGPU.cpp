@@ -338,6 +338,8 @@ void MLAKernelBase::finish(
                             /*fenced=*/false, kMergeTogetherFlag);
     e.ifThen(a.together, [&]() { mergeShare(split, begin); });
     e.ifThen(a.last, [&]() { mergeSplits(split, begin); });
+    emitArrivalRelease(e, split, request, splits, heads, a,
+                       kMergeTogetherFlag);
   });
 }
 

@@ -325,6 +325,8 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
   e.ifThen(a.last, [&]() {
     emitMergeRows(e, m, request, begin, end, heads, headDim, threads);
   });
+  emitArrivalRelease(e, m, request, e.sub(end, begin), heads, a,
+                     togetherFlag);
 }
 
 Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
@@ -355,10 +357,11 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
     });
     return SmallVector<Value>{no, isLast};
   };
-  auto waitForAll = [&]() -> SmallVector<Value> {
+  auto waitForAll = [&](Value old) -> SmallVector<Value> {
     // All resident (the runtime launched the grid cooperatively): poll
     // the counter with atomic reads (at the L2, where the arrivals are)
-    // until the request's arrivals are in; a wait past
+    // until the request's arrivals are in, starting from those this CTA's
+    // own arrival saw (the last one to arrive never polls); a wait past
     // kMergeTogetherMaxWaitNs of %globaltimer traps (a launch error rather
     // than a hang should the grid not be resident).
     Value flag = e.i32(togetherFlag);
@@ -367,60 +370,69 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
                          ValueRange{}, /*sideEffects=*/true)[0];
     };
     Value start = clock();
+    Value seen = e.add(arith::XOrIOp::create(b, loc, old, flag), e.i32(1));
     auto poll = scf::WhileOp::create(
-        b, loc, TypeRange{i32}, ValueRange{},
-        [&](OpBuilder &nb, Location, ValueRange) {
+        b, loc, TypeRange{i32}, ValueRange{seen},
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value waited = arith::SubIOp::create(b, loc, clock(), start);
+          Value waiting = e.andi(
+              e.cmpi(Pred::ult, args[0], count),
+              e.cmpi(Pred::ult, waited,
+                     arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                  kMergeTogetherMaxWaitNs)));
+          scf::ConditionOp::create(b, loc, waiting, args);
+        },
+        [&](OpBuilder &nb, Location nloc, ValueRange) {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value now = memref::AtomicRMWOp::create(
               b, loc, arith::AtomicRMWKind::addi, e.i32(0), m.counters,
               counter);
-          Value arrived = arith::XOrIOp::create(b, loc, now, flag);
-          Value waited = arith::SubIOp::create(b, loc, clock(), start);
-          Value waiting = e.andi(
-              e.cmpi(Pred::ult, arrived, count),
-              e.cmpi(Pred::ult, waited,
-                     arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                                  kMergeTogetherMaxWaitNs)));
-          scf::ConditionOp::create(b, loc, waiting, ValueRange{arrived});
-        },
-        [&](OpBuilder &nb, Location nloc, ValueRange) {
-          scf::YieldOp::create(nb, nloc);
+          scf::YieldOp::create(b, loc,
+                               ValueRange{arith::XOrIOp::create(b, loc, now,
+                                                                flag)});
         });
     e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
              [&]() { LLVM::Trap::create(b, loc); });
-    // A second arrival once this CTA is done polling: the request's last
-    // one puts the counter back to the flag, ready for the next launch (no
-    // CTA polls it any more).
+    // A second arrival once this CTA is done polling, whose answer
+    // emitArrivalRelease reads after the merge (its round trip overlaps
+    // the merge's loads): the request's last one puts the counter back to
+    // the flag for the next launch (no CTA polls it any more).
     Value left = memref::AtomicRMWOp::create(
         b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters, counter);
-    e.ifThen(e.cmpi(Pred::eq, arith::XOrIOp::create(b, loc, left, flag),
-                    e.sub(e.add(count, count), e.i32(1))),
-             [&]() { e.store(flag, m.counters, counter); });
     // The other CTAs' rows are read after this fence.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    return {yes, no};
+    return {yes, no, left};
   };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value none = e.i32(0);
+  auto withLeft = [&](SmallVector<Value> v) {
+    v.push_back(none);
+    return v;
+  };
   SmallVector<Value> flags = e.ifThenElse(
-      e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1, i1},
+      e.cmpi(Pred::eq, tid, e.idx(0)), TypeRange{i1, i1, i32},
       [&]() -> SmallVector<Value> {
         return e.ifThenElse(
-            e.cmpi(Pred::eq, items, e.idx(1)), TypeRange{i1, i1},
-            [&]() -> SmallVector<Value> { return {no, yes}; },
+            e.cmpi(Pred::eq, items, e.idx(1)), TypeRange{i1, i1, i32},
+            [&]() -> SmallVector<Value> { return {no, yes, none}; },
             [&]() -> SmallVector<Value> {
               Value old = memref::AtomicRMWOp::create(
                   b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters,
                   counter);
               if (togetherFlag <= 0)
-                return lastOf(old);
+                return withLeft(lastOf(old));
               Value together = e.cmpi(
                   Pred::ne, e.andi(old, e.i32(togetherFlag)), e.i32(0));
-              return e.ifThenElse(together, TypeRange{i1, i1}, waitForAll,
-                                  [&]() { return lastOf(old); });
+              return e.ifThenElse(
+                  together, TypeRange{i1, i1, i32},
+                  [&]() { return waitForAll(old); },
+                  [&]() { return withLeft(lastOf(old)); });
             });
       },
-      [&]() -> SmallVector<Value> { return {no, no}; });
+      [&]() -> SmallVector<Value> { return {no, no, none}; });
   // bar.red.or hands thread 0's answers to every thread.
   auto broadcast = [&](Value bit) {
     Value any = NVVM::BarrierOp::create(
@@ -435,7 +447,25 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
   Arrival a;
   a.together = togetherFlag > 0 ? broadcast(flags[0]) : no;
   a.last = broadcast(flags[1]);
+  a.left = flags[2];
   return a;
+}
+
+void gpukernel::emitArrivalRelease(KernelEmitter &e, const FusedMerge &m,
+                                   Value request, Value items,
+                                   const CTAHeads &heads, const Arrival &a,
+                                   int64_t togetherFlag) {
+  if (togetherFlag <= 0)
+    return;
+  Value flag = e.i32(togetherFlag);
+  Value count = e.toI32(items);
+  Value tid = gpu::ThreadIdOp::create(e.b, e.loc, gpu::Dimension::x);
+  Value lastToLeave = e.cmpi(
+      Pred::eq, arith::XOrIOp::create(e.b, e.loc, a.left, flag),
+      e.sub(e.add(count, count), e.i32(1)));
+  e.ifThen(e.andi(e.andi(a.together, e.cmpi(Pred::eq, tid, e.idx(0))),
+                  lastToLeave),
+           [&]() { e.store(flag, m.counters, {request, heads.first}); });
 }
 
 void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
