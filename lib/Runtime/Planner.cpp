@@ -606,6 +606,16 @@ int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
   return best;
 }
 
+bool pa::rt::preferMergeTogether(int64_t batch, int64_t maxItems,
+                                 int64_t chunk, int64_t slotsPerThread) {
+  if (maxItems <= 1)
+    return false;
+  int64_t steps = ceilDiv(maxItems, 8) * std::max<int64_t>(slotsPerThread, 1);
+  return steps >= kMergeTogetherMinSteps ||
+         (batch == 1 && maxItems >= kMergeTogetherMinItems &&
+          chunk >= kMergeTogetherMinChunk);
+}
+
 Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                           int64_t pageSize, int64_t numKVHeads, int64_t numSMs,
                           int64_t ctasPerSM, DecodePlan &plan,

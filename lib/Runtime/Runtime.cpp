@@ -278,6 +278,31 @@ Status decodeSplitCTAs(const pa_bundle &b, const pa_plan &p, int64_t items,
   return Status::success();
 }
 
+/// The most work items of one request in `w`.
+int64_t maxItemsOf(const WorkList &w) {
+  int64_t most = 0;
+  for (size_t r = 0; r + 1 < w.indptr.size(); ++r)
+    most = std::max<int64_t>(most, w.indptr[r + 1] - w.indptr[r]);
+  return most;
+}
+
+/// Output slots a thread of decode_split's last-CTA merge takes: the CTA's
+/// heads (the group, over the grid's z chunks) x D / 4 over its threads.
+int64_t mergeSlotsPerThread(const pa_bundle &b) {
+  const KernelSpec *k = b.manifest.find(KernelKind::DecodeSplit);
+  const BundleConfig &c = b.manifest.config;
+  if (!k)
+    return 1;
+  int64_t chunks = k->launch.grid[2].symbol == GridSymbol::Literal
+                       ? std::max<int64_t>(k->launch.grid[2].value, 1)
+                       : 1;
+  int64_t heads = std::max<int64_t>(c.group / chunks, 1);
+  int64_t threads = std::max<int64_t>(
+      k->launch.block[0] * k->launch.block[1] * k->launch.block[2], 1);
+  int64_t width = c.headDim % 4 == 0 ? 4 : 1;
+  return ceilDiv(heads * c.headDim / width, threads);
+}
+
 /// decode_split's arrival counters between launches of plan `p`: its
 /// `merge together` value when the plan merges together, else 0.
 unsigned mergeCounterValue(const pa_bundle &b, const pa_plan &p) {
@@ -463,6 +488,12 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
       int64_t ctas = 0;
       PA_TRY(decodeSplitCTAs(b, p, p.plan.work.size(), ctas));
       p.mergeTogether = ctas <= slots;
+      // The planner's own split merges together where that pays
+      // (preferMergeTogether); a forced chunk wherever the grid fits.
+      if (p.mergeTogether && forceChunk == 0)
+        p.mergeTogether =
+            preferMergeTogether(batch, maxItemsOf(p.plan.work),
+                                p.plan.chunkSize, mergeSlotsPerThread(b));
       if (!p.mergeTogether && forceChunk == 0)
         PA_TRY(planDecode(indptr, lastLen, batch, c.pageSize, c.kvHeads,
                           p.numSMs, p.ctasPerSM, p.plan));

@@ -769,6 +769,26 @@ TEST(PlanDecode, MergeTogetherFillsTheWave) {
   EXPECT_EQ(a.chunkSize, b.chunkSize);
 }
 
+TEST(PlanDecode, PreferMergeTogether) {
+  // The last CTA's merge of S rows: ceil(S / 8) steps of slots a thread.
+  // GQA 4, D 128, 128 threads: a slot a thread. Arguments: requests, S,
+  // chunk, slots a thread (the shapes of the 2026-11-27 H200 call).
+  EXPECT_FALSE(preferMergeTogether(1, 8, 64, 1));     // 1 x 512
+  EXPECT_FALSE(preferMergeTogether(16, 2, 1024, 1));  // 16 x 2048
+  EXPECT_FALSE(preferMergeTogether(1, 32, 64, 1));    // 1 x 2048
+  EXPECT_TRUE(preferMergeTogether(1, 32, 256, 1));    // 1 x 8192
+  EXPECT_TRUE(preferMergeTogether(1, 33, 1008, 1));   // 1 x 32768: 5 steps
+  EXPECT_FALSE(preferMergeTogether(2, 32, 1024, 1));  // two requests
+  // GQA 8: two slots a thread.
+  EXPECT_TRUE(preferMergeTogether(1, 32, 64, 2));     // 1 x 2048: 8 steps
+  EXPECT_TRUE(preferMergeTogether(1, 64, 512, 2));    // 1 x 32768
+  EXPECT_FALSE(preferMergeTogether(16, 4, 128, 2));   // 16 x 512: 2 steps
+  // MHA (a head a CTA: 32 slots over 128 threads).
+  EXPECT_FALSE(preferMergeTogether(1, 16, 128, 1));   // 1 x 2048
+  // One item merges nothing.
+  EXPECT_FALSE(preferMergeTogether(1, 1, 1 << 20, 8));
+}
+
 TEST(PlanDecode, BalancesWaves) {
   // planDecode applies balanceWaves where chooseChunkSize does not split.
   std::vector<int32_t> indptr(65), last(64, 16);

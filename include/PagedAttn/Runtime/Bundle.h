@@ -391,7 +391,8 @@ struct KernelSpec {
   /// The `plan chunk C` line (C >= 1 tokens per work item); set exactly
   /// for plan_split_kv.
   std::optional<int64_t> planChunk;
-  /// The `merge together V` line of an MLA decode kernel: with its merge
+  /// The `merge together V` line of a split-KV kernel that merges its
+  /// splits itself (mla_decode, mla_decode_small, decode_split): with its merge
   /// counters at V at launch and every CTA resident (a cooperative launch),
   /// the splits of a request merge together, each CTA a share (at 0 the
   /// last CTA of a request merges alone). Absent: only the latter.

@@ -258,6 +258,25 @@ inline constexpr int64_t kMergeCostDivisor = 2;
 int64_t fewerMerges(const std::vector<int64_t> &kvLens, int64_t chunk,
                     int64_t pageSize);
 
+/// Whether a split decode plan whose grid fits on the device at once merges
+/// together (pa_plan_options.split_merge AUTO; docs/Runtime.md, "The merge
+/// together"). The last CTA of a request merges its S = `maxItems` rows in
+/// ceil(S / 8) steps of `slotsPerThread` output slots a thread, after the
+/// request's slowest CTA; the merge together costs about the wait for the
+/// other CTAs' arrival, a step or two. Together where the last CTA's merge
+/// takes at least kMergeTogetherMinSteps steps, or for one request split
+/// into at least kMergeTogetherMinItems items of at least
+/// kMergeTogetherMinChunk tokens (fit to one H200 call, 2026-11-27 15:28
+/// UTC, docs/PERFORMANCE.md: with the same plans, 2 to 16 items a request
+/// of GQA 4, MHA and fp8 ran 0.2-1.0 µs slower together; one request in 32
+/// or 33 items of 256+ tokens 0.7-1.8 µs faster, GQA 8's 32 and 64 items
+/// 0.9-4.6 µs).
+bool preferMergeTogether(int64_t batch, int64_t maxItems, int64_t chunk,
+                         int64_t slotsPerThread);
+inline constexpr int64_t kMergeTogetherMinSteps = 5;
+inline constexpr int64_t kMergeTogetherMinItems = 32;
+inline constexpr int64_t kMergeTogetherMinChunk = 256;
+
 /// The result of planDecode().
 struct DecodePlan {
   /// KV tokens per work item (the last item of a request may be shorter).
