@@ -68,6 +68,9 @@ if [[ "$mode" == time ]]; then
     { echo "## FlashInfer, clean eviction"; grep -hE "^\| [0-9]" "$out"/fi_gqa.md "$out"/fi_mha.md; } >> "$out/summary.md"
   fi
   pa_check_bundles "$R" "$B"/lf_* >> "$out/summary.md" 2>&1
+  # Which check runs merged together (plan, forced chunks, the graph plan).
+  { echo "## check --quick lf_g8: the runs that merged together";
+    timeout 90 "$R" check --quick "$B/lf_g8" 2>&1 | grep -E "together" | head -24; } >> "$out/summary.md"
 else
   {
     pa_check_bundles "$R" "$B"/*
