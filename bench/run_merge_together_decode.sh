@@ -12,6 +12,8 @@
 #   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
 #   bench/run_merge_together_decode.sh time build/gpu OUT    # device; carry
 #                                                           # build/gpu, .gpu-fi
+#   bench/run_merge_together_decode.sh oldnew build/gpu OUT  # device (prep
+#     with PA_OLD_BUILD=<a build of the previous compiler>)
 #   bench/run_merge_together_decode.sh checks build/gpu OUT  # device; carry
 #     build/gpu, build/pybundles, build/lib/Runtime/libpa_runtime.so,
 #     build/lib/Runtime/libpa_pool.so
@@ -24,17 +26,50 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/device_lib.sh"
-mode="${1:?usage: run_merge_together_decode.sh prep DIR | time STAGED OUT | checks STAGED OUT}"
+mode="${1:?usage: run_merge_together_decode.sh prep DIR | time|oldnew|checks STAGED OUT}"
 if [[ "$mode" == prep ]]; then
   "$root/bench/run_arrival_checks.sh" prep "${2:?DIR}" || exit 1
-  "$root/bench/run_l2_flush.sh" prep "$2"
-  exit $?
+  "$root/bench/run_l2_flush.sh" prep "$2" || exit 1
+  # PA_OLD_BUILD: a build of the previous compiler, whose lf_* bundles
+  # (as old_lf_*) the oldnew mode times beside this one's.
+  if [[ -n "${PA_OLD_BUILD:-}" ]]; then
+    tmp="$(mktemp -d)"
+    PA_BUILD_DIR="$PA_OLD_BUILD" "$root/bench/run_l2_flush.sh" prep "$tmp" || exit 1
+    for d in "$tmp"/lf_*; do mv "$d" "$2/old_$(basename "$d")"; done
+    rm -rf "$tmp"
+  fi
+  exit 0
 fi
 gpu="${2:?STAGED}"; out="${3:?OUT}"
 R="$gpu/bin/pa-gpu-runner"; B="$gpu/bundles"
 export PATH="$PATH:/usr/local/cuda/bin"
 pa_header "$out"
-if [[ "$mode" == time ]]; then
+if [[ "$mode" == oldnew ]]; then
+  # The previous compiler's bundles (old_lf_*, last-CTA merge only) beside
+  # this one's at PA_BATCHES (default 64,256: multi-wave plans, where the
+  # merge together does not apply), two rounds interleaved, clean eviction.
+  batches="${PA_BATCHES:-64,256}"; lens="${PA_LENS:-512,2048,8192,32768}"
+  variants=(${PA_VARIANTS:-lf_gqa4 lf_g8 lf_mha lf_fp8})
+  for round in 1 2; do
+    for v in "${variants[@]}"; do
+      for w in "$v" "old_$v"; do
+        timeout 150 "$R" bench --batches "$batches" --lens "$lens" --l2-flush clean --max-kv-gib 9 \
+          --out "$out/d_${w}_$round.md" "$B/$w" > /dev/null 2>&1 \
+          || echo "bench $w round $round: rc $?" >> "$out/summary.md"
+      done
+    done
+  done
+  {
+    echo "## new / old compiler, clean eviction: B | L | plan | new us r1 | new us r2 | old us r1 | old us r2"
+    for v in "${variants[@]}"; do
+      echo "### $v"
+      paste -d'|' <(grep -E "^\| [0-9]" "$out/d_${v}_1.md" | cut -d'|' -f2,3,5,7) \
+                  <(grep -E "^\| [0-9]" "$out/d_${v}_2.md" | cut -d'|' -f7) \
+                  <(grep -E "^\| [0-9]" "$out/d_old_${v}_1.md" | cut -d'|' -f7) \
+                  <(grep -E "^\| [0-9]" "$out/d_old_${v}_2.md" | cut -d'|' -f7)
+    done
+  } >> "$out/summary.md"
+elif [[ "$mode" == time ]]; then
   batches="${PA_BATCHES:-1,16}"; lens="${PA_LENS:-512,2048,8192,32768}"
   variants=(${PA_VARIANTS:-lf_gqa4 lf_g8 lf_mha lf_fp8})
   for round in 1 2; do
