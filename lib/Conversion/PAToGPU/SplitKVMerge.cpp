@@ -4,9 +4,9 @@
 // pa.decode_partial and the pa.merge_segments right after it that merges its
 // states over its own work_indptr as one kernel, `pa_decode_split` (ABI kind
 // `decode_split`). Its arguments are the decode_partial kernel's, then the
-// merge's o and lse, then `merge_counters` ([B, Hq] i32, zero between
-// launches). A CTA handles work item w of request r for the query heads
-// [h0, h0 + n) of its KV head (or head chunk):
+// merge's o and lse, then `merge_counters` ([B, Hq] i32, 0 or the merge
+// together flag between launches). A CTA handles work item w of request r
+// for the query heads [h0, h0 + n) of its KV head (or head chunk):
 //
 //   it writes its partial rows o_part[w], lse_part[w] as decode_partial does;
 //   every thread: fence.sc.gpu (membar.gl), then bar.sync;
@@ -14,20 +14,27 @@
 //     of its request if k == 1 or atom.add(counters[r, h0], 1) == k - 1; the
 //     last one puts the counter back to 0 and fences;
 //   bar.red.or.pred hands "last" to every thread;
-//   (MLA decode's arrival, emitArrival with a together flag V: a counter
-//   that starts at V instead means every CTA is resident; thread 0 then
-//   polls it until the request's k arrivals are in and every CTA merges a
-//   share, MLAKernelBase::mergeShare;)
 //   the last CTA merges rows [work_indptr[r], work_indptr[r + 1]) of its
 //     heads (merge_segments' arithmetic, 4 elements a thread) into o[r] and
 //     lse[r].
+//
+// The merge together (emitArrival with a together flag V, kMergeTogetherFlag;
+// the decode's and the MLA decode's): a counter at V at launch means every CTA
+// is resident (the runtime's cooperative launch). Thread 0 then polls it,
+// from the count its own atom.add saw, until the request's k arrivals are
+// in (a trap after kMergeTogetherMaxWaitNs), arrives a second time (an
+// atom.add whose answer emitArrivalRelease reads after the merge: the last
+// CTA to leave puts the counter back to V) and fences; every CTA merges a
+// share (emitMergeShare: a slot per group of lanes, the group's states
+// folded with shuffles; MLAKernelBase::mergeShare for MLA).
 //
 // A request with no work item (kv_len 0) has no CTA of its own: the CTA of
 // the first item after it (of the last item for those at the end, CTA 0 if
 // the list is empty) writes its o = 0, lse = -inf.
 //
-// The host side allocates the counters (gpu.alloc, gpu.memset 0) around the
-// launch; the runtime keeps them in the decode plan.
+// The host side allocates the counters (gpu.alloc, gpu.memset 0: the last
+// CTA's merge) around the launch; the runtime keeps them in the decode plan,
+// at 0 or V as the plan merges.
 //
 //===----------------------------------------------------------------------===//
 
