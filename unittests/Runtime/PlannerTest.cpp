@@ -666,6 +666,11 @@ TEST(DecodeCTAsPerSM, OneFewerWhereTheLastWaveIdles) {
   // CTAs per SM, the 4-CTA MHA decode) keep their occupancy.
   EXPECT_EQ(decodeCTAsPerSM(128, 132, 3), 2);
   EXPECT_EQ(decodeCTAsPerSM(8, 132, 4), 4);
+  // The fp8 decode of several requests keeps 3 below one wave, and only
+  // there (16 x 8 KV heads; 64 x 8 is the idle-wave case either way).
+  EXPECT_EQ(decodeCTAsPerSM(128, 132, 3, /*fp8Requests=*/true), 3);
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 3, /*fp8Requests=*/true), 2);
+  EXPECT_EQ(decodeCTAsPerSM(2048, 132, 3, /*fp8Requests=*/true), 3);
   // A grid that is one pass at one fewer but a split at the occupancy
   // keeps it (MHA 16 x 32 = 512 CTAs on 396 / 528 slots).
   EXPECT_EQ(decodeCTAsPerSM(512, 132, 4), 4);

@@ -234,7 +234,16 @@ inline constexpr double kMaxIdleWaveShare = 0.25;
 /// waves, 3% idle); 256 x 8 (6 waves, 14% idle) ran 1-2.5% faster at 3 on
 /// three of four machines; split plans for 396 slots (1 x 32768: 49 items)
 /// ran 1-4% slower than those for 264 (33 items) (docs/PERFORMANCE.md).
-int64_t decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs, int64_t maxCTAs);
+/// With `fp8Requests` (the fp8 decode of more than one request) a grid
+/// below one wave of numSMs x (maxCTAs - 1) keeps maxCTAs: each fp8 CTA
+/// streams half the bytes per instruction, and more of them in flight ran
+/// 4-5.5% faster (H200, 2026-11-27, GQA 4 e4m3, two calls: 16 x 32768 253.4
+/// µs in 48 items at 3 CTAs per SM against 268.0 in 32 at 2, 93.6% of the
+/// read roof in bytes against 88.5%; 16 x 8192 72.3 against 75.4) where
+/// f16 ran equal or up to 0.8% slower; one request stays at 2 (1 x 8192 in
+/// 47 items ran 16.4 µs against 15.7).
+int64_t decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs, int64_t maxCTAs,
+                        bool fp8Requests = false);
 
 /// The merge cost of a split below one wave, in tokens of one work item's
 /// stream: n^2 / kMergeCostDivisor for a request of n items (the last CTA
