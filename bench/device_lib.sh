@@ -19,6 +19,11 @@
 #                                  9 GiB of KV at most) for bundles B/V, two
 #                                  rounds interleaved; prints B | L | Hq/Hkv
 #                                  | plan | round 1 | round 2 | % read roof
+#   pa_py CMD...                   CMD with the python package, the
+#                                  build's runtime / pool libraries and
+#                                  build/pybundles in its environment
+#   pa_test_cuda [TIMEOUT] [TAIL]  python/tests/test_cuda.py whole through
+#                                  pa_py (400 s, its last 12 lines)
 #   pa_fi_decode HEADS             FlashInfer's tensor-core decode on the
 #                                  same grid for the KV head counts HEADS
 #                                  (e.g. 8,32), from the staged .gpu-fi
@@ -85,4 +90,19 @@ pa_fi_decode() {
   echo; echo "## FlashInfer tensor-core decode (Hkv $1)"
   timeout 200 python3 .gpu-fi/kit/fi_bench.py decode --batches 1,16,64,256 \
     --lens 512,2048,8192,32768 --kv-heads "$1" --paths tc --max-kv-gib 9 2>&1 | grep -E "^\| [0-9]"
+}
+
+pa_py() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
+    PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
+    PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" "$@"
+}
+
+pa_test_cuda() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  echo "python/tests/test_cuda.py:"
+  pa_py timeout "${1:-400}" python3 "$root/python/tests/test_cuda.py" 2>&1 | tail -"${2:-12}"
 }

@@ -34,11 +34,7 @@ pa_header "$out"
   for d in mla_h40_p5_f16_wg mla_h40_p16_bf16_sync; do
     PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$d"
   done
-  echo "python/tests/test_cuda.py:"
-  PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
-    PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
-    PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" \
-    timeout 400 python3 "$root/python/tests/test_cuda.py" 2>&1 | tail -12
+  pa_test_cuda
   for m in auto last; do
     echo "bench-mla --split-merge $m (B | L | us):"
     timeout 100 "$R" bench-mla --split-merge "$m" --batches 1,4 --lengths 1024,32768 --sets 2 \

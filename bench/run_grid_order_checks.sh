@@ -23,10 +23,6 @@ export PATH="$PATH:/usr/local/cuda/bin"
   pa_check_bundles "$R" "$B"/*
   pa_sanitize "$R" check "$B/lf_gqa4"
   pa_sanitize "$R" check "$B/lf_fp8"
-  echo "python/tests/test_cuda.py:"
-  PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
-    PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
-    PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" \
-    timeout 300 python3 "$root/python/tests/test_cuda.py" 2>&1 | tail -15
+  pa_test_cuda 300 15
 } > "$out/checks.txt" 2>&1
 cat "$out/checks.txt"

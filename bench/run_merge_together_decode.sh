@@ -115,11 +115,7 @@ else
     for d in mla_h40_p5_f16_wg mla_h40_p16_bf16_sync; do
       PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$d"
     done
-    echo "python/tests/test_cuda.py:"
-    PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
-      PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
-      PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" \
-      timeout 400 python3 "$root/python/tests/test_cuda.py" 2>&1 | tail -12
+    pa_test_cuda
   } >> "$out/summary.md" 2>&1
 fi
 cat "$out/summary.md"

@@ -54,10 +54,7 @@ raw="$(mktemp -d)"
     PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$b"
   done
   echo "python/tests/test_cuda.py (MLA):"
-  (cd "$root/python/tests" && PAGEDATTN_RUNTIME="$root/build/lib/Runtime/libpa_runtime.so" \
-    PAGEDATTN_POOL_LIB="$root/build/lib/Runtime/libpa_pool.so" \
-    PAGEDATTN_BUNDLE_DIR="$root/build/pybundles" PYTHONPATH="$root/python" \
-    timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -12)
+  (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -12)
 } > "$out/summary.md" 2>&1
 for round in 1 2; do
   for m in auto last; do
