@@ -568,12 +568,14 @@ int64_t pa::rt::balanceWaves(const std::vector<int64_t> &kvLens,
 }
 
 int64_t pa::rt::decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs,
-                                int64_t maxCTAs, bool fp8Requests) {
+                                int64_t maxCTAs, bool fp8Requests,
+                                int64_t maxKVLen) {
   if (maxCTAs <= 2 || numSMs <= 0)
     return maxCTAs;
   if (gridCTAs < numSMs * (maxCTAs - 1))
     return maxCTAs == 3 && !fp8Requests ? 2 : maxCTAs;
-  if (gridCTAs < numSMs * maxCTAs)
+  if (gridCTAs < numSMs * maxCTAs ||
+      (fp8Requests && maxKVLen >= kFP8FullWaveMinKeys))
     return maxCTAs;
   auto idle = [&](int64_t c) {
     int64_t slots = numSMs * c * ceilDiv(gridCTAs, numSMs * c);

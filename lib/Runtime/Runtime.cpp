@@ -363,8 +363,11 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   // wave idles runs at it, held there by the decode kernels' shared memory.
   if ((!options || options->ctas_per_sm == 0) && forceChunk == 0 &&
       capacity == 0) {
+    int64_t maxLen = 0;
+    for (int64_t len : p.kvLens)
+      maxLen = std::max(maxLen, len);
     int64_t want = decodeCTAsPerSM(batch * c.kvHeads, sms, p.ctasPerSM,
-                                   c.fp8() && batch > 1);
+                                   c.fp8() && batch > 1, maxLen);
     if (batch * c.kvHeads < sms * p.ctasPerSM) {
       p.ctasPerSM = want;
     } else if (want < p.ctasPerSM) {

@@ -670,6 +670,10 @@ TEST(DecodeCTAsPerSM, OneFewerWhereTheLastWaveIdles) {
   // there (16 x 8 KV heads; 64 x 8 is the idle-wave case either way).
   EXPECT_EQ(decodeCTAsPerSM(128, 132, 3, /*fp8Requests=*/true), 3);
   EXPECT_EQ(decodeCTAsPerSM(512, 132, 3, /*fp8Requests=*/true), 2);
+  // ... and, for requests of 16384+ keys, where the last wave idles.
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 3, /*fp8Requests=*/true, 32768), 3);
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 3, /*fp8Requests=*/true, 8192), 2);
+  EXPECT_EQ(decodeCTAsPerSM(512, 132, 3, /*fp8Requests=*/false, 32768), 2);
   EXPECT_EQ(decodeCTAsPerSM(2048, 132, 3, /*fp8Requests=*/true), 3);
   // A grid that is one pass at one fewer but a split at the occupancy
   // keeps it (MHA 16 x 32 = 512 CTAs on 396 / 528 slots).

@@ -241,9 +241,15 @@ inline constexpr double kMaxIdleWaveShare = 0.25;
 /// µs in 48 items at 3 CTAs per SM against 268.0 in 32 at 2, 93.6% of the
 /// read roof in bytes against 88.5%; 16 x 8192 72.3 against 75.4) where
 /// f16 ran equal or up to 0.8% slower; one request stays at 2 (1 x 8192 in
-/// 47 items ran 16.4 µs against 15.7).
+/// 47 items ran 16.4 µs against 15.7). With `fp8Requests` and requests of
+/// at least kFP8FullWaveMinKeys keys (`maxKVLen`) the idle-wave rule keeps
+/// maxCTAs too, and balanceWaves splits the requests over the fuller waves
+/// (64 x 32768 at 3 per SM in 192 items ran 988 µs, 96.0%, against 1040 one
+/// pass held to 2, 91.2%; 64 x 8192 equal; 64 x 2048 16% slower, hence the
+/// length).
 int64_t decodeCTAsPerSM(int64_t gridCTAs, int64_t numSMs, int64_t maxCTAs,
-                        bool fp8Requests = false);
+                        bool fp8Requests = false, int64_t maxKVLen = 0);
+inline constexpr int64_t kFP8FullWaveMinKeys = 16384;
 
 /// The merge cost of a split below one wave, in tokens of one work item's
 /// stream: n^2 / kMergeCostDivisor for a request of n items (the last CTA
