@@ -26,14 +26,6 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 /// The smallest multiple of m (m >= 1) that is >= a (a >= 0).
 int64_t roundUp(int64_t a, int64_t m) { return ceilDiv(a, m) * m; }
 
-/// The longest of `kvLens` (0 for none).
-int64_t maxLength(const std::vector<int64_t> &kvLens) {
-  int64_t maxLen = 0;
-  for (int64_t len : kvLens)
-    maxLen = std::max(maxLen, len);
-  return maxLen;
-}
-
 /// The chunk of one item a request: the longest, rounded up to the page
 /// size (at least one page).
 int64_t noSplitChunk(int64_t maxLen, int64_t pageSize) {
@@ -96,6 +88,13 @@ Status queryCount(I32Span qoIndptr, int64_t b, int64_t &len) {
   return Status::success();
 }
 } // namespace
+
+int64_t pa::rt::maxLength(const std::vector<int64_t> &kvLens) {
+  int64_t maxLen = 0;
+  for (int64_t len : kvLens)
+    maxLen = std::max(maxLen, len);
+  return maxLen;
+}
 
 Status pa::rt::kvLengths(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                          int64_t pageSize, std::vector<int64_t> &out) {

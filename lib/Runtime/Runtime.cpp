@@ -175,6 +175,21 @@ Status loadBundle(pa_bundle &b) {
   return Status::success();
 }
 
+/// CTAs of kernel `kind` of `b` (loaded: manifest entry and function) that
+/// fit on one SM at its launch block and `sharedBytes` of dynamic shared
+/// memory (< 0: the manifest's).
+Status kernelOccupancy(const pa_bundle &b, KernelKind kind,
+                       int64_t sharedBytes, int &blocks) {
+  const KernelSpec *k = b.manifest.find(kind);
+  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
+                                 k->launch.block[2]);
+  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, b.function(kind), threads,
+      static_cast<size_t>(sharedBytes < 0 ? k->launch.sharedBytes
+                                          : sharedBytes)));
+  return Status::success();
+}
+
 Status limitOccupancy(const pa_bundle &b, KernelKind kind, int64_t ctas,
                       int64_t &sharedBytes) {
   sharedBytes = 0;
@@ -193,15 +208,8 @@ Status limitOccupancy(const pa_bundle &b, KernelKind kind, int64_t ctas,
       &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
   PA_CU(cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                            fn));
-  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
-                                 k->launch.block[2]);
-  auto occupancy = [&](int64_t bytes, int &blocks) -> Status {
-    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, fn, threads, static_cast<size_t>(bytes)));
-    return Status::success();
-  };
   int now = 0;
-  PA_TRY(occupancy(k->launch.sharedBytes, now));
+  PA_TRY(kernelOccupancy(b, kind, -1, now));
   if (now <= ctas)
     return Status::success();
   int64_t bytes = std::max<int64_t>(
@@ -215,7 +223,7 @@ Status limitOccupancy(const pa_bundle &b, KernelKind kind, int64_t ctas,
                      static_cast<int>(bytes)),
                  what.c_str()));
   int limited = 0;
-  PA_TRY(occupancy(bytes, limited));
+  PA_TRY(kernelOccupancy(b, kind, bytes, limited));
   if (limited >= 1 && limited <= ctas)
     sharedBytes = bytes;
   return Status::success();
@@ -254,11 +262,8 @@ Status mergeTogetherSlots(const pa_bundle &b, const pa_plan &p,
   if (!k || !fn || !k->mergeTogether || p.splitMerge != PA_SPLIT_MERGE_AUTO)
     return Status::success();
   int blocks = 0;
-  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
-                                 k->launch.block[2]);
-  int64_t smem = p.launchSmem > 0 ? p.launchSmem : k->launch.sharedBytes;
-  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, fn, threads, static_cast<size_t>(smem)));
+  PA_TRY(kernelOccupancy(b, KernelKind::DecodeSplit,
+                         p.launchSmem > 0 ? p.launchSmem : -1, blocks));
   slots = p.numSMs * blocks;
   return Status::success();
 }
@@ -341,14 +346,9 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   if (p.ctasPerSM == 0) {
     p.ctasPerSM = 1;
     KernelKind split = b.splitKernel();
-    if (const KernelSpec *k = b.manifest.find(split);
-        k && b.function(split)) {
+    if (b.manifest.find(split) && b.function(split)) {
       int blocks = 0;
-      int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
-                                     k->launch.block[2]);
-      PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks, b.function(split), threads,
-          static_cast<size_t>(k->launch.sharedBytes)));
+      PA_TRY(kernelOccupancy(b, split, -1, blocks));
       p.ctasPerSM = std::max(blocks, 1);
     }
   }
@@ -363,11 +363,8 @@ Status makePlan(pa_bundle &b, const int32_t *kvIndptr,
   // wave idles runs at it, held there by the decode kernels' shared memory.
   if ((!options || options->ctas_per_sm == 0) && forceChunk == 0 &&
       capacity == 0) {
-    int64_t maxLen = 0;
-    for (int64_t len : p.kvLens)
-      maxLen = std::max(maxLen, len);
     int64_t want = decodeCTAsPerSM(batch * c.kvHeads, sms, p.ctasPerSM,
-                                   c.fp8() && batch > 1, maxLen);
+                                   c.fp8() && batch > 1, maxLength(p.kvLens));
     if (batch * c.kvHeads < sms * p.ctasPerSM) {
       p.ctasPerSM = want;
     } else if (want < p.ctasPerSM) {
@@ -446,9 +443,7 @@ Status choosePlan(const pa_bundle &b, pa_plan &p, I32Span indptr,
                   I32Span lastLen) {
   const BundleConfig &c = b.manifest.config;
   int64_t batch = p.batch, forceChunk = p.forceChunk;
-  int64_t maxLen = 0;
-  for (int64_t len : p.kvLens)
-    maxLen = std::max(maxLen, len);
+  int64_t maxLen = maxLength(p.kvLens);
   // The merge together (a graph plan decided it for its capacity): the
   // planner's split then ignores the merge's cost; a grid that does not
   // fit at once gets the last CTA's merge and the planner's usual split.
@@ -819,6 +814,36 @@ Status launch(const pa_bundle &b, KernelKind kind, const ArgBindings &args,
   return Status::success();
 }
 
+/// Sets the `count` split-KV merge counters at `counters` to `value` on
+/// `stream`.
+Status setMergeCounters(CUdeviceptr counters, int64_t count, unsigned value,
+                        CUstream stream) {
+  return cuCheck(cuMemsetD32Async(counters, value,
+                                  static_cast<size_t>(count), stream),
+                 "cuMemsetD32Async (split-KV merge counters)");
+}
+
+/// Launches split-KV kernel `kind`, its `count` merge counters at
+/// `counters` holding its `merge together` value `flag`, cooperatively: its
+/// splits merge together. Where the driver refuses the grid as too large
+/// (fewer CTAs fit than the occupancy query said: the device shared with
+/// other work) the last CTA of each request merges instead: the counters
+/// go to 0 for that launch and back to `flag` after it.
+Status launchMergingTogether(const pa_bundle &b, KernelKind kind,
+                             const ArgBindings &args, const ProblemDims &dims,
+                             CUstream stream, bool checked,
+                             int64_t sharedBytes, CUdeviceptr counters,
+                             int64_t count, unsigned flag) {
+  CUresult r = CUDA_SUCCESS;
+  Status s = launch(b, kind, args, dims, stream, checked, sharedBytes,
+                    /*cooperative=*/true, &r);
+  if (s || r != CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    return s;
+  PA_TRY(setMergeCounters(counters, count, 0, stream));
+  PA_TRY(launch(b, kind, args, dims, stream, checked, sharedBytes));
+  return setMergeCounters(counters, count, flag, stream);
+}
+
 Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
                  CUstream stream) {
   PA_TRY(requireContext());
@@ -858,25 +883,10 @@ Status runDecode(pa_bundle &b, const pa_plan &p, const pa_decode_args &a,
     if (!p.mergeTogether)
       return launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
                     p.launchSmem);
-    CUresult r = CUDA_SUCCESS;
-    Status s = launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
-                      p.launchSmem, /*cooperative=*/true, &r);
-    if (s || r != CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
-      return s;
-    // Fewer CTAs fit than when planned (the device shared with other
-    // work): the last CTA of each request merges, the counters put back
-    // for the next launch after it.
-    auto setCounters = [&](unsigned value) {
-      return cuCheck(
-          cuMemsetD32Async(p.mergeCounters, value,
-                           static_cast<size_t>(p.batch * c.numQHeads()),
-                           stream),
-          "cuMemsetD32Async (decode_split merge counters)");
-    };
-    PA_TRY(setCounters(0));
-    PA_TRY(launch(b, KernelKind::DecodeSplit, args, dims, stream, checked,
-                  p.launchSmem));
-    return setCounters(mergeCounterValue(b, p));
+    return launchMergingTogether(b, KernelKind::DecodeSplit, args, dims,
+                                 stream, checked, p.launchSmem,
+                                 p.mergeCounters, p.batch * c.numQHeads(),
+                                 mergeCounterValue(b, p));
   }
   PA_TRY(launch(b, KernelKind::DecodePartial, args, dims, stream, checked,
                 p.launchSmem));
@@ -1006,11 +1016,7 @@ Status planPrefillSplit(pa_bundle &b, I32Span qo, I32Span indptr,
   int sms = 0, blocks = 0;
   PA_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                              dev));
-  int threads = static_cast<int>(k->launch.block[0] * k->launch.block[1] *
-                                 k->launch.block[2]);
-  PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, b.function(KernelKind::PrefillPartial), threads,
-      static_cast<size_t>(k->launch.sharedBytes)));
+  PA_TRY(kernelOccupancy(b, KernelKind::PrefillPartial, -1, blocks));
   int64_t slots = static_cast<int64_t>(sms) * std::max(blocks, 1);
   // The partial kernel's query tile may be smaller than the unsplit
   // kernel's: where the unsplit grid leaves CTA slots idle, its smaller
@@ -1357,9 +1363,7 @@ Status mlaSlotsOnDevice(const pa_bundle &b, KernelKind kind, int64_t &out,
     int sms = 0, blocks = 0;
     PA_CU(cuDeviceGetAttribute(&sms,
                                CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    PA_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, b.function(kind), static_cast<int>(k->launch.block[0]),
-        static_cast<size_t>(k->launch.sharedBytes)));
+    PA_TRY(kernelOccupancy(b, kind, -1, blocks));
     slots = static_cast<int64_t>(sms) * std::max(blocks, 1);
   }
   out = slots;
@@ -1474,16 +1478,11 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
       splits > 1 && canMergeTogether && a.batch * headBlocks * splits <= slots;
   // The counters at launch pick the merge (and any workspace contents are
   // safe).
-  auto setCounters = [&](bool withAll) {
-    return cuCheck(cuMemsetD32Async(
-                       a.workspace + ws.counters,
-                       withAll ? static_cast<unsigned>(*spec->mergeTogether)
-                               : 0u,
-                       static_cast<size_t>(a.batch * c.numQHeads()), stream),
-                   "cuMemsetD32Async (MLA merge counters)");
-  };
+  int64_t counters = a.batch * c.numQHeads();
+  unsigned flag = together ? static_cast<unsigned>(*spec->mergeTogether) : 0u;
   if (splits > 1) {
-    PA_TRY(setCounters(together));
+    PA_TRY(setMergeCounters(a.workspace + ws.counters, counters, flag,
+                            stream));
     bind(ArgRole::OPart, a.workspace + ws.oPart);
     bind(ArgRole::LSEPart, a.workspace + ws.lsePart);
     bind(ArgRole::MergeCounters, a.workspace + ws.counters);
@@ -1502,16 +1501,11 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   bind(ArgRole::KVLastPageLen, a.kv_last_page_len);
   bind(ArgRole::O, a.o);
   bind(ArgRole::LSE, a.lse);
-  CUresult r = CUDA_SUCCESS;
-  Status s = launch(b, kernel, args, dims, stream, a.checked != 0,
-                    /*sharedBytes=*/0, together, &r);
-  if (!s && together && r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
-    // Fewer CTAs fit than the occupancy query said (the device shared with
-    // other work): the last CTA of each request merges.
-    PA_TRY(setCounters(false));
-    return launch(b, kernel, args, dims, stream, a.checked != 0);
-  }
-  return s;
+  if (together)
+    return launchMergingTogether(b, kernel, args, dims, stream,
+                                 a.checked != 0, /*sharedBytes=*/0,
+                                 a.workspace + ws.counters, counters, flag);
+  return launch(b, kernel, args, dims, stream, a.checked != 0);
 }
 
 } // namespace

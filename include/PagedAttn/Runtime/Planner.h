@@ -292,6 +292,9 @@ inline constexpr int64_t kMergeTogetherMinSteps = 5;
 inline constexpr int64_t kMergeTogetherMinItems = 32;
 inline constexpr int64_t kMergeTogetherMinChunk = 256;
 
+/// The longest of `kvLens` (0 for none).
+int64_t maxLength(const std::vector<int64_t> &kvLens);
+
 /// The result of planDecode().
 struct DecodePlan {
   /// KV tokens per work item (the last item of a request may be shorter).

@@ -104,6 +104,45 @@ void gpukernel::finishFusedLaunch(MergeSegmentsOp merge, Value counters) {
 
 namespace {
 
+/// The fused merge's reads and writes of one output slot, head h, elements
+/// [d, d + width) (width 4 where the head dim allows, else 1): both the
+/// last CTA's merge and the merge together's share go through them.
+struct SlotIO {
+  KernelEmitter &e;
+  const FusedMerge &m;
+  int64_t width;
+
+  /// The lse of partial row `row` in base 2.
+  Value lse(Value row, Value h) const {
+    return e.mul(e.load(m.lsePart, {row, h}),
+                 e.f32(m.lseBase2 ? 1.0 : kLog2e));
+  }
+  /// The o of partial row `row` (f32; a vector when width > 1).
+  Value o(Value row, Value h, Value d) const {
+    if (width == 1)
+      return e.load(m.oPart, {row, h, d});
+    return vector::LoadOp::create(
+        e.b, e.loc, VectorType::get({width}, e.b.getF32Type()), m.oPart,
+        ValueRange{row, h, d});
+  }
+  /// Stores the merged `o` (f32) into row `request` of o and, in the slot
+  /// of d = 0, `lse()` (in the merge's base) into lse.
+  void store(Value request, Value h, Value d, Value o,
+             function_ref<Value()> lse) const {
+    Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
+    if (width == 1) {
+      e.store(e.fromF32(o, oElem), m.o, {request, h, d});
+    } else {
+      if (!oElem.isF32())
+        o = arith::TruncFOp::create(e.b, e.loc,
+                                    VectorType::get({width}, oElem), o);
+      vector::StoreOp::create(e.b, e.loc, o, m.o, ValueRange{request, h, d});
+    }
+    e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)),
+             [&]() { e.store(lse(), m.lse, {request, h}); });
+  }
+};
+
 /// merge_segments over rows [begin, end) for the CTA's heads, written to
 /// row `request` of o / lse: thread i handles (head j, elements [d, d + W))
 /// with W = 4 where the head dim allows.
@@ -114,9 +153,7 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
   Location loc = e.loc;
   int64_t width = headDim % 4 == 0 ? 4 : 1;
   int64_t perHead = headDim / width;
-  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
-  auto vecF32 = VectorType::get({width}, b.getF32Type());
-  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
+  SlotIO io{e, m, width};
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   auto slots = scf::ForOp::create(
       b, loc, tid, e.idx(heads.count * perHead), e.idx(threads), ValueRange{},
@@ -127,29 +164,12 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
         auto merge = [&]() {
           auto ex2 = [&](Value x) { return e.ex2(x); };
           auto lg2 = [&](Value x) { return e.lg2(x); };
-          auto lseOf = [&](Value i) {
-            return e.mul(e.load(m.lsePart, {i, h}), toLog2);
-          };
-          auto oOf = [&](Value i, Value dd) -> Value {
-            if (width == 1)
-              return e.load(m.oPart, {i, h, dd});
-            return vector::LoadOp::create(b, loc, vecF32, m.oPart,
-                                          ValueRange{i, h, dd});
-          };
+          auto lseOf = [&](Value i) { return io.lse(i, h); };
+          auto oOf = [&](Value i, Value dd) { return io.o(i, h, dd); };
           StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
                         StateSet{begin, end, lseOf, /*l=*/nullptr, oOf});
-          Value o = sm.element(d, width);
-          if (width == 1) {
-            e.store(e.fromF32(o, oElem), m.o, {request, h, d});
-          } else {
-            if (!oElem.isF32())
-              o = arith::TruncFOp::create(
-                  b, loc, VectorType::get({width}, oElem), o);
-            vector::StoreOp::create(b, loc, o, m.o, ValueRange{request, h, d});
-          }
-          e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
-            e.store(sm.lse(m.lseBase2), m.lse, {request, h});
-          });
+          io.store(request, h, d, sm.element(d, width),
+                   [&]() { return sm.lse(m.lseBase2); });
         };
         if (heads.valid)
           e.ifThen(e.cmpi(Pred::ult, j, heads.valid), merge);
@@ -185,38 +205,41 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
   Location loc = e.loc;
   int64_t width = headDim % 4 == 0 ? 4 : 1;
   int64_t perHead = headDim / width;
-  Type f32 = b.getF32Type();
-  Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
-  auto vecF32 = VectorType::get({width}, f32);
-  Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  auto u32 = [&](Value x, Value y, auto op) -> Value {
-    return decltype(op)::create(b, loc, x, y);
+  auto vecF32 = VectorType::get({width}, b.getF32Type());
+  SlotIO io{e, m, width};
+  // 32-bit: e.divui / e.sub are of index (64-bit) values.
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulIOp::create(b, loc, x, y);
+  };
+  auto div = [&](Value x, Value y) -> Value {
+    return arith::DivUIOp::create(b, loc, x, y);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  auto shr = [&](Value x, Value y) -> Value {
+    return arith::ShRUIOp::create(b, loc, x, y);
   };
   Value splits = e.toI32(e.sub(end, begin));
   Value total = e.i32(heads.count * perHead);
   Value k32 = e.toI32(k);
-  Value lo = u32(arith::MulIOp::create(b, loc, k32, total), splits,
-                 arith::DivUIOp());
-  Value hi = u32(arith::MulIOp::create(b, loc, e.add(k32, e.i32(1)), total),
-                 splits, arith::DivUIOp());
+  Value lo = div(mul(k32, total), splits);
+  Value hi = div(mul(e.add(k32, e.i32(1)), total), splits);
   // R = 2^log: the smallest power of two >= S, at most a warp.
   Value log = e.i32(5);
   for (int64_t l = 4; l >= 0; --l)
     log = e.select(e.cmpi(Pred::ule, splits, e.i32(int64_t(1) << l)),
                    e.i32(l), log);
-  Value lanes = u32(e.i32(1), log, arith::ShLIOp());
+  Value lanes = arith::ShLIOp::create(b, loc, e.i32(1), log);
   Value tid = e.toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
-  Value lane = e.andi(tid, arith::SubIOp::create(b, loc, lanes, e.i32(1)));
-  Value group = u32(tid, log, arith::ShRUIOp());
-  Value groups = u32(e.i32(threads), log, arith::ShRUIOp());
+  Value lane = e.andi(tid, sub(lanes, e.i32(1)));
+  Value group = shr(tid, log);
+  Value groups = shr(e.i32(threads), log);
   // The lane's rows: begin + lane + i R for i < ceil((S - lane) / R).
-  Value rows = e.toIndex(e.select(
-      e.cmpi(Pred::ult, lane, splits),
-      u32(arith::AddIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, splits, lane),
-              arith::SubIOp::create(b, loc, lanes, e.i32(1))),
-          log, arith::ShRUIOp()),
-      e.i32(0)));
+  Value rows = e.toIndex(
+      e.select(e.cmpi(Pred::ult, lane, splits),
+               shr(e.add(sub(splits, lane), sub(lanes, e.i32(1))), log),
+               e.i32(0)));
   Value laneIdx = e.toIndex(lane), lanesIdx = e.toIndex(lanes);
   auto spread = [&](Value x) -> Value {
     return width == 1 ? x : e.splat(x, vecF32);
@@ -239,15 +262,8 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
       active = e.andi(active, e.cmpi(Pred::ult, j, heads.valid));
     Value row0 = e.add(begin, laneIdx);
     auto rowOf = [&](Value i) { return e.add(row0, e.mul(i, lanesIdx)); };
-    auto lseOf = [&](Value i) {
-      return e.mul(e.load(m.lsePart, {rowOf(i), h}), toLog2);
-    };
-    auto oOf = [&](Value i, Value dd) -> Value {
-      if (width == 1)
-        return e.load(m.oPart, {rowOf(i), h, dd});
-      return vector::LoadOp::create(b, loc, vecF32, m.oPart,
-                                    ValueRange{rowOf(i), h, dd});
-    };
+    auto lseOf = [&](Value i) { return io.lse(rowOf(i), h); };
+    auto oOf = [&](Value i, Value dd) { return io.o(rowOf(i), h, dd); };
     auto ex2 = [&](Value x) { return e.ex2(x); };
     auto lg2 = [&](Value x) { return e.lg2(x); };
     StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
@@ -287,20 +303,13 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
     }
     e.ifThen(e.andi(active, e.cmpi(Pred::eq, laneIdx, e.idx(0))), [&]() {
       Value some = e.cmpf(arith::CmpFPredicate::OGT, weight, e.f32(0));
-      Value o = e.select(some, e.divf(acc, spread(weight)), spread(e.f32(0)));
-      if (width == 1) {
-        e.store(e.fromF32(o, oElem), m.o, {request, h, d});
-      } else {
-        if (!oElem.isF32())
-          o = arith::TruncFOp::create(b, loc, VectorType::get({width}, oElem),
-                                      o);
-        vector::StoreOp::create(b, loc, o, m.o, ValueRange{request, h, d});
-      }
-      e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
-        Value lse = e.select(some, e.add(shift, e.lg2(weight)), e.negInf());
-        e.store(m.lseBase2 ? lse : e.mul(lse, e.f32(kLn2)), m.lse,
-                {request, h});
-      });
+      io.store(request, h, d,
+               e.select(some, e.divf(acc, spread(weight)), spread(e.f32(0))),
+               [&]() {
+                 Value lse =
+                     e.select(some, e.add(shift, e.lg2(weight)), e.negInf());
+                 return m.lseBase2 ? lse : e.mul(lse, e.f32(kLn2));
+               });
     });
     return {};
   });
