@@ -5,6 +5,8 @@
 // RUN: FileCheck %s --check-prefix=WGMMA < %t.wgmma
 // RUN: FileCheck %s --check-prefix=WGS < %t.wgmma
 // RUN: FileCheck %s --check-prefix=WGPV < %t.wgmma
+// RUN: FileCheck %s --check-prefix=WGPROD < %t.wgmma
+// RUN: FileCheck %s --check-prefix=WGCONS < %t.wgmma
 // RUN: pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90a format=isa" | not grep -E "(ld|st)\.local|__nv_"
 // RUN: not pa-opt %pa_src_root/examples/mla-decode.mlir --pa-lower-to-nvvm="chip=sm_90 mla-mma=wgmma" 2>&1 | FileCheck %s --check-prefix=WGCHIP
 // RUN: pa-opt %s --pa-lower-to-nvvm="chip=sm_80 format=isa" | not grep -E "(ld|st)\.local|__nv_"
@@ -31,16 +33,26 @@
 // CHECK-SAME: membar.gl
 // CHECK-SAME: atom.global.add.u32
 // On sm_90a (mla-mma=auto, 128 heads) the wgmma kernel: dynamic shared
-// memory aligned to 1024 bytes (the swizzle's repeat), cp.async with the
-// async-proxy fence, wgmma m64n32k16 (S) and m64n256k16 (O += P V), no
-// local memory; wgmma needs chip=sm_90a.
+// memory aligned to 1024 bytes (the swizzle's repeat), the stages'
+// mbarriers, cp.async with its mbarrier arrival and the async-proxy fence,
+// the named barriers between the producer and the consumer warpgroup,
+// wgmma m64n64k16 (S) and m64n256k16 (O += P V), no local memory; wgmma
+// needs chip=sm_90a.
 // WGMMA: .target sm_90a
 // WGMMA-SAME: .entry pa_mla_decode(
 // WGMMA-SAME: .shared .align 1024 .b8 __dynamic_shmem__0
+// WGMMA-SAME: mbarrier.init.shared::cta.b64
 // WGMMA-SAME: cp.async.cg.shared.global
+// WGMMA-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
 // WGMMA-SAME: fence.proxy.async.shared::cta
+// WGPROD: bar.sync 3, 256
+// WGPROD-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// WGPROD-SAME: bar.sync 1, 256
+// WGCONS: mbarrier.try_wait.parity.shared::cta.b64
+// WGCONS-SAME: bar.arrive 1, 256
+// WGCONS-SAME: bar.arrive 3, 256
 // WGMMA-SAME: atom.global.add.u32
-// WGS: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// WGS: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // WGS-SAME: wgmma.commit_group.sync.aligned
 // WGS-SAME: wgmma.wait_group.sync.aligned {{(\\09)?}}0;
 // WGPV: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16

@@ -23,10 +23,10 @@
 // RUN: FileCheck %s --check-prefix=ONE < %t/two/bundle.manifest
 // RUN: ls %t/two | FileCheck %s --check-prefix=NOFILES
 
-// LOG: mla_decode 256 threads, smem 230400
+// LOG: mla_decode 256 threads, smem 222224
 // LOG: pa-compile: mla_decode_small 256 threads, smem 192512
 // TWO: kernel mla_decode kernels.cubin pa_mla_decode
-// TWO: launch grid batch 2 kv_splits block 256 1 1 smem 230400
+// TWO: launch grid batch 2 kv_splits block 256 1 1 smem 222224
 // TWO: kernel mla_decode_small mla_small.cubin pa_mla_decode
 // TWO-NEXT: prefill queries_per_tile 1 causal 0 window 0 soft_cap 0 sm_scale 0.0721687{{[0-9]*}} lse_base2 0
 // TWO: launch grid batch 4 kv_splits block 256 1 1 smem 192512

@@ -35,24 +35,29 @@ constexpr double kLn2 = 0.6931471805599453;
 struct KernelEmitter : Emitter {
   /// Inline PTX `text` with `constraints` over `operands`, one result of
   /// each of `types` (several come back through a struct), with side
-  /// effects when `sideEffects` (kept in order with the ops around it).
+  /// effects when `sideEffects` (kept in order with the ops around it); no
+  /// result for empty `types`.
   SmallVector<Value> inlineAsm(StringRef text, StringRef constraints,
                                TypeRange types, ValueRange operands,
                                bool sideEffects) {
     MLIRContext *ctx = b.getContext();
-    Type result = types.size() == 1
-                      ? types[0]
-                      : LLVM::LLVMStructType::getLiteral(
-                            ctx, SmallVector<Type>(types.begin(), types.end()));
-    Value r = LLVM::InlineAsmOp::create(
-                  b, loc, result, operands, StringAttr::get(ctx, text),
-                  StringAttr::get(ctx, constraints),
-                  sideEffects ? UnitAttr::get(ctx) : UnitAttr(),
-                  /*is_align_stack=*/UnitAttr(),
-                  LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
-                  LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-                  /*operand_attrs=*/ArrayAttr())
-                  .getResult(0);
+    SmallVector<Type> result;
+    if (types.size() == 1)
+      result.push_back(types[0]);
+    else if (!types.empty())
+      result.push_back(LLVM::LLVMStructType::getLiteral(
+          ctx, SmallVector<Type>(types.begin(), types.end())));
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, result, operands, StringAttr::get(ctx, text),
+        StringAttr::get(ctx, constraints),
+        sideEffects ? UnitAttr::get(ctx) : UnitAttr(),
+        /*is_align_stack=*/UnitAttr(),
+        LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    if (types.empty())
+      return {};
+    Value r = op.getResult(0);
     if (types.size() == 1)
       return {r};
     SmallVector<Value> out;

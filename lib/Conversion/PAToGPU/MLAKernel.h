@@ -59,10 +59,15 @@ struct MLAShape {
   int64_t pStride() const { return kMLATileKeys + kMLAPad; }
   int64_t slotCols() const { return ckv / kMLASlots; }
   // wgmma: Q ([64][width]) and the K/V stages ([64][width] each) in wgmma's
-  // swizzle layout (wgmmaIndex: width / 64 column blocks of [64][64]), the
-  // P tile ([64][64], the same layout), then f32 row maxima and sums
-  // ([2][kMLAWgmmaGroups][64]).
+  // swizzle layout (wgmmaIndex: width / 64 column blocks of [64][64]); a P
+  // tile per stage ([64][64], the same layout: the stage's first D_kpe
+  // block, dead once S has read it, or past the stages when D_kpe < 64);
+  // f32 row statistics ([kMLAStages][64] rescale factors, then [2][64] row
+  // maxima and sums); then the stages' mbarriers (8 bytes each).
   int64_t regionElems() const { return kMLAWgmmaRows * width(); }
+  /// wgmma: the P tile of a stage lies in the stage (its first D_kpe block).
+  bool pInStage() const { return kpe >= 64; }
+  int64_t blockElems() const { return kMLAWgmmaRows * 64; }
 
   int64_t pOffset() const {
     return wgmma ? (1 + kMLAStages) * regionElems() * elemBytes()
@@ -70,14 +75,19 @@ struct MLAShape {
                        elemBytes();
   }
   int64_t redOffset() const {
-    return pOffset() +
-           rows() * (wgmma ? kMLATileKeys : pStride()) * elemBytes();
+    if (wgmma)
+      return pOffset() +
+             (pInStage() ? 0 : kMLAStages * blockElems() * elemBytes());
+    return pOffset() + rows() * pStride() * elemBytes();
   }
   int64_t redFloats() const {
-    return wgmma ? 2 * kMLAWgmmaGroups * kMLAWgmmaRows
+    return wgmma ? (kMLAStages + 2) * kMLAWgmmaRows
                  : 2 * rowBlocks * kMLASlots * 16;
   }
-  int64_t smemBytes() const { return redOffset() + redFloats() * 4; }
+  int64_t mbarOffset() const { return redOffset() + redFloats() * 4; }
+  int64_t smemBytes() const {
+    return mbarOffset() + (wgmma ? kMLAStages * 8 : 0);
+  }
 };
 
 /// The request, keys and copies of an MLA decode CTA (both kernels).
@@ -114,8 +124,10 @@ protected:
   /// + warps, ... (one page lookup per row), lane l chunks l, l + 32, ...
   /// (contiguous bytes per copy instruction); tokens past kvEnd
   /// zero-filled without a lookup.
+  /// `copyWarp` / `copyWarps`: the warps that copy (default all).
   void copyTile(Value cache, const PageTable &pt, Value t0, Value dst,
-                TileIndex at, Value page = Value());
+                TileIndex at, Value page = Value(), Value copyWarp = Value(),
+                int64_t copyWarps = 0);
   /// Whether each tile lies in one page (the page size a multiple of 64;
   /// tiles start at multiples of 64): then copyTile takes the tile's page
   /// (tilePage), loaded a tile ahead by the KV loops, instead of one

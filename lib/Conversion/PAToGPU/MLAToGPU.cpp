@@ -289,10 +289,15 @@ Value MLAKernelBase::tilePage(const PageTable &pt, Value tile, Value tiles) {
 }
 
 void MLAKernelBase::copyTile(Value cache, const PageTable &pt, Value t0,
-                             Value dst, TileIndex at, Value tilePage) {
+                             Value dst, TileIndex at, Value tilePage,
+                             Value copyWarp, int64_t copyWarps) {
   int64_t perRow = s.width() / 8;
-  for (int64_t i = 0; i < kTileKeys / s.warps(); ++i) {
-    Value r = e.add(warp, e.idx(i * s.warps()));
+  if (!copyWarp) {
+    copyWarp = warp;
+    copyWarps = s.warps();
+  }
+  for (int64_t i = 0; i < kTileKeys / copyWarps; ++i) {
+    Value r = e.add(copyWarp, e.idx(i * copyWarps));
     Value t = e.add(t0, r);
     Value valid = e.cmpi(Pred::ult, t, kvEnd);
     // A token past kv_len has no page (a request without tokens may have

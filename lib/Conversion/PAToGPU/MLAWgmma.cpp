@@ -6,24 +6,28 @@
 // the mma.sync kernel is bound by the shared-memory reads of its ldmatrix
 // fragments. Here a CTA takes 64 query heads (one m64 block; heads past H
 // are zero rows) of a request and a split of its keys, with two warpgroups
-// that read their operands straight from shared memory:
+// that read their operands straight from shared memory and work on
+// different tiles at once (the roles of FlashInfer's FA3 MLA kernel):
 //
-//   * Q (q_nope | q_pe) and the K/V tiles of 64 tokens (two stages, cp.async
-//     through the page table, MLAKernelBase::copyTile) in wgmma's 128-byte
-//     swizzle layout (wgmmaIndex: width / 64 column blocks of [64][64]);
-//     after each wait a fence.proxy.async makes the copies visible to the
-//     async proxy wgmma reads through.
-//   * S = Q K^T: warpgroup w takes keys [32 w, 32 w + 32) of the tile,
-//     wgmma m64n32k16 over the width / 16 k steps (A = Q, B = K, both
-//     K-major): 16 f32 a thread.
-//   * the softmax: row maxima exchanged between the warpgroups through
-//     shared memory (one barrier), P = 2^(s - m) written to the shared P
-//     tile ([64][64], swizzled) in the data type (one barrier); each
-//     warpgroup keeps the row sums of its own keys, added at the end.
-//   * O += P V: warpgroup w takes output columns [w D_ckv / 2, (w + 1)
-//     D_ckv / 2), wgmma m64n(D_ckv / 2)k16 over the tile's 4 k steps (A = P,
-//     B = the tile's first D_ckv columns, MN-major): D_ckv / 4 f32 a thread
-//     (128 for DeepSeek's 512).
+//   * Q (q_nope | q_pe) and the K/V tiles of 64 tokens (two stages) in
+//     wgmma's 128-byte swizzle layout (wgmmaIndex: width / 64 column blocks
+//     of [64][64]); each stage has an mbarrier, and its P tile in its first
+//     D_kpe block (dead once S has read it).
+//   * the producer warpgroup (warps 0-3): waits until the consumer is done
+//     with tile t - 1 (named barrier), copies tile t + 1 into that stage
+//     (cp.async through the page table, MLAKernelBase::copyTile; a
+//     cp.async.mbarrier.arrive per thread), waits for P of tile t (named
+//     barrier) and runs O += P V over output columns [0, D_ckv / 2): wgmma
+//     m64n(D_ckv / 2)k16 over the tile's 4 k steps (A = P, B = the tile's
+//     first D_ckv columns, MN-major), rescaled by the consumer's factors.
+//   * the consumer warpgroup (warps 4-7): waits for tile t's mbarrier phase,
+//     S = Q K^T over the tile's 64 keys (wgmma m64n64k16 over width / 16 k
+//     steps, A = Q, B = K, both K-major), the online softmax of the whole
+//     row (no exchange between warpgroups), P and the rescale factors to
+//     shared memory, `bar.arrive` for the producer, then O += P V over
+//     columns [D_ckv / 2, D_ckv) and `bar.arrive` once the stage is read.
+//   So the consumer's S of tile t + 1 runs while the producer's O += P V of
+//   tile t does; the consumer never waits at a named barrier.
 //
 // The grid stays (batch, head blocks, splits) but a CTA takes request
 // `id / head blocks` and head block `id % head blocks` of its linear id
@@ -49,7 +53,6 @@ namespace {
 
 constexpr int64_t kRows = kMLAWgmmaRows;
 constexpr int64_t kKeys = kMLATileKeys;
-constexpr int64_t kGroupKeys = kKeys / kMLAWgmmaGroups;
 
 class MLAWgmmaKernel : MLAKernelBase {
 public:
@@ -90,12 +93,68 @@ private:
     return e.add(e.mul(warpInGroup, e.idx(16)),
                  e.add(quadRow, e.idx(8 * h)));
   }
-  /// Index of row statistic `which` (0 max, 1 sum) of row `row` by
-  /// warpgroup `g`.
-  Value redIndex(int64_t which, Value g, Value row) {
-    return e.add(e.mul(e.add(e.mul(e.idx(which), e.idx(kMLAWgmmaGroups)), g),
-                       e.idx(kRows)),
-                 row);
+  /// Named barriers between the warpgroups, one per stage (the consumer
+  /// arrives, the producer waits): P and the rescale factors of the
+  /// stage's tile written; the stage's tile read by the consumer.
+  static constexpr int64_t kPReady = 1, kEmpty = 1 + kMLAStages;
+  /// (Immediate barrier ids, one branch per stage: ptxas then reserves the
+  /// 5 barriers used rather than all 16, and compute-sanitizer's racecheck
+  /// follows them.)
+  void namedBarrier(int64_t first, Value stage, bool arrive) {
+    static_assert(kMLAStages == 2, "one branch per stage");
+    auto emit = [&](int64_t id) {
+      std::string text = (arrive ? "bar.arrive " : "bar.sync ") +
+                         std::to_string(id) + ", 256;";
+      e.inlineAsm(text, "", {}, {}, /*sideEffects=*/true);
+    };
+    Value first0 = e.cmpi(Pred::eq, stage, e.idx(0));
+    e.ifThen(first0, [&]() { emit(first); });
+    e.ifThen(e.cmpi(Pred::ne, stage, e.idx(0)), [&]() { emit(first + 1); });
+  }
+  /// The shared address (32 bits) of stage `stage`'s mbarrier.
+  Value mbarrier(Value stage) {
+    Value byte = e.add(e.idx(s.mbarOffset()), e.mul(stage, e.idx(8)));
+    return arith::TruncIOp::create(
+        b, loc, b.getI32Type(),
+        e.add(wg.address(smem),
+              arith::IndexCastOp::create(b, loc, b.getI64Type(), byte)));
+  }
+  /// Wait until phase `phase` (0 / 1) of stage `stage`'s mbarrier completed.
+  void waitStage(Value stage, Value phase) {
+    Value p = arith::IndexCastOp::create(b, loc, b.getI32Type(), phase);
+    e.inlineAsm("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                "mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n"
+                "@!P1 bra LAB_WAIT;\n}",
+                "r,r", {}, {mbarrier(stage), p}, /*sideEffects=*/true);
+  }
+  /// The producer warpgroup's copies of tile `tile` into its stage, their
+  /// completion tracked by the stage's mbarrier.
+  void copyStage(Value cache, const PageTable &pt, Value tile, Value page) {
+    Value stage = e.remui(tile, e.idx(kMLAStages));
+    Value base = stageBase(stage);
+    copyTile(cache, pt, e.add(kvStart, e.mul(tile, e.idx(kKeys))), smem,
+             [&](Value r, Value col) -> SmallVector<Value> {
+               return {swizzled(base, r, col)};
+             },
+             page, warpInGroup, 4);
+    e.inlineAsm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r",
+                {}, {mbarrier(stage)}, /*sideEffects=*/true);
+  }
+  /// First element of stage `stage`'s P tile ([64][64], swizzled).
+  Value pBase(Value stage) {
+    if (s.pInStage())
+      return e.add(stageBase(stage),
+                   e.idx(s.ckv / 64 * s.blockElems()));
+    return e.add(e.idx(s.pOffset() / s.elemBytes()),
+                 e.mul(stage, e.idx(s.blockElems())));
+  }
+  /// Index in `red` of stage `stage`'s rescale factor of row `row`, and of
+  /// the final row statistic `which` (0 max, 1 sum).
+  Value scaleIndex(Value stage, Value row) {
+    return e.add(e.mul(stage, e.idx(kRows)), row);
+  }
+  Value statIndex(int64_t which, Value row) {
+    return e.add(e.idx((kMLAStages + which) * kRows), row);
   }
   /// A descriptor advanced by a run-time number of bytes (an index, a
   /// multiple of 16).
@@ -125,194 +184,235 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
 
   smem = sharedView({s.redOffset() / s.elemBytes()}, s.elem, 0);
   red = sharedView({s.redFloats()}, f32(), s.redOffset());
+  Value addr = wg.address(smem);
+  Value tiles = numTiles();
+  bool onePage = pagePerTile();
+  Value producer = e.cmpi(Pred::eq, group, e.idx(0));
 
-  // Q and the first K/V tile in flight.
+  // The stages' mbarriers (tile t's copies landed: the producers' 128
+  // cp.async.mbarrier.arrive), set up before anyone arrives.
+  e.ifThen(e.cmpi(Pred::eq, tid, e.idx(0)), [&]() {
+    for (int64_t st = 0; st < kMLAStages; ++st)
+      e.inlineAsm("mbarrier.init.shared::cta.b64 [$0], 128;", "r", {},
+                  {mbarrier(e.idx(st))}, /*sideEffects=*/true);
+  });
+  gpu::BarrierOp::create(b, loc);
+
+  // Q (everyone) and tile 0 (the producers) in flight; Q waited for here,
+  // tile 0 through its mbarrier.
   copyQ(qNope, qPe, smem, [&](Value r, Value col) -> SmallVector<Value> {
     return {swizzled(e.idx(0), r, col)};
   });
-  Value tiles = numTiles();
-  bool onePage = pagePerTile();
-  Value base0 = stageBase(e.idx(0));
-  copyTile(cache, pt, kvStart, smem,
-           [&](Value r, Value col) -> SmallVector<Value> {
-             return {swizzled(base0, r, col)};
-           },
-           onePage ? tilePage(pt, e.idx(0), tiles) : Value());
-  commitAndWait(/*wait=*/false);
+  e.ifThen(e.andi(producer, e.cmpi(Pred::ugt, tiles, e.idx(0))), [&]() {
+    copyStage(cache, pt, e.idx(0),
+              onePage ? tilePage(pt, e.idx(0), tiles) : Value());
+  });
+  commitAndWait(/*wait=*/true);
+  wg.fenceProxyAsync();
+  gpu::BarrierOp::create(b, loc);
 
   // Descriptors: K-major ones (Q, K, P) from the start of shared memory
   // (Q's place), MN-major ones (V: 64-column blocks 64 rows x 128 bytes
   // apart).
-  Value addr = wg.address(smem);
   Value descK = wg.descriptor(addr, 16);
   Value descV = wg.descriptor(addr, kKeys * 128);
-  Value descP = wg.advance(descK, s.pOffset());
-  int64_t blockBytes = kRows * 128;
-  // The warpgroup's keys within a tile, and its output columns.
-  Value groupKeyBytes = e.mul(group, e.idx(kGroupKeys * 128));
-  Value groupColBytes = e.mul(group, e.idx(groupCols() / 64 * blockBytes));
-  double qkScale = s.softCap ? s.smScale / *s.softCap : s.smScale * kLog2e;
-  int64_t kSteps = s.width() / 16, accRegs = groupCols() / 2;
-  Value laneCol = e.mul(quadCol, e.idx(2));
+  Value groupColBytes =
+      e.mul(group, e.idx(groupCols() / 64 * kRows * 128));
+  int64_t accRegs = groupCols() / 2;
   Value quad0 = e.cmpi(Pred::eq, quadCol, e.idx(0));
-  Value other = e.sub(e.idx(1), group);
 
-  // State: m[2], l[2] (row halves; l of the warpgroup's own keys, this
-  // thread's columns), acc[accRegs].
-  SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
-  for (int64_t i = 0; i < accRegs; ++i)
-    init.push_back(e.f32(0));
-  // With a page per tile, the page of the next tile to copy (loaded one
-  // tile ahead).
-  if (onePage)
-    init.push_back(tilePage(pt, e.idx(1), tiles));
-  auto loop = e.forLoop(
-      e.idx(0), tiles, init,
-      [&](Value t, ValueRange st) -> SmallVector<Value> {
-        // Tile t has landed (this thread's copies, visible to the async
-        // proxy, then everyone's); every warpgroup is done with tile t - 1,
-        // whose stage takes tile t + 1.
-        commitAndWait(/*wait=*/true);
-        wg.fenceProxyAsync();
-        gpu::BarrierOp::create(b, loc);
-        Value t0 = e.add(kvStart, e.mul(t, e.idx(kKeys)));
-        Value stage = e.remui(t, e.idx(kMLAStages));
-        Value nextT = e.add(t, e.idx(1));
-        Value stageBytes =
-            e.mul(stageBase(stage), e.idx(s.elemBytes()));
+  // O = alpha O + P V over the warpgroup's columns of tile t's stage.
+  auto pv = [&](Value stage, ValueRange acc, std::array<Value, 2> alpha) {
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < accRegs; ++r)
+      out.push_back(e.mul(acc[r], alpha[(r / 2) % 2]));
+    out = wg.fenceOperands(out);
+    Value stageBytes = e.mul(stageBase(stage), e.idx(s.elemBytes()));
+    Value vDesc = advanceBy(descV, e.add(stageBytes, groupColBytes));
+    Value pDesc = advanceBy(descK, e.mul(pBase(stage), e.idx(s.elemBytes())));
+    wg.fence();
+    for (int64_t kk = 0; kk < kKeys / 16; ++kk)
+      out = wg.mmaAsync(groupCols(), out, wg.advance(pDesc, kk * 32), {},
+                        wg.advance(vDesc, kk * 16 * 128), /*transB=*/true);
+    wg.commitAndWait(0);
+    return wg.fenceOperands(out);
+  };
 
-        // S = Q K^T over the warpgroup's 32 keys: k step kk is in column
-        // block kk / 4 at byte (kk % 4) * 32 of each 128-byte line.
-        Value kDesc = advanceBy(descK, e.add(stageBytes, groupKeyBytes));
-        wg.fence();
-        SmallVector<Value> sAcc;
-        for (int64_t kk = 0; kk < kSteps; ++kk) {
-          int64_t off = (kk / 4) * blockBytes + (kk % 4) * 32;
-          sAcc = wg.mmaAsync(kGroupKeys, sAcc, wg.advance(descK, off), {},
-                             wg.advance(kDesc, off), /*transB=*/false);
-        }
-        // The next tile's copies while S runs (its stage was last read by
-        // O += P V of tile t - 1, which every warpgroup waited for before
-        // the barrier above).
-        wg.commit();
-        e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
-          Value next = stageBase(e.remui(nextT, e.idx(kMLAStages)));
-          copyTile(cache, pt, e.add(kvStart, e.mul(nextT, e.idx(kKeys))),
-                   smem, [&](Value r, Value col) -> SmallVector<Value> {
-                     return {swizzled(next, r, col)};
-                   },
-                   onePage ? st.back() : Value());
-        });
-        commitAndWait(/*wait=*/false);
-        Value pageAfter =
-            onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
-        wg.wait(0);
-        sAcc = wg.fenceOperands(sAcc);
-
-        // Base-2 logits, keys past the split's end at -inf: register 4 j +
-        // 2 h + i is row accRow(h), key 32 w + 8 j + 2 (lane % 4) + i.
-        Value key0 = e.add(t0, e.add(e.mul(group, e.idx(kGroupKeys)),
-                                     laneCol));
-        std::array<SmallVector<Value>, 2> x;
-        for (int64_t j = 0; j < kGroupKeys / 8; ++j)
-          for (int64_t h = 0; h < 2; ++h)
-            for (int64_t i = 0; i < 2; ++i) {
-              Value v = e.mul(sAcc[4 * j + 2 * h + i], e.f32(qkScale));
-              if (s.softCap)
-                v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
-              Value key = e.add(key0, e.idx(8 * j + i));
-              x[h].push_back(
-                  e.select(e.cmpi(Pred::ult, key, kvEnd), v, e.negInf()));
-            }
-        // Row maxima of the warpgroup's keys, exchanged.
-        std::array<Value, 2> mx;
-        for (int64_t h = 0; h < 2; ++h) {
-          mx[h] = x[h][0];
-          for (Value v : ArrayRef<Value>(x[h]).drop_front())
-            mx[h] = e.maxf(mx[h], v);
-          mx[h] = quadReduce(mx[h], /*isMax=*/true);
-          Value m = mx[h];
-          e.ifThen(quad0, [&]() {
-            e.store(m, red, {redIndex(0, group, accRow(h))});
-          });
-        }
-        gpu::BarrierOp::create(b, loc);
-        SmallVector<Value> next(st.begin(), st.end());
-        std::array<Value, 2> alpha;
-        VectorType two = VectorType::get({2}, s.elem);
-        for (int64_t h = 0; h < 2; ++h) {
-          Value row = accRow(h);
-          Value m = e.maxf(e.maxf(st[h], mx[h]),
-                           e.load(red, {redIndex(0, other, row)}));
-          Value mUse =
-              e.select(e.cmpf(FPred::OEQ, m, e.negInf()), e.f32(0), m);
-          alpha[h] = e.ex2(e.sub(st[h], mUse));
-          next[h] = m;
-          Value sum = e.f32(0);
-          for (Value &v : x[h]) {
-            v = e.ex2(e.sub(v, mUse));
-            sum = e.add(sum, v);
-          }
-          next[2 + h] = LLVM::FMAOp::create(b, loc, st[2 + h], alpha[h], sum);
-          // P of the warpgroup's keys into the shared P tile.
-          Value pBase = e.idx(s.pOffset() / s.elemBytes());
-          for (int64_t j = 0; j < kGroupKeys / 8; ++j) {
-            Value pv = vector::FromElementsOp::create(
-                b, loc, two,
-                ValueRange{e.fromF32(x[h][2 * j], s.elem),
-                           e.fromF32(x[h][2 * j + 1], s.elem)});
-            Value key = e.add(e.mul(group, e.idx(kGroupKeys)),
-                              e.add(e.idx(8 * j), laneCol));
-            vector::StoreOp::create(b, loc, pv, smem,
-                                    ValueRange{swizzled(pBase, row, key)},
-                                    /*nontemporal=*/false,
-                                    llvm::MaybeAlign(2 * s.elemBytes()));
-          }
-        }
-        wg.fenceProxyAsync();
-        gpu::BarrierOp::create(b, loc);
-        // O = alpha O + P V over the warpgroup's columns.
-        SmallVector<Value> acc;
-        for (int64_t r = 0; r < accRegs; ++r)
-          acc.push_back(e.mul(st[4 + r], alpha[(r / 2) % 2]));
-        acc = wg.fenceOperands(acc);
-        Value vDesc = advanceBy(descV, e.add(stageBytes, groupColBytes));
-        wg.fence();
-        for (int64_t kk = 0; kk < kKeys / 16; ++kk)
-          acc = wg.mmaAsync(groupCols(), acc, wg.advance(descP, kk * 32), {},
-                            wg.advance(vDesc, kk * 16 * 128),
-                            /*transB=*/true);
-        wg.commitAndWait(0);
-        acc = wg.fenceOperands(acc);
-        for (int64_t r = 0; r < accRegs; ++r)
-          next[4 + r] = acc[r];
+  // Results of both roles: m[2], l[2] (the consumer's; the producer's are
+  // placeholders), acc[accRegs].
+  SmallVector<Type> types(4 + accRegs, f32());
+  SmallVector<Value> st = e.ifThenElse(
+      producer, types,
+      [&]() -> SmallVector<Value> {
+        // The producer warpgroup: copies tile t + 1 into its stage (once the
+        // consumer is done with tile t - 1 there), then O += P V of tile t
+        // over output columns [0, D_ckv / 2) once the consumer has written
+        // P and the rescale factors.
+        SmallVector<Value> init(accRegs, e.f32(0));
         if (onePage)
-          next.back() = pageAfter;
-        return next;
+          init.push_back(tilePage(pt, e.idx(1), tiles));
+        auto loop = e.forLoop(
+            e.idx(0), tiles, init,
+            [&](Value t, ValueRange carried) -> SmallVector<Value> {
+              Value nextT = e.add(t, e.idx(1));
+              Value nextStage = e.remui(nextT, e.idx(kMLAStages));
+              e.ifThen(e.cmpi(Pred::ult, nextT, tiles), [&]() {
+                e.ifThen(e.cmpi(Pred::uge, nextT, e.idx(kMLAStages)),
+                         [&]() { namedBarrier(kEmpty, nextStage, false); });
+                copyStage(cache, pt, nextT,
+                          onePage ? carried.back() : Value());
+              });
+              commitAndWait(/*wait=*/false);
+              Value pageAfter =
+                  onePage ? tilePage(pt, e.add(t, e.idx(2)), tiles) : Value();
+              Value stage = e.remui(t, e.idx(kMLAStages));
+              namedBarrier(kPReady, stage, false);
+              wg.fenceProxyAsync();
+              std::array<Value, 2> alpha;
+              for (int64_t h = 0; h < 2; ++h)
+                alpha[h] = e.load(red, {scaleIndex(stage, accRow(h))});
+              SmallVector<Value> next =
+                  pv(stage, carried.take_front(accRegs), alpha);
+              if (onePage)
+                next.push_back(pageAfter);
+              return next;
+            });
+        SmallVector<Value> out{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
+        for (int64_t r = 0; r < accRegs; ++r)
+          out.push_back(loop.getResult(r));
+        return out;
+      },
+      [&]() -> SmallVector<Value> {
+        // The consumer warpgroup: S = Q K^T over the tile's 64 keys, the
+        // online softmax, P and the rescale factors for the producer, then
+        // O += P V over output columns [D_ckv / 2, D_ckv).
+        SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0), e.f32(0)};
+        for (int64_t i = 0; i < accRegs; ++i)
+          init.push_back(e.f32(0));
+        double qkScale =
+            s.softCap ? s.smScale / *s.softCap : s.smScale * kLog2e;
+        int64_t kSteps = s.width() / 16;
+        Value laneCol = e.mul(quadCol, e.idx(2));
+        auto loop = e.forLoop(
+            e.idx(0), tiles, init,
+            [&](Value t, ValueRange st) -> SmallVector<Value> {
+              Value stage = e.remui(t, e.idx(kMLAStages));
+              Value phase = e.remui(e.divui(t, e.idx(kMLAStages)), e.idx(2));
+              waitStage(stage, phase);
+              wg.fenceProxyAsync();
+              Value t0 = e.add(kvStart, e.mul(t, e.idx(kKeys)));
+              Value stageBytes =
+                  e.mul(stageBase(stage), e.idx(s.elemBytes()));
+
+              // S = Q K^T: k step kk is in column block kk / 4 at byte
+              // (kk % 4) * 32 of each 128-byte line.
+              int64_t blockBytes = kRows * 128;
+              Value kDesc = advanceBy(descK, stageBytes);
+              wg.fence();
+              SmallVector<Value> sAcc;
+              for (int64_t kk = 0; kk < kSteps; ++kk) {
+                int64_t off = (kk / 4) * blockBytes + (kk % 4) * 32;
+                sAcc = wg.mmaAsync(kKeys, sAcc, wg.advance(descK, off), {},
+                                   wg.advance(kDesc, off), /*transB=*/false);
+              }
+              wg.commitAndWait(0);
+              sAcc = wg.fenceOperands(sAcc);
+
+              // Base-2 logits, keys past the split's end at -inf: register
+              // 4 j + 2 h + i is row accRow(h), key 8 j + 2 (lane % 4) + i.
+              Value key0 = e.add(t0, laneCol);
+              std::array<SmallVector<Value>, 2> x;
+              for (int64_t j = 0; j < kKeys / 8; ++j)
+                for (int64_t h = 0; h < 2; ++h)
+                  for (int64_t i = 0; i < 2; ++i) {
+                    Value v = e.mul(sAcc[4 * j + 2 * h + i], e.f32(qkScale));
+                    if (s.softCap)
+                      v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
+                    Value key = e.add(key0, e.idx(8 * j + i));
+                    x[h].push_back(e.select(e.cmpi(Pred::ult, key, kvEnd), v,
+                                            e.negInf()));
+                  }
+              SmallVector<Value> next(st.begin(), st.end());
+              std::array<Value, 2> alpha;
+              VectorType two = VectorType::get({2}, s.elem);
+              Value pElem = pBase(stage);
+              for (int64_t h = 0; h < 2; ++h) {
+                Value row = accRow(h);
+                Value mx = x[h][0];
+                for (Value v : ArrayRef<Value>(x[h]).drop_front())
+                  mx = e.maxf(mx, v);
+                Value m = e.maxf(st[h], quadReduce(mx, /*isMax=*/true));
+                Value mUse =
+                    e.select(e.cmpf(FPred::OEQ, m, e.negInf()), e.f32(0), m);
+                alpha[h] = e.ex2(e.sub(st[h], mUse));
+                next[h] = m;
+                Value sum = e.f32(0);
+                for (Value &v : x[h]) {
+                  v = e.ex2(e.sub(v, mUse));
+                  sum = e.add(sum, v);
+                }
+                next[2 + h] =
+                    LLVM::FMAOp::create(b, loc, st[2 + h], alpha[h], sum);
+                Value a = alpha[h];
+                e.ifThen(quad0,
+                         [&]() { e.store(a, red, {scaleIndex(stage, row)}); });
+                for (int64_t j = 0; j < kKeys / 8; ++j) {
+                  Value pv2 = vector::FromElementsOp::create(
+                      b, loc, two,
+                      ValueRange{e.fromF32(x[h][2 * j], s.elem),
+                                 e.fromF32(x[h][2 * j + 1], s.elem)});
+                  Value key = e.add(e.idx(8 * j), laneCol);
+                  vector::StoreOp::create(
+                      b, loc, pv2, smem, ValueRange{swizzled(pElem, row, key)},
+                      /*nontemporal=*/false,
+                      llvm::MaybeAlign(2 * s.elemBytes()));
+                }
+              }
+              wg.fenceProxyAsync();
+              namedBarrier(kPReady, stage, /*arrive=*/true);
+              SmallVector<Value> acc =
+                  pv(stage, st.drop_front(4), alpha);
+              // The stage is free for tile t + 2 (the producer waits for
+              // this only where that tile exists).
+              e.ifThen(e.cmpi(Pred::ult, e.add(t, e.idx(kMLAStages)), tiles),
+                       [&]() { namedBarrier(kEmpty, stage, true); });
+              for (int64_t r = 0; r < accRegs; ++r)
+                next[4 + r] = acc[r];
+              return next;
+            });
+        return SmallVector<Value>(loop.getResults());
       });
-  // No copy is left in flight at the exit.
+
+  // Every copy has landed (the consumer waited for each tile's mbarrier);
+  // the producers' wait keeps no cp.async of theirs outstanding at the exit.
   commitAndWait(/*wait=*/true);
-  ValueRange st = loop.getResults();
-
-  // l = the sums of both warpgroups' keys.
-  std::array<Value, 2> l;
-  for (int64_t h = 0; h < 2; ++h) {
-    l[h] = quadReduce(st[2 + h], /*isMax=*/false);
-    Value v = l[h];
-    e.ifThen(quad0,
-             [&]() { e.store(v, red, {redIndex(1, group, accRow(h))}); });
-  }
+  // The consumer's row maxima and sums (l: quad-reduced) to both.
+  e.ifThen(e.cmpi(Pred::eq, group, e.idx(1)), [&]() {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value l = quadReduce(st[2 + h], /*isMax=*/false);
+      Value m = st[h];
+      Value row = accRow(h);
+      e.ifThen(quad0, [&]() {
+        e.store(m, red, {statIndex(0, row)});
+        e.store(l, red, {statIndex(1, row)});
+      });
+    }
+  });
   gpu::BarrierOp::create(b, loc);
-  for (int64_t h = 0; h < 2; ++h)
-    l[h] = e.add(l[h], e.load(red, {redIndex(1, other, accRow(h))}));
+  std::array<Value, 2> m, l;
+  for (int64_t h = 0; h < 2; ++h) {
+    m[h] = e.load(red, {statIndex(0, accRow(h))});
+    l[h] = e.load(red, {statIndex(1, accRow(h))});
+  }
 
-  Value colBase = e.add(e.mul(group, e.idx(groupCols())), laneCol);
+  Value colBase = e.add(e.mul(group, e.idx(groupCols())),
+                        e.mul(quadCol, e.idx(2)));
   auto storeState = [&](Value outO, Value outLse, Value row) {
     Type oElem = cast<MemRefType>(outO.getType()).getElementType();
     int64_t oBytes = oElem.getIntOrFloatBitWidth() / 8;
     for (int64_t h = 0; h < 2; ++h) {
       Value head = e.add(head0, accRow(h));
-      auto [inv, lseV] = finalRow(st[h], l[h]);
+      auto [inv, lseV] = finalRow(m[h], l[h]);
       e.ifThen(e.cmpi(Pred::ult, head, e.idx(s.heads)), [&]() {
         VectorType out = VectorType::get({2}, oElem);
         for (int64_t j = 0; j < groupCols() / 8; ++j) {

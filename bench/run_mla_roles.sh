@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The wgmma MLA kernel with a producer and a consumer warpgroup (issue 9;
+# docs/GPU.md "MLA decode on wgmma") against the previous kernel (both
+# warpgroups computing S of their own keys and exchanging row maxima), in
+# one device call: check-mla of every bundle of DIR, memcheck / racecheck /
+# synccheck of a wgmma bundle, the MLA python tests when build/pybundles is
+# carried, then bench-mla of new / old bundles twice interleaved and
+# FlashInfer's FA3 MLA on the same shapes.
+#
+#   bench/run_mla_roles.sh prep DIR OLD_BUILD    # here: this compiler's MLA
+#     bundles (run_mla_together.sh make) + old_* from OLD_BUILD's pa-compile
+#   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
+#   bench/run_mla_roles.sh run build/gpu OUT FI   # device; carry build/gpu,
+#     .gpu-fi (FI = .gpu-fi, or "" for none)
+# PA_MLA_BATCHES / PA_MLA_LENGTHS: the shapes (default 1,2,4,16,64 x
+# 1024,8192,32768).
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/device_lib.sh"
+mode="${1:?usage: run_mla_roles.sh prep DIR OLD_BUILD | run STAGED OUT FI}"
+if [[ "$mode" == prep ]]; then
+  dir="${2:?DIR}"; old="${3:?OLD_BUILD}"
+  "$root/bench/run_mla_together.sh" make "$dir" "$root/build/bin/pa-compile" || exit 1
+  tmp="$(mktemp -d)"
+  "$root/bench/run_mla_together.sh" make "$tmp" "$old/bin/pa-compile" || exit 1
+  for b in mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg; do
+    rm -rf "$dir/old_$b"; mv "$tmp/$b" "$dir/old_$b"
+  done
+  rm -rf "$tmp"
+  exit 0
+fi
+gpu="${2:?STAGED}"; out="${3:?OUT}"; fi="${4:-}"
+batches="${PA_MLA_BATCHES:-1,2,4,16,64}"; lengths="${PA_MLA_LENGTHS:-1024,8192,32768}"
+B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+export PATH="$PATH:/usr/local/cuda/bin"
+raw="$(mktemp -d)"
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
+  timeout 300 "$R" check-mla --seed 23 "$B"/mla_* > "$raw/check_mla.log" 2>&1
+  echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
+  grep -E "FAIL|rejected|seed|error" "$raw/check_mla.log" | head -20
+  for b in mla_h40_p5_f16_wg mla_h128_p64_bf16_wg; do
+    PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$b"
+    echo "synccheck $b:"
+    timeout 240 compute-sanitizer --tool synccheck "$R" check-mla "$B/$b" 2>&1 | tail -2
+  done
+  if [[ -d "$root/build/pybundles" ]]; then
+    echo "python/tests/test_cuda.py (MLA):"
+    (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -6)
+  fi
+} > "$out/summary.md" 2>&1
+for round in 1 2; do
+  for b in mla_h128_p64_bf16_auto old_mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg old_mla_h128_p64_bf16_wg; do
+    timeout 150 "$R" bench-mla --batches "$batches" --lengths "$lengths" --sets 2 \
+      --out "$raw/${b}_$round.md" "$B/$b" > /dev/null 2>&1 || echo "bench $b round $round: rc $?" >> "$out/summary.md"
+  done
+done
+{
+  echo "## B | L | new auto r1 | new auto r2 | old auto r1 | old auto r2 | new wgmma r1 | r2 | old wgmma r1 | r2 (us)"
+  col() { grep -E "^\| [0-9]" "$raw/$1.md" | cut -d'|' -f5; }
+  paste -d'|' <(grep -E "^\| [0-9]" "$raw/mla_h128_p64_bf16_auto_1.md" | cut -d'|' -f2,3) \
+    <(col mla_h128_p64_bf16_auto_1) <(col mla_h128_p64_bf16_auto_2) \
+    <(col old_mla_h128_p64_bf16_auto_1) <(col old_mla_h128_p64_bf16_auto_2) \
+    <(col mla_h128_p64_bf16_wg_1) <(col mla_h128_p64_bf16_wg_2) \
+    <(col old_mla_h128_p64_bf16_wg_1) <(col old_mla_h128_p64_bf16_wg_2)
+} >> "$out/summary.md"
+if [[ -n "$fi" ]]; then
+  eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
+  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches "$batches" --lens "$lengths" \
+    --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
+  { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
+fi
+tar czf "$out/raw.tgz" -C "$raw" .
+cat "$out/summary.md"
