@@ -13,7 +13,8 @@
 #   bench/run_mla_roles.sh run build/gpu OUT FI   # device; carry build/gpu,
 #     .gpu-fi (FI = .gpu-fi, or "" for none)
 # PA_MLA_BATCHES / PA_MLA_LENGTHS: the shapes (default 1,2,4,16,64 x
-# 1024,8192,32768).
+# 1024,8192,32768); PA_MLA_EXTRA: more bundles of STAGED to time beside
+# them (e.g. a variant under study), one column each per round.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/device_lib.sh"
@@ -49,8 +50,9 @@ raw="$(mktemp -d)"
     (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -6)
   fi
 } > "$out/summary.md" 2>&1
+extra=(${PA_MLA_EXTRA:-})
 for round in 1 2; do
-  for b in mla_h128_p64_bf16_auto old_mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg old_mla_h128_p64_bf16_wg; do
+  for b in mla_h128_p64_bf16_auto old_mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg old_mla_h128_p64_bf16_wg "${extra[@]}"; do
     timeout 150 "$R" bench-mla --batches "$batches" --lengths "$lengths" --sets 2 \
       --out "$raw/${b}_$round.md" "$B/$b" > /dev/null 2>&1 || echo "bench $b round $round: rc $?" >> "$out/summary.md"
   done
@@ -63,6 +65,10 @@ done
     <(col old_mla_h128_p64_bf16_auto_1) <(col old_mla_h128_p64_bf16_auto_2) \
     <(col mla_h128_p64_bf16_wg_1) <(col mla_h128_p64_bf16_wg_2) \
     <(col old_mla_h128_p64_bf16_wg_1) <(col old_mla_h128_p64_bf16_wg_2)
+  for b in "${extra[@]}"; do
+    echo "### $b: B | L | r1 | r2 (us)"
+    paste -d'|' <(grep -E "^\| [0-9]" "$raw/${b}_1.md" | cut -d'|' -f2,3) <(col "${b}_1") <(col "${b}_2")
+  done
 } >> "$out/summary.md"
 if [[ -n "$fi" ]]; then
   eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null

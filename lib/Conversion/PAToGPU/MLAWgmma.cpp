@@ -170,8 +170,18 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = e.remui(tid, e.idx(32));
   warp = e.divui(tid, e.idx(32));
-  group = e.divui(warp, e.idx(4));
-  warpInGroup = e.remui(warp, e.idx(4));
+  // The warpgroup and the warp within it through a shuffle from lane 0
+  // (CUTLASS's canonical_warp_group_idx): ptxas then knows them warp-uniform,
+  // so the role branches are uniform and the descriptors derived in them
+  // stay in uniform registers.
+  auto uniform = [&](Value v) {
+    Value s0 = gpu::ShuffleOp::create(b, loc, e.toI32(v), e.i32(0), e.i32(32),
+                                      gpu::ShuffleMode::IDX)
+                   .getShuffleResult();
+    return e.toIndex(s0);
+  };
+  group = uniform(e.divui(warp, e.idx(4)));
+  warpInGroup = uniform(e.remui(warp, e.idx(4)));
   quadRow = e.divui(lane, e.idx(4));
   quadCol = e.remui(lane, e.idx(4));
   // The CTAs of one request's head blocks next to each other.
@@ -318,39 +328,64 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
               wg.commitAndWait(0);
               sAcc = wg.fenceOperands(sAcc);
 
-              // Base-2 logits, keys past the split's end at -inf: register
-              // 4 j + 2 h + i is row accRow(h), key 8 j + 2 (lane % 4) + i.
-              Value key0 = e.add(t0, laneCol);
+              // Keys past the split's end at -inf: register 4 j + 2 h + i is
+              // row accRow(h), key 8 j + 2 (lane % 4) + i, valid where 8 j +
+              // i < kvEnd - (t0 + 2 (lane % 4)) (32-bit, one compare each).
+              // With a positive scale and no soft-cap x holds the raw scores
+              // (the scale folds into the exponent's fma and the row maximum);
+              // else the base-2 logits.
+              bool foldScale = !s.softCap && qkScale > 0;
+              Value room = arith::SubIOp::create(
+                  b, loc, e.toI32(kvEnd), e.toI32(e.add(t0, laneCol)));
               std::array<SmallVector<Value>, 2> x;
               for (int64_t j = 0; j < kKeys / 8; ++j)
                 for (int64_t h = 0; h < 2; ++h)
                   for (int64_t i = 0; i < 2; ++i) {
-                    Value v = e.mul(sAcc[4 * j + 2 * h + i], e.f32(qkScale));
+                    Value v = sAcc[4 * j + 2 * h + i];
+                    if (!foldScale)
+                      v = e.mul(v, e.f32(qkScale));
                     if (s.softCap)
                       v = e.mul(e.tanh(v), e.f32(*s.softCap * kLog2e));
-                    Value key = e.add(key0, e.idx(8 * j + i));
-                    x[h].push_back(e.select(e.cmpi(Pred::ult, key, kvEnd), v,
-                                            e.negInf()));
+                    Value valid = e.cmpi(Pred::slt, e.i32(8 * j + i), room);
+                    x[h].push_back(e.select(valid, v, e.negInf()));
                   }
+              // Pairwise trees: short dependence chains.
+              auto tree = [&](SmallVector<Value> vs, auto op) {
+                while (vs.size() > 1) {
+                  SmallVector<Value> half;
+                  for (size_t k = 0; k + 1 < vs.size(); k += 2)
+                    half.push_back(op(vs[k], vs[k + 1]));
+                  if (vs.size() % 2)
+                    half.push_back(vs.back());
+                  vs = std::move(half);
+                }
+                return vs.front();
+              };
+              double xScale = foldScale ? qkScale : 1.0;
               SmallVector<Value> next(st.begin(), st.end());
               std::array<Value, 2> alpha;
               VectorType two = VectorType::get({2}, s.elem);
               Value pElem = pBase(stage);
               for (int64_t h = 0; h < 2; ++h) {
                 Value row = accRow(h);
-                Value mx = x[h][0];
-                for (Value v : ArrayRef<Value>(x[h]).drop_front())
-                  mx = e.maxf(mx, v);
-                Value m = e.maxf(st[h], quadReduce(mx, /*isMax=*/true));
+                Value mx = tree(x[h], [&](Value a, Value c) {
+                  return e.maxf(a, c);
+                });
+                mx = quadReduce(mx, /*isMax=*/true);
+                if (foldScale)
+                  mx = e.mul(mx, e.f32(qkScale));
+                Value m = e.maxf(st[h], mx);
                 Value mUse =
                     e.select(e.cmpf(FPred::OEQ, m, e.negInf()), e.f32(0), m);
                 alpha[h] = e.ex2(e.sub(st[h], mUse));
                 next[h] = m;
-                Value sum = e.f32(0);
-                for (Value &v : x[h]) {
-                  v = e.ex2(e.sub(v, mUse));
-                  sum = e.add(sum, v);
-                }
+                Value negM = arith::NegFOp::create(b, loc, mUse);
+                for (Value &v : x[h])
+                  v = e.ex2(
+                      LLVM::FMAOp::create(b, loc, v, e.f32(xScale), negM));
+                Value sum = tree(x[h], [&](Value a, Value c) {
+                  return e.add(a, c);
+                });
                 next[2 + h] =
                     LLVM::FMAOp::create(b, loc, st[2 + h], alpha[h], sum);
                 Value a = alpha[h];
