@@ -10,7 +10,8 @@
 #                                  (check-mla for mla_*, check-prefill for
 #                                  prefill_* / pf_* / wg_*, else check;
 #                                  --quick except MLA) and its last line
-#   pa_sanitize R CHECK DIR        memcheck and racecheck of `R CHECK --quick
+#   pa_sanitize R CHECK DIR        memcheck and racecheck (of DIR_csync where
+#                                  that exists) of `R CHECK --quick
 #                                  DIR` (check-mla: without --quick): their
 #                                  summaries, one line each, each run cut at
 #                                  PA_SANITIZE_TIMEOUT seconds (150)
@@ -61,7 +62,13 @@ pa_sanitize() {
   local r="$1" c="$2" d="$3" tool q=--quick
   [[ $c == check-mla ]] && q=
   for tool in memcheck racecheck; do
-    echo "$tool $(basename "$d"): $(timeout "${PA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" $q "$d" 2>&1 \
+    local t="$d"
+    # racecheck reports hazards after the wgmma MLA kernel's bar.arrive
+    # hand-offs (docs/GPU.md, "MLA decode on wgmma"): where a build of the
+    # bundle with --mla-consumer-sync sits beside it (DIR_csync), racecheck
+    # runs that one.
+    [[ $tool == racecheck && -d "${d}_csync" ]] && t="${d}_csync"
+    echo "$tool $(basename "$t"): $(timeout "${PA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" $q "$t" 2>&1 \
       | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
   done
 }

@@ -2,8 +2,8 @@
 # The wgmma MLA kernel with a producer and a consumer warpgroup (issue 9;
 # docs/GPU.md "MLA decode on wgmma") against the previous kernel (both
 # warpgroups computing S of their own keys and exchanging row maxima), in
-# one device call: check-mla of every bundle of DIR, memcheck / racecheck /
-# synccheck of a wgmma bundle, the MLA python tests when build/pybundles is
+# one device call: check-mla of every bundle of DIR, memcheck / synccheck of
+# two wgmma bundles and racecheck of their --mla-consumer-sync builds, the MLA python tests when build/pybundles is
 # carried, then bench-mla of new / old bundles twice interleaved and
 # FlashInfer's FA3 MLA on the same shapes.
 #
@@ -22,6 +22,9 @@ mode="${1:?usage: run_mla_roles.sh prep DIR OLD_BUILD | run STAGED OUT FI}"
 if [[ "$mode" == prep ]]; then
   dir="${2:?DIR}"; old="${3:?OLD_BUILD}"
   "$root/bench/run_mla_together.sh" make "$dir" "$root/build/bin/pa-compile" || exit 1
+  "$root/build/bin/pa-compile" --kernels mla --head-dim 512 --kpe 64 --mla-heads 128 \
+    --page-size 64 --dtype bf16 --sm-scale 0.0721687836 --mla-mma wgmma --mla-consumer-sync \
+    --chip sm_90a -o "$dir/mla_h128_p64_bf16_wg_csync" || exit 1
   tmp="$(mktemp -d)"
   "$root/bench/run_mla_together.sh" make "$tmp" "$old/bin/pa-compile" || exit 1
   for b in mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg; do

@@ -27,6 +27,7 @@ if [[ "$mode" == make ]]; then
     "mla_h128_p64_bf16_wg 128 64 bf16 --mla-mma wgmma"
     "mla_h64_p16_f16_wg_cap 64 16 f16 --mla-mma wgmma --logits-soft-cap 30 --lse-base2"
     "mla_h40_p5_f16_wg 40 5 f16 --mla-mma wgmma"
+    "mla_h40_p5_f16_wg_csync 40 5 f16 --mla-mma wgmma --mla-consumer-sync"
     "mla_h128_p1_bf16_wg 128 1 bf16"
     "mla_h16_p64_bf16 16 64 bf16"
     "mla_h40_p16_bf16_sync 40 16 bf16 --mla-mma mma.sync"

@@ -31,6 +31,7 @@ if [[ "$what" == make ]]; then
     "mla_h128_p64_bf16_sync 128 64 bf16 --mla-mma mma.sync"
     "mla_h64_p16_f16_wg_cap 64 16 f16 --mla-mma wgmma --logits-soft-cap 30 --lse-base2"
     "mla_h40_p5_f16_wg 40 5 f16 --mla-mma wgmma"
+    "mla_h40_p5_f16_wg_csync 40 5 f16 --mla-mma wgmma --mla-consumer-sync"
     "mla_h128_p1_bf16_wg 128 1 bf16"
     "mla_h16_p64_bf16 16 64 bf16"
   )
@@ -49,9 +50,12 @@ export PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
 timeout 300 "$R" check-mla --seed 11 "$B"/mla_* 2>&1 | tee "$out/check_mla.log" | grep -E "FAIL|rejected|^bundle|seed" | tail -40
 echo "PASS lines: $(grep -c ": PASS" "$out/check_mla.log"), FAIL lines: $(grep -c "FAIL" "$out/check_mla.log")"
+# racecheck on the --mla-consumer-sync build (docs/GPU.md, "MLA decode on
+# wgmma": racecheck reports hazards after the kernel's bar.arrive hand-offs).
 [[ "${PA_MLA_SANITIZE:-1}" == 1 ]] && for tool in memcheck racecheck; do
+  h40="$B/mla_h40_p5_f16_wg"; [[ $tool == racecheck ]] && h40="${h40}_csync"
   echo "$tool: $(timeout 240 compute-sanitizer --tool $tool --report-api-errors no "$R" check-mla --seed 3 \
-    "$B/mla_h40_p5_f16_wg" "$B/mla_h64_p16_f16_wg_cap" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
+    "$h40" "$B/mla_h64_p16_f16_wg_cap" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" | head -3 | tr '\n' ' ')"
 done
 for n in ${PA_MLA_BENCH:-mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg mla_h128_p64_bf16_sync}; do
   timeout 200 "$R" bench-mla --batches 1,16,64,128 --lengths 1024,4096,8192 \

@@ -43,6 +43,7 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
   tile.decodeKVStages = opts.decodeKVStages;
   tile.mlaRowBlocks = opts.mlaRowBlocks;
   tile.mlaWarpBlocks = opts.mlaWarpBlocks;
+  tile.mlaConsumerSync = opts.mlaConsumerSync;
   tile.splitKVMerge = opts.splitKVMerge;
   tile.prefillMma = mmaForChip(opts.prefillMma, opts.chip);
   tile.mlaMma = mmaForChip(opts.mlaMma, opts.chip);

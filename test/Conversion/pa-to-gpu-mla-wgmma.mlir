@@ -1,6 +1,7 @@
 // RUN: pa-opt %s --convert-pa-to-gpu="mla-mma=wgmma" -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: pa-opt %s --convert-pa-to-gpu="mla-mma=auto" -split-input-file | FileCheck %s --check-prefix=AUTO
 // RUN: pa-opt %s --convert-pa-to-gpu="mla-mma=mma.sync" -split-input-file | FileCheck %s --check-prefix=SYNC
+// RUN: pa-opt %s --convert-pa-to-gpu="mla-mma=wgmma mla-consumer-sync=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=CSYNC
 // RUN: not pa-opt %s --convert-pa-to-gpu="mla-mma=tensor" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // pa.mla_decode on Hopper warpgroup MMAs (mla-mma=wgmma; auto from 64
@@ -68,6 +69,14 @@
 // CHECK: scf.yield
 // CHECK: gpu.barrier
 // CHECK: memref.atomic_rmw addi
+// mla-consumer-sync: the consumer waits at the named barriers too.
+// CSYNC-LABEL: func.func @mla_decode
+// CSYNC-NOT: bar.arrive
+// CSYNC: } else {
+// CSYNC: "bar.sync 1, 256;"
+// CSYNC: "bar.sync 3, 256;"
+// CSYNC-NOT: bar.arrive
+// CSYNC-LABEL: func.func @mla_decode_40
 // AUTO-LABEL: func.func @mla_decode
 // AUTO: gpu.launch_func @pa_kernels::@pa_mla_decode blocks in (%{{.*}}, %c2, %c1) threads in (%c256,
 // AUTO: m64n256k16

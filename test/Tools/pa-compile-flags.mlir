@@ -17,6 +17,7 @@
 // RUN: not pa-compile --kernels mla --sm-scale 0.07 --mla-mma tensor -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAMMA
 // RUN: not pa-compile --kernels mla --sm-scale 0.07 --mla-mma wgmma --chip sm_90 -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAMMACHIP
 // RUN: not pa-compile --mla-mma wgmma -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLAMMAONLY
+// RUN: not pa-compile --mla-consumer-sync -o %t/bad 2>&1 | FileCheck %s --check-prefix=MLASYNCONLY
 // RUN: not pa-compile --l2-prefetch-bytes 512 -o %t/bad 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not pa-compile --smem-layout diagonal -o %t/bad 2>&1 | FileCheck %s --check-prefix=LAYOUT
 // RUN: not ls %t/bad
@@ -48,6 +49,7 @@
 // MLAMMA: pa-compile: --mla-mma must be mma.sync, wgmma or auto, got 'tensor'
 // MLAMMACHIP: pa-compile: --mla-mma wgmma needs --chip sm_90a (wgmma is an sm_90a instruction), got --chip sm_90
 // MLAMMAONLY: pa-compile: --mla-mma is an MLA option: it needs --kernels mla
+// MLASYNCONLY: pa-compile: --mla-consumer-sync is an MLA option: it needs --kernels mla
 // HELP: pa-compile options:
 // HELP: --group
 // HELP: --prefill-variants

@@ -18,6 +18,12 @@
 // RUN: FileCheck %s --check-prefix=ONE < %t/h16/bundle.manifest
 // RUN: pa-compile --kernels mla --head-dim 512 --kpe 64 --mla-heads 128 --page-size 64 --dtype bf16 --sm-scale 0.07 --chip sm_90 -o %t/sm90
 // RUN: FileCheck %s --check-prefix=ONE < %t/sm90/bundle.manifest
+// --mla-consumer-sync: the wgmma kernel's consumer waits at the named
+// barriers (bar.sync, no bar.arrive: for compute-sanitizer's racecheck).
+// RUN: pa-compile --kernels mla --head-dim 512 --kpe 64 --mla-heads 128 --page-size 64 --dtype bf16 --sm-scale 0.07 --mla-mma wgmma --mla-consumer-sync -o %t/cs
+// RUN: FileCheck %s --check-prefix=CSYNC < %t/cs/kernels.ptx
+// RUN: grep -c "bar.arrive" %t/two/kernels.ptx | FileCheck %s --check-prefix=SOME
+// RUN: not grep "bar.arrive" %t/cs/kernels.ptx
 // A second run without the small kernel removes its stale files.
 // RUN: pa-compile --kernels mla --head-dim 512 --kpe 64 --mla-heads 128 --page-size 64 --dtype bf16 --sm-scale 0.07 --mla-mma mma.sync -o %t/two
 // RUN: FileCheck %s --check-prefix=ONE < %t/two/bundle.manifest
@@ -35,5 +41,6 @@
 // SOME: {{[1-9][0-9]*}}
 // PTXAS: 0 bytes spill stores
 // ONE: kernel mla_decode
+// CSYNC: bar.sync 1, 256
 // ONE-NOT: mla_decode_small
 // NOFILES-NOT: mla_small

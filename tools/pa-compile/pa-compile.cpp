@@ -254,6 +254,13 @@ static cl::opt<std::string> mlaMma(
              "--chip sm_90a) or auto (wgmma for --chip sm_90a from 64 "
              "heads, else mma.sync)"),
     cl::cat(category));
+static cl::opt<bool> mlaConsumerSync(
+    "mla-consumer-sync", cl::init(false),
+    cl::desc("--kernels mla, wgmma kernel: the consumer warpgroup waits at "
+             "the named barriers it only arrives at otherwise (slower; for "
+             "compute-sanitizer's racecheck, which reports hazards after "
+             "bar.arrive hand-offs)"),
+    cl::cat(category));
 static cl::opt<bool> causal("causal", cl::init(false),
                             cl::desc("prefill: causal mask"),
                             cl::cat(category));
@@ -464,7 +471,8 @@ bool checkFlags() {
              "heads, no masks)");
   } else {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &mlaHeads, &kpe, &mlaRowBlocks, &mlaWarpBlocks, &mlaMma})
+             &mlaHeads, &kpe, &mlaRowBlocks, &mlaWarpBlocks, &mlaMma,
+             &mlaConsumerSync})
       if (o->getNumOccurrences())
         fail("--" + o->ArgStr + " is an MLA option: it needs --kernels mla");
   }
@@ -1015,6 +1023,7 @@ void setPipelineOptions(mlir::pa::LowerToNVVMOptions &opts, StringRef format,
   opts.mlaRowBlocks = mlaRowBlocks;
   opts.mlaWarpBlocks = mlaWarpBlocks;
   opts.mlaMma = mla.empty() ? mlaMma.getValue() : mla.str();
+  opts.mlaConsumerSync = mlaConsumerSync;
 }
 
 /// The bundle configuration of the flags.

@@ -207,6 +207,12 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "memory through matrix descriptors; compile for sm_90a; D_ckv a "
            "multiple of 128 up to 512, D_ckv + D_kpe a multiple of 64) or "
            "auto (wgmma from 64 query heads where the shape fits)">,
+    Option<"mlaConsumerSync", "mla-consumer-sync", "bool",
+           /*default=*/"false",
+           "wgmma MLA decode: the consumer warpgroup waits at the named "
+           "barriers it only arrives at otherwise (bar.sync for bar.arrive): "
+           "slower, for compute-sanitizer's racecheck, which reports "
+           "hazards after bar.arrive hand-offs">,
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
            "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,

@@ -199,6 +199,12 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
                      "(wgmma for chip=sm_90a from 64 query heads where the "
                      "shape fits it, else mma.sync)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> mlaConsumerSync{
+      *this, "mla-consumer-sync",
+      llvm::cl::desc("wgmma MLA decode: bar.sync for the consumer "
+                     "warpgroup's bar.arrive (slower; for compute-sanitizer's "
+                     "racecheck)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> decodeKVStages{
       *this, "decode-kv-stages",
       llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "

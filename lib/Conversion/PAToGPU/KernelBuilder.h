@@ -408,10 +408,12 @@ LogicalResult buildMergeStates(MergeStatesOp op, gpu::GPUModuleOp kmod,
 /// CTA (`mla-row-blocks`, 0: the default) of which each warp takes
 /// `warpBlocks` (`mla-warp-blocks`, 0: 1), for the mma.sync kernel; `mma`
 /// (`mla-mma`): mma.sync, wgmma (MLAWgmma.cpp) or auto (wgmma from 64
-/// heads where the shape fits it).
+/// heads where the shape fits it); `consumerSync` (`mla-consumer-sync`):
+/// the wgmma kernel's consumer waits at its named barriers.
 struct MLAKernelOptions {
   int64_t rowBlocks = 0, warpBlocks = 0;
   std::string mma = "mma.sync";
+  bool consumerSync = false;
 };
 /// Whether buildMLADecode can build a kernel for a memref-form
 /// pa.mla_decode with `opts`, an error at the op otherwise, before any IR

@@ -35,6 +35,9 @@ struct MLAShape {
   int64_t warpBlocks = 1;
   /// The wgmma kernel (MLAWgmma.cpp) rather than the mma.sync one.
   bool wgmma = false;
+  /// wgmma: the consumer warpgroup waits at the named barriers
+  /// (mla-consumer-sync).
+  bool consumerSync = false;
   double smScale = 1;
   std::optional<double> softCap;
   bool lseBase2 = false;

@@ -123,6 +123,7 @@ FailureOr<MLAShape> mlaShape(MLADecodeOp op, const MLAKernelOptions &opts) {
       return op.emitOpError()
              << "convert-pa-to-gpu expects identity-layout memrefs";
   MLAShape s;
+  s.consumerSync = opts.consumerSync;
   auto qt = cast<MemRefType>(op.getQNope().getType());
   s.elem = qt.getElementType();
   if (!s.elem.isF16() && !s.elem.isBF16())

@@ -98,12 +98,16 @@ private:
   /// stage's tile written; the stage's tile read by the consumer.
   static constexpr int64_t kPReady = 1, kEmpty = 1 + kMLAStages;
   /// (Immediate barrier ids, one branch per stage: ptxas then reserves the
-  /// 5 barriers used rather than all 16, and compute-sanitizer's racecheck
-  /// follows them.)
+  /// 5 barriers used rather than all 16.) With mla-consumer-sync the
+  /// consumer waits too (bar.sync): compute-sanitizer's racecheck then
+  /// reports no hazard, where after the bar.arrive hand-offs it reports
+  /// some at the merge after the KV loop (bench/results/
+  /// mla-roles_2026-11-27_h200.md).
   void namedBarrier(int64_t first, Value stage, bool arrive) {
     static_assert(kMLAStages == 2, "one branch per stage");
     auto emit = [&](int64_t id) {
-      std::string text = (arrive ? "bar.arrive " : "bar.sync ") +
+      std::string text = (arrive && !s.consumerSync ? "bar.arrive "
+                                                    : "bar.sync ") +
                          std::to_string(id) + ", 256;";
       e.inlineAsm(text, "", {}, {}, /*sideEffects=*/true);
     };

@@ -137,7 +137,8 @@ struct ConvertPAToGPU final : pa::impl::ConvertPAToGPUBase<ConvertPAToGPU> {
                         prefillKVWarps, 0,             mma};
   }
   MLAKernelOptions mlaOptions() const {
-    return MLAKernelOptions{mlaRowBlocks, mlaWarpBlocks, mlaMma};
+    return MLAKernelOptions{mlaRowBlocks, mlaWarpBlocks, mlaMma,
+                            mlaConsumerSync};
   }
   /// Whether a decode op gets the tensor-core kernel: asked for, or with
   /// `auto` (the default) where it is measured to win or the only one that
