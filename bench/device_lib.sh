@@ -15,6 +15,12 @@
 #                                  DIR` (check-mla: without --quick): their
 #                                  summaries, one line each, each run cut at
 #                                  PA_SANITIZE_TIMEOUT seconds (150)
+#   pa_mla_checks R B RAW SEED D...  check-mla of every B/mla_* (its log in
+#                                  RAW), pa_sanitize and synccheck of each
+#                                  B/D, the MLA tests of test_cuda.py
+#   pa_fa3_mla OUT RAW FI B L      FlashInfer's FA3 MLA at 128 heads, batches
+#                                  B x lengths L (FI: the staged .gpu-fi; ""
+#                                  skips), its table into OUT/summary.md
 #   pa_decode_rounds R B OUT V...  `R bench` over the decode grid (B 1 / 16 /
 #                                  64 / 256 x L 512 / 2048 / 8192 / 32768,
 #                                  9 GiB of KV at most) for bundles B/V, two
@@ -71,6 +77,32 @@ pa_sanitize() {
     echo "$tool $(basename "$t"): $(timeout "${PA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool --report-api-errors no "$r" "$c" $q "$t" 2>&1 \
       | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
   done
+}
+
+pa_mla_checks() {
+  local r="$1" b="$2" raw="$3" seed="$4" d root
+  shift 4
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  timeout 300 "$r" check-mla --seed "$seed" "$b"/mla_* > "$raw/check_mla.log" 2>&1
+  echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
+  grep -E "FAIL|rejected|seed|error" "$raw/check_mla.log" | head -20
+  for d in "$@"; do
+    PA_SANITIZE_TIMEOUT=240 pa_sanitize "$r" check-mla "$b/$d"
+    echo "synccheck $d: $(timeout 240 compute-sanitizer --tool synccheck "$r" check-mla "$b/$d" 2>&1 \
+      | grep -E "SUMMARY|all bundles|FAIL" | sort -u | tr '\n' ' ')"
+  done
+  echo "python/tests/test_cuda.py (MLA):"
+  (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -12)
+}
+
+pa_fa3_mla() {
+  local out="$1" raw="$2" fi="$3" root
+  [[ -n "$fi" ]] || return 0
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
+  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches "$4" --lens "$5" \
+    --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
+  { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
 }
 
 pa_decode_rounds() {

@@ -3,15 +3,16 @@
 # docs/GPU.md "MLA decode on wgmma") against the previous kernel (both
 # warpgroups computing S of their own keys and exchanging row maxima), in
 # one device call: check-mla of every bundle of DIR, memcheck / synccheck of
-# two wgmma bundles and racecheck of their --mla-consumer-sync builds, the MLA python tests when build/pybundles is
-# carried, then bench-mla of new / old bundles twice interleaved and
-# FlashInfer's FA3 MLA on the same shapes.
+# two wgmma bundles and racecheck of their --mla-consumer-sync builds, the
+# MLA python tests (pa_mla_checks), then bench-mla of new / old bundles
+# twice interleaved and FlashInfer's FA3 MLA on the same shapes.
 #
 #   bench/run_mla_roles.sh prep DIR OLD_BUILD    # here: this compiler's MLA
 #     bundles (run_mla_together.sh make) + old_* from OLD_BUILD's pa-compile
 #   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
 #   bench/run_mla_roles.sh run build/gpu OUT FI   # device; carry build/gpu,
-#     .gpu-fi (FI = .gpu-fi, or "" for none)
+#     .gpu-fi (FI = .gpu-fi, or "" for none), build/pybundles,
+#     build/lib/Runtime/libpa_runtime.so, build/lib/Runtime/libpa_pool.so
 # PA_MLA_BATCHES / PA_MLA_LENGTHS: the shapes (default 1,2,4,16,64 x
 # 1024,8192,32768); PA_MLA_EXTRA: more bundles of STAGED to time beside
 # them (e.g. a variant under study), one column each per round.
@@ -40,18 +41,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 raw="$(mktemp -d)"
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
-  timeout 300 "$R" check-mla --seed 23 "$B"/mla_* > "$raw/check_mla.log" 2>&1
-  echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
-  grep -E "FAIL|rejected|seed|error" "$raw/check_mla.log" | head -20
-  for b in mla_h40_p5_f16_wg mla_h128_p64_bf16_wg; do
-    PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$b"
-    echo "synccheck $b:"
-    timeout 240 compute-sanitizer --tool synccheck "$R" check-mla "$B/$b" 2>&1 | tail -2
-  done
-  if [[ -d "$root/build/pybundles" ]]; then
-    echo "python/tests/test_cuda.py (MLA):"
-    (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -6)
-  fi
+  pa_mla_checks "$R" "$B" "$raw" 23 mla_h40_p5_f16_wg mla_h128_p64_bf16_wg
 } > "$out/summary.md" 2>&1
 extra=(${PA_MLA_EXTRA:-})
 for round in 1 2; do
@@ -73,11 +63,6 @@ done
     paste -d'|' <(grep -E "^\| [0-9]" "$raw/${b}_1.md" | cut -d'|' -f2,3) <(col "${b}_1") <(col "${b}_2")
   done
 } >> "$out/summary.md"
-if [[ -n "$fi" ]]; then
-  eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
-  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches "$batches" --lens "$lengths" \
-    --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
-  { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
-fi
+pa_fa3_mla "$out" "$raw" "$fi" "$batches" "$lengths"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

@@ -48,14 +48,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 raw="$(mktemp -d)"
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
-  timeout 300 "$R" check-mla --seed 21 "$B"/mla_* > "$raw/check_mla.log" 2>&1
-  echo "check-mla rc $?: PASS lines $(grep -c ': PASS' "$raw/check_mla.log"), FAIL lines $(grep -c FAIL "$raw/check_mla.log")"
-  grep -E "FAIL|rejected|seed" "$raw/check_mla.log" | head -20
-  for b in mla_h40_p5_f16_wg mla_h40_p16_bf16_sync; do
-    PA_SANITIZE_TIMEOUT=240 pa_sanitize "$R" check-mla "$B/$b"
-  done
-  echo "python/tests/test_cuda.py (MLA):"
-  (cd "$root/python/tests" && pa_py timeout 300 python3 -c "import test_cuda as t; t.test_mla_cuda(); t.test_mla_cuda_graph(); print('MLA python tests PASS')" 2>&1 | tail -12)
+  pa_mla_checks "$R" "$B" "$raw" 21 mla_h40_p5_f16_wg mla_h40_p16_bf16_sync
 } > "$out/summary.md" 2>&1
 for round in 1 2; do
   for m in auto last; do
@@ -70,11 +63,6 @@ done
               <(grep -E "^\| [0-9]" "$raw/last_1.md" | cut -d'|' -f5) \
               <(grep -E "^\| [0-9]" "$raw/last_2.md" | cut -d'|' -f5)
 } >> "$out/summary.md"
-if [[ -n "$fi" ]]; then
-  eval "$(bash "$fi/kit/setup-on-device.sh" "$fi")" > /dev/null
-  timeout 300 python3 "$root/bench/fi_mla_bench.py" --heads 128 --batches "$batches" --lens "$lengths" \
-    --backends fa3 --out "$raw/fi.md" > "$raw/fi.log" 2>&1
-  { echo "## FlashInfer FA3 MLA"; grep -E "^\|" "$raw/fi.md"; tail -2 "$raw/fi.log"; } >> "$out/summary.md"
-fi
+pa_fa3_mla "$out" "$raw" "$fi" "$batches" "$lengths"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"
