@@ -7,6 +7,7 @@
 #
 #   bench/sweep_mla_together_splits.sh make DIR build/bin/pa-compile   # here
 #   bench/sweep_mla_together_splits.sh run STAGED OUT                  # device
+#     (PA_SWEEP_RUNS, PA_SWEEP_BATCHES, PA_SWEEP_LENGTHS: below)
 set -uo pipefail
 mode="${1:?usage: sweep_mla_together_splits.sh make DIR PA_COMPILE | run STAGED OUT}"
 if [[ "$mode" == make ]]; then
@@ -20,21 +21,33 @@ gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 raw="$(mktemp -d)"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$out/summary.md"
-runs=("wg 0" "wg 16" "wg 32" "wg 48" "wg 64" "sync 0" "sync 16" "sync 24" "sync 32")
+# PA_SWEEP_RUNS: "kernel splits [merge]" entries (kernel wg / sync, merge
+# auto / last); PA_SWEEP_BATCHES / PA_SWEEP_LENGTHS: the shapes.
+if [[ -n "${PA_SWEEP_RUNS:-}" ]]; then
+  IFS=, read -r -a runs <<<"$PA_SWEEP_RUNS"
+else
+  runs=("wg 0" "wg 16" "wg 32" "wg 48" "wg 64" "sync 0" "sync 16" "sync 24" "sync 32")
+fi
+batches="${PA_SWEEP_BATCHES:-1,2,4,8}"; lengths="${PA_SWEEP_LENGTHS:-1024,4096,8192,32768,65536}"
 for r in "${runs[@]}"; do
-  read -r k s <<<"$r"
-  timeout 120 "$R" bench-mla --splits "$s" --batches 1,2,4,8 --lengths 1024,4096,8192,32768,65536 \
-    --sets 2 --reps 20 --out "$raw/${k}_$s.md" "$B/mla_h128_p64_bf16_$k" > /dev/null 2>&1 \
-    || echo "bench $k $s: rc $?" >> "$out/summary.md"
+  read -r k s m <<<"$r"; m="${m:-auto}"
+  timeout 120 "$R" bench-mla --splits "$s" --split-merge "$m" --batches "$batches" --lengths "$lengths" \
+    --sets 2 --reps 20 --out "$raw/${k}_${s}_$m.md" "$B/mla_h128_p64_bf16_$k" > /dev/null 2>&1 \
+    || echo "bench $k $s $m: rc $?" >> "$out/summary.md"
 done
 {
   hdr="## B | L"; cols=()
-  for r in "${runs[@]}"; do read -r k s <<<"$r"; hdr+=" | $k S=$s"; cols+=("$raw/${k}_$s.md"); done
+  for r in "${runs[@]}"; do
+    read -r k s m <<<"$r"; m="${m:-auto}"; hdr+=" | $k S=$s $m"; cols+=("$raw/${k}_${s}_$m.md")
+  done
   echo "$hdr (us; S=0 automatic)"
-  first=1; args=()
+  # The columns as files (process substitutions kept in an array close
+  # before paste reads them).
+  n=0; args=()
   for f in "${cols[@]}"; do
-    if (( first )); then args+=(<(grep -E "^\| [0-9]" "$f" | cut -d'|' -f2,3,5)); first=0
-    else args+=(<(grep -E "^\| [0-9]" "$f" | cut -d'|' -f5)); fi
+    if (( n == 0 )); then grep -E "^\| [0-9]" "$f" | cut -d'|' -f2,3,5 > "$raw/col_$n"
+    else grep -E "^\| [0-9]" "$f" | cut -d'|' -f5 > "$raw/col_$n"; fi
+    args+=("$raw/col_$n"); n=$((n + 1))
   done
   paste -d'|' "${args[@]}"
 } >> "$out/summary.md"

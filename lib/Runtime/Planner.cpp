@@ -684,6 +684,10 @@ int64_t pa::rt::mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
   return s;
 }
 
+bool pa::rt::mlaPrefersTogether(int64_t splits) {
+  return splits >= kMLATogetherMinSplits;
+}
+
 bool pa::rt::chooseMLASmall(int64_t batch, int64_t maxKVLen) {
   return batch >= 1 && batch <= kMLASmallMaxBatch && maxKVLen > 0 &&
          maxKVLen <= kMLASmallMaxKeys;

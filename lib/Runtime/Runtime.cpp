@@ -1451,6 +1451,11 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   if (splits == 0) {
     splits = mlaSplits(a.batch, headBlocks, slots, a.max_kv_len,
                        canMergeTogether);
+    // Few splits merge faster by each request's last CTA.
+    if (canMergeTogether && !mlaPrefersTogether(splits)) {
+      canMergeTogether = false;
+      splits = mlaSplits(a.batch, headBlocks, slots, a.max_kv_len, false);
+    }
     // Within the workspace the caller gave.
     while (splits > 1 &&
            mlaWorkspace(a.batch, c.numQHeads(), c.headDim, splits).bytes >

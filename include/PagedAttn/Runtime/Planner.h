@@ -463,6 +463,19 @@ constexpr int64_t kMLATogetherSplitTokens = 128;
 int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
                   int64_t maxKVLen, bool together);
 
+/// Whether automatic MLA splits (mlaSplits with together) merge together
+/// rather than by each request's last CTA: from kMLATogetherMinSplits
+/// splits. Fit to forced splits of the wgmma kernel with producer and
+/// consumer warpgroups (H200 2026-11-27 18:54 UTC, 128 heads,
+/// bench/sweep_mla_together_splits.sh, bench/results/
+/// mla-roles_2026-11-27_h200.md section 6), µs together / last: S = 2 at 8
+/// / 16 / 32 requests x 1024 keys 40.3 / 35.9, 42.1 / 37.7, 47.4 / 42.8 (x
+/// 8192: 140.3 / 135.6, 142.8 / 138.0, 158.4 / 155.3); S = 4 within 0.3
+/// µs either way (8 and 16 requests, 1024-8192 keys); S = 8 at 8 x 1024
+/// 26.8 / 37.3.
+constexpr int64_t kMLATogetherMinSplits = 4;
+bool mlaPrefersTogether(int64_t splits);
+
 /// The MLA decode runs on mla_decode_small (mma.sync, 32 heads a CTA at
 /// 128 heads) rather than on mla_decode's wgmma kernel (64 heads a CTA)
 /// only at short contexts of few requests: batch <= kMLASmallMaxBatch and
