@@ -31,6 +31,9 @@ MLADecodeArgs = _struct("pa_mla_decode_args", [
     ("batch", i64), ("num_pages", i64), ("nnz", i64), ("checked", c_int),
     ("num_splits", i64), ("max_kv_len", i64), ("workspace", u64),
     ("workspace_bytes", i64), ("split_merge", c_int)])
+PlanOptions = _struct("pa_plan_options", [
+    ("ctas_per_sm", i64), ("force_chunk", i64), ("graph_work_capacity", i64),
+    ("split_merge", c_int)])
 DecodeArgs = _struct("pa_decode_args", [
     ("q", u64), ("kv", u64), ("k", u64), ("v", u64), ("kv_indptr", u64),
     ("kv_indices", u64), ("kv_last_page_len", u64), ("o", u64), ("lse", u64),

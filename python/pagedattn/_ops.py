@@ -246,16 +246,30 @@ def mla_decode(config, q_nope, q_pe, ckv_kpe, table, o, lse, num_pages):
         batch=table.batch, num_pages=num_pages, nnz=table.nnz,
         max_kv_len=int(table.kv_len.max()) if table.batch else 0,
         workspace=_tensor.wrap(ws, "workspace").ptr,
-        workspace_bytes=need.value)
+        workspace_bytes=need.value, split_merge=table.split_merge)
     _gpu.check(l.pa_mla_decode(b.ptr, ctypes.byref(args), cuda_stream(qa)),
                "pa_mla_decode")
 
 
+#: How a split-KV launch merges its splits (pa_plan_options::split_merge,
+#: pa_mla_decode_args::split_merge): "auto" (together where the grid fits
+#: on the device at once and the runtime expects it to pay) or "last" (the
+#: last CTA of each request).
+SPLIT_MERGE = {"auto": 0, "last": 1}
+
+
 class PageTable:
     """A planned page table: host copies (checked) and, per device, the
-    arrays the kernels read; GPU plans cached by kind and queries."""
+    arrays the kernels read; GPU plans cached by kind and queries.
+    `split_merge`: a key of SPLIT_MERGE, for the GPU decode and MLA
+    decode."""
 
-    def __init__(self, indptr, indices, last_page_len, page_size):
+    def __init__(self, indptr, indices, last_page_len, page_size,
+                 split_merge="auto"):
+        if split_merge not in SPLIT_MERGE:
+            raise ValueError(f"split_merge must be 'auto' or 'last', got "
+                             f"{split_merge!r}")
+        self.split_merge = SPLIT_MERGE[split_merge]
         self.indptr = _tensor.host_i32(indptr, "kv_indptr")
         self.last = _tensor.host_i32(last_page_len, "kv_last_page_len")
         check_indptr(self.indptr, "kv_indptr")
@@ -338,9 +352,12 @@ class PageTable:
         l = _gpu.lib()
         h = ctypes.c_void_p()
         if kind == "decode":
+            opts = _gpu.PlanOptions(split_merge=self.split_merge)
             _gpu.check(l.pa_decode_plan(b.ptr, _gpu.i32_ptr(self.indptr),
                                         _gpu.i32_ptr(self.last), self.batch,
-                                        None, ctypes.byref(h)),
+                                        ctypes.cast(ctypes.pointer(opts),
+                                                    ctypes.c_void_p),
+                                        ctypes.byref(h)),
                        "pa_decode_plan")
             plan = _gpu.Handle(h, "pa_plan_free")
         else:

@@ -125,11 +125,12 @@ class _AttentionPlan:
 
     def __init__(self, indptr, indices, last_page_len, num_qo_heads,
                  num_kv_heads, head_dim, page_size, window_left,
-                 logits_soft_cap, sm_scale, q_data_type):
+                 logits_soft_cap, sm_scale, q_data_type, split_merge="auto"):
         if num_kv_heads <= 0 or num_qo_heads % num_kv_heads:
             raise ValueError(f"num_qo_heads {num_qo_heads} must be a "
                              f"multiple of num_kv_heads {num_kv_heads}")
-        self.table = _ops.PageTable(indptr, indices, last_page_len, page_size)
+        self.table = _ops.PageTable(indptr, indices, last_page_len, page_size,
+                                    split_merge)
         self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
         self.head_dim, self.page_size = head_dim, page_size
         self.window_left = window_left
@@ -201,7 +202,8 @@ class BatchDecodeWithPagedKVCacheWrapper:
              kv_data_type=None, data_type=None, sm_scale=None,
              rope_scale=None, rope_theta=None, non_blocking=True,
              block_tables=None, seq_lens=None, fixed_split_size=None,
-             disable_split_kv=False, q_len_per_req=1, **kwargs):
+             disable_split_kv=False, q_len_per_req=1, split_merge="auto",
+             **kwargs):
         _unsupported(pos_encoding_mode=pos_encoding_mode,
                      rope_scale=rope_scale, rope_theta=rope_theta,
                      q_len_per_req=q_len_per_req,
@@ -216,7 +218,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
         self._plan = _AttentionPlan(indptr, indices, last_page_len,
                                     num_qo_heads, num_kv_heads, head_dim,
                                     page_size, window_left, logits_soft_cap,
-                                    sm_scale, q_data_type)
+                                    sm_scale, q_data_type, split_merge)
 
     begin_forward = plan
 
@@ -285,7 +287,8 @@ class BatchMLAPagedAttentionWrapper:
 
     def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads,
              head_dim_ckv, head_dim_kpe, page_size, causal, sm_scale,
-             q_data_type, kv_data_type, use_profiler=False, **kwargs):
+             q_data_type, kv_data_type, use_profiler=False,
+             split_merge="auto", **kwargs):
         _unsupported(use_profiler=use_profiler,
                      **{k: v for k, v in kwargs.items()
                         if k not in ("query_layout", "kv_cache_layout",
@@ -318,7 +321,8 @@ class BatchMLAPagedAttentionWrapper:
         last = np.where(pages > 0, lens - (pages - 1) * page_size,
                         0).astype(np.int32)
         self._plan = dict(
-            table=_ops.PageTable(indptr, kv_indices, last, page_size),
+            table=_ops.PageTable(indptr, kv_indices, last, page_size,
+                                 split_merge),
             heads=num_heads, ckv=head_dim_ckv, kpe=head_dim_kpe,
             page_size=page_size, sm_scale=float(sm_scale),
             dtype=_dtype(q_data_type, "q_data_type"), checked=set())

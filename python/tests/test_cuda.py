@@ -177,6 +177,55 @@ def test_decode_options_cuda():
     assert err < 2e-3
 
 
+def test_split_merge_cuda():
+    """split_merge="last" and "auto" (the merge together, where the plan's
+    grid fits) give the same decode and MLA decode, both against the
+    float64 oracle: one long request, whose plan splits."""
+    rng = _seed("split merge")
+    kv_lens = [8192]
+    indptr, indices, last, num = _table(rng, kv_lens)
+    cache, hk, _ = _cache(rng, num)
+    qh = rng.uniform(-1, 1, (1, HQ, D)).astype(np.float32)
+    outs = {}
+    for how in ("auto", "last"):
+        w = pagedattn.BatchDecodeWithPagedKVCacheWrapper(None)
+        w.plan(_t(indptr), _t(indices), _t(last), HQ, HKV, D, P,
+               q_data_type=torch.float16, split_merge=how)
+        outs[how] = w.run(_t(qh, torch.float16), cache).float()
+    wo, _ = ref.batch_decode(_round(qh, torch.float16),
+                             _round(hk, torch.float16), None, "NHD", indptr,
+                             indices, last)
+    for how, o in outs.items():
+        err = _rel(o, wo)
+        print(f"  decode split_merge={how}: rel {err:.2e}")
+        assert err < 2e-3
+    diff = float((outs["auto"] - outs["last"]).abs().max())
+    print(f"  decode auto vs last: max |diff| {diff:.2e}")
+    assert diff < 2e-3
+    heads, lens = 128, [6000]
+    mla_indptr = np.array([0, (lens[0] + 63) // 64], np.int32)
+    mla_num = int(mla_indptr[-1]) + 2
+    mla_indices = rng.permutation(mla_num)[:mla_indptr[-1]].astype(np.int32)
+    kv = _t(rng.uniform(-1, 1, (mla_num, 64, 576)).astype(np.float32),
+            torch.bfloat16)
+    qn = _t(rng.uniform(-1, 1, (1, heads, 512)).astype(np.float32),
+            torch.bfloat16)
+    qp = _t(rng.uniform(-1, 1, (1, heads, 64)).astype(np.float32),
+            torch.bfloat16)
+    mla = {}
+    for how in ("auto", "last"):
+        w = pagedattn.BatchMLAPagedAttentionWrapper(None)
+        w.plan(torch.arange(2, dtype=torch.int32), mla_indptr,
+               _t(mla_indices), np.array(lens, np.int32), heads, 512, 64, 64,
+               False, 1 / math.sqrt(192), torch.bfloat16, torch.bfloat16,
+               split_merge=how)
+        mla[how] = w.run(qn, qp, kv).float()
+    diff = float((mla["auto"] - mla["last"]).abs().max())
+    scale = float(mla["last"].abs().max())
+    print(f"  MLA auto vs last: max |diff| {diff:.2e} (max |o| {scale:.2e})")
+    assert diff <= 1e-2 * max(scale, 1e-6)
+
+
 def test_prefill_cuda():
     rng = _seed("prefill")
     kv_lens, qo_lens = [700, 33, 0, 128], [700, 5, 0, 64]

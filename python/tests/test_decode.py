@@ -74,3 +74,6 @@ def test_decode_rejects_bad_table(rng):
     with pytest.raises(NotImplementedError):
         w.plan(indptr, indices, last, 4, 2, 32, 16,
                pos_encoding_mode="ROPE_LLAMA")
+    with pytest.raises(ValueError, match="split_merge must be 'auto' or "
+                       "'last', got 'first'"):
+        w.plan(indptr, indices, last, 4, 2, 32, 16, split_merge="first")

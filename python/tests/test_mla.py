@@ -74,6 +74,11 @@ def test_mla_errors(rng):
         w.plan(np.array([0, 2, 3], np.int32), indptr, indices,
                np.array(lens, np.int32), heads, ckv, kpe, page, False, SCALE,
                "float16", "float16")
+    with pytest.raises(ValueError, match="split_merge must be 'auto' or "
+                       "'last', got 2"):
+        w.plan(np.arange(3, dtype=np.int32), indptr, indices,
+               np.array(lens, np.int32), heads, ckv, kpe, page, False, SCALE,
+               "float16", "float16", split_merge=2)
     with pytest.raises(ValueError, match="sm_scale must be > 0"):
         w.plan(np.arange(3, dtype=np.int32), indptr, indices,
                np.array(lens, np.int32), heads, ckv, kpe, page, False, None,
