@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelBuilder.h"
+
 #include "PagedAttn/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,6 +20,7 @@ namespace mlir::pa {
 } // namespace mlir::pa
 
 using namespace mlir;
+using mlir::pa::gpukernel::KernelEmitter;
 
 namespace {
 
@@ -30,7 +33,6 @@ struct CpAsyncPrefetch final : OpRewritePattern<NVVM::CpAsyncOp> {
   LogicalResult matchAndRewrite(NVVM::CpAsyncOp op,
                                 PatternRewriter &rw) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rw.getContext();
     // The op's verifier admits .ca (4, 8 or 16 bytes) and .cg (16).
     StringRef cache =
         op.getModifier() == NVVM::LoadCacheModifierKind::CG ? "cg" : "ca";
@@ -51,13 +53,8 @@ struct CpAsyncPrefetch final : OpRewritePattern<NVVM::CpAsyncOp> {
       constraints += ",r";
     }
     text += ";";
-    LLVM::InlineAsmOp::create(
-        rw, loc, TypeRange{}, operands, StringAttr::get(ctx, text),
-        StringAttr::get(ctx, constraints), /*has_side_effects=*/
-        UnitAttr::get(ctx), /*is_align_stack=*/UnitAttr(),
-        LLVM::TailCallKindAttr::get(ctx, LLVM::TailCallKind::None),
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    KernelEmitter{{rw, loc}}.inlineAsm(text, constraints, {}, operands,
+                                       /*sideEffects=*/true);
     rw.eraseOp(op);
     return success();
   }
