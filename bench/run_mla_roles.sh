@@ -14,7 +14,8 @@
 #     .gpu-fi (FI = .gpu-fi, or "" for none), build/pybundles,
 #     build/lib/Runtime/libpa_runtime.so, build/lib/Runtime/libpa_pool.so
 # PA_MLA_BATCHES / PA_MLA_LENGTHS: the shapes (default 1,2,4,16,64 x
-# 1024,8192,32768); PA_MLA_EXTRA: more bundles of STAGED to time beside
+# 1024,8192,32768); PA_OLD_RUNNER: a runner of STAGED for the old_* bundles
+# (the previous runtime; default the staged one); PA_MLA_EXTRA: more bundles of STAGED to time beside
 # them (e.g. a variant under study), one column each per round.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -46,7 +47,9 @@ raw="$(mktemp -d)"
 extra=(${PA_MLA_EXTRA:-})
 for round in 1 2; do
   for b in mla_h128_p64_bf16_auto old_mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg old_mla_h128_p64_bf16_wg "${extra[@]}"; do
-    timeout 150 "$R" bench-mla --batches "$batches" --lengths "$lengths" --sets 2 \
+    # PA_OLD_RUNNER: the runner (the previous runtime) that times old_*.
+    r="$R"; [[ "$b" == old_* && -n "${PA_OLD_RUNNER:-}" ]] && r="$PA_OLD_RUNNER"
+    timeout 150 "$r" bench-mla --batches "$batches" --lengths "$lengths" --sets 2 \
       --out "$raw/${b}_$round.md" "$B/$b" > /dev/null 2>&1 || echo "bench $b round $round: rc $?" >> "$out/summary.md"
   done
 done

@@ -53,10 +53,31 @@
 // CHECK: memref.store %c0_i32{{.*}}, %arg10
 // CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>
 // CHECK: %[[LAST:.*]] = nvvm.barrier #nvvm.reduction<or>
-// The share: a slot a thread, its head's statistics, 8 rows a step.
+// The share: first the heads' statistics, the 256 threads reading the
+// rows' lse 8 ways (thread (p, h): rows p, p + 8, ..., 8 a step, loaded
+// together) into shared memory, folded by thread h < 32 after a barrier.
 // CHECK: scf.if
-// CHECK: scf.for {{.*}} step %c256
-// CHECK-COUNT-8: vector.load %arg8
+// CHECK: memref.view {{.*}} to memref<2x8x32xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<2x32xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c64{{.*}} -> (f32, f32)
+// CHECK-COUNT-8: memref.load %arg9
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// Then with many splits (a share of at most 256 slots) a slot a thread,
+// 16 rows' loads a step issued before their math ...
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c16{{.*}} -> (vector<4xf32>)
+// CHECK-COUNT-16: vector.load %arg8
+// CHECK-NOT: vector.load
+// CHECK: llvm.intr.fma({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// ... else 4 slots a thread (threads apart), 4 rows a step: 16 loads.
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} step %c1024
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c4{{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-COUNT-16: vector.load %arg8
+// CHECK-NOT: vector.load
+// CHECK: llvm.intr.fma({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>)
 // The last CTA's merge of all the CTA's heads.
 // CHECK: scf.if
 // Then the last CTA to leave puts the counter back to merge_together for

@@ -1320,15 +1320,17 @@ TEST(PrefillKernelChoice, RejectsBadInput) {
   EXPECT_TRUE(useShort);
 }
 
-TEST(MLASplits, FewSplitsMergeByTheLastCTA) {
+TEST(MLASplits, EverySplitPlanMergesTogether) {
   EXPECT_FALSE(mlaPrefersTogether(1));
   EXPECT_FALSE(mlaPrefersTogether(kMLATogetherMinSplits - 1));
   EXPECT_TRUE(mlaPrefersTogether(kMLATogetherMinSplits));
   EXPECT_TRUE(mlaPrefersTogether(kMaxMLASplitsTogether));
-  // 32 requests of two head blocks on 132 slots: 2 splits, by the last CTA;
-  // 16 requests: 4 splits, together.
-  EXPECT_FALSE(mlaPrefersTogether(mlaSplits(32, 2, 132, 1024, true)));
+  // 32 requests of two head blocks on 132 slots: 2 splits, together; 16
+  // requests: 4 splits, together; 66 requests: no split.
+  EXPECT_EQ(mlaSplits(32, 2, 132, 1024, true), 2);
+  EXPECT_TRUE(mlaPrefersTogether(mlaSplits(32, 2, 132, 1024, true)));
   EXPECT_TRUE(mlaPrefersTogether(mlaSplits(16, 2, 132, 1024, true)));
+  EXPECT_FALSE(mlaPrefersTogether(mlaSplits(66, 2, 132, 1024, true)));
 }
 
 TEST(MLASplits, FillOneWaveWithinTheBounds) {

@@ -465,15 +465,16 @@ int64_t mlaSplits(int64_t batch, int64_t headBlocks, int64_t slots,
 
 /// Whether automatic MLA splits (mlaSplits with together) merge together
 /// rather than by each request's last CTA: from kMLATogetherMinSplits
-/// splits. Fit to forced splits of the wgmma kernel with producer and
-/// consumer warpgroups (H200 2026-11-27 18:54 UTC, 128 heads,
-/// bench/sweep_mla_together_splits.sh, bench/results/
-/// mla-roles_2026-11-27_h200.md section 6), µs together / last: S = 2 at 8
-/// / 16 / 32 requests x 1024 keys 40.3 / 35.9, 42.1 / 37.7, 47.4 / 42.8 (x
-/// 8192: 140.3 / 135.6, 142.8 / 138.0, 158.4 / 155.3); S = 4 within 0.3
-/// µs either way (8 and 16 requests, 1024-8192 keys); S = 8 at 8 x 1024
-/// 26.8 / 37.3.
-constexpr int64_t kMLATogetherMinSplits = 4;
+/// splits. Fit to forced splits once both merges issued their loads a step
+/// of rows together (H200 2026-11-27 21:12 UTC, 128 heads, wgmma kernel,
+/// bench/run_mla_merge_loads.sh, bench/results/
+/// mla-merge-loads_2026-11-27_h200.md section 1), µs together / last: S = 2
+/// at 8 / 16 / 24 / 32 requests x 1024 keys 33.4 / 35.5, 35.2 / 37.2, 38.2
+/// / 40.2, 40.9 / 42.6 (x 8192 0.6-2.2 µs apart the same way); S = 3 5
+/// µs apart at 8 and 16 requests; S = 4 at 8 x 1024 25.6 / 31.7. (With
+/// the merges before, 2 splits merged by the last CTA were 3-11% faster:
+/// the rule was 4.)
+constexpr int64_t kMLATogetherMinSplits = 2;
 bool mlaPrefersTogether(int64_t splits);
 
 /// The MLA decode runs on mla_decode_small (mma.sync, 32 heads a CTA at

@@ -159,14 +159,22 @@ protected:
   struct MergeSlot {
     Value hg, valid, d, shift, total;
   };
+  /// Each of the CTA's heads' shift and total weight over the rows [begin,
+  /// begin + splits), the CTA's threads reading the rows together, into
+  /// shared memory (returned: [2][rows] f32, shifts then totals); its
+  /// merged lse into lse where the head's first output slot lies in [lo,
+  /// hi). Every thread must reach it; a CTA barrier after.
+  Value headStats(const FusedMerge &split, Value begin, Value lo, Value hi);
+  /// Output slot `idx` (slot i: elements [4 (i mod D_ckv / 4), + 4) of head
+  /// head0 + i / (D_ckv / 4)) with its head's statistics from `stats`.
+  MergeSlot slotAt(Value stats, Value idx);
   /// o[request, hg, d : d + 4] of each slot: sum_i 2^(lse_i - shift)
-  /// o_part_i / total over the rows [begin, begin + splits), the slots'
-  /// loads of a row issued together, the rows' loop unrolled by `unroll`.
+  /// o_part_i / total over the rows [begin, begin + splits), the loads of
+  /// the slots over `rowsPerStep` rows issued together.
   void mergeSlots(const FusedMerge &split, Value begin,
-                  ArrayRef<MergeSlot> slots, uint64_t unroll);
+                  ArrayRef<MergeSlot> slots, int64_t rowsPerStep);
   /// The merge together: split z's share (a z / S slice of the CTA's valid
-  /// heads x D_ckv / 4 output slots of 4 f32) of the same merge, each
-  /// thread a slot at a time with its own head's statistics.
+  /// heads x D_ckv / 4 output slots of 4 f32) of the same merge.
   void mergeShare(const FusedMerge &split, Value begin);
 };
 

@@ -78,13 +78,24 @@ constexpr int64_t kKSplit = 4;    ///< independent accumulator sets of S
 /// and 24 spills a few bytes at small page sizes (bench/results/
 /// mla-q-registers_2026-11-26_h200.md).
 constexpr int64_t kQRegisterBudget = 36;
-/// The splits' merge (MLAKernelBase::mergeSplits): output slots a thread
-/// accumulates at once, and the unroll of its loop over the rows.
-constexpr int64_t kMergeSlots = 8;
-constexpr uint64_t kMergeRowUnroll = 2;
-/// The merge together (MLAKernelBase::mergeShare): a slot a thread, the
-/// rows' loop unrolled by this many so that as many loads are in flight.
-constexpr uint64_t kMergeShareUnroll = 8;
+/// The splits' merges (MLAKernelBase::headStats / mergeSlots): every load
+/// of a step over the rows is issued before its math, rows past S clamped
+/// to the last and weighted 0, so that a merge costs one L2 round trip per
+/// step rather than one per row (a rolled loop did that).
+/// headStats: rows a thread reads a step (the CTA's threads split the rows
+/// threads / heads ways).
+constexpr int64_t kStatsRows = 8;
+/// The last CTA's merge (mergeSplits) reads every row alone on one SM: 8
+/// output slots a thread at a time, 2 rows a step (the usual 2 or 3 rows,
+/// no load wasted on a row past S).
+constexpr int64_t kMergeSplitsSlots = 8;
+constexpr int64_t kMergeSplitsRows = 2;
+/// The merge together's share (mergeShare), a short latency-bound read: at
+/// most a slot a thread (many splits) 16 rows a step, else 4 slots a thread
+/// 4 rows a step.
+constexpr int64_t kMergeFewSlotsRows = 16;
+constexpr int64_t kMergeShareSlots = 4;
+constexpr int64_t kMergeShareRows = 4;
 
 /// Why the wgmma kernel cannot take `s` (empty: it can).
 std::string wgmmaMisfit(const MLAShape &s) {
@@ -359,26 +370,71 @@ static Value freshThreadId(KernelEmitter &e) {
                                /*sideEffects=*/true)[0]);
 }
 
+/// Loop over rows [0, splits) in steps of `rowsPerStep`, a row of `spread`
+/// lanes apart starting at `first`: `body(rows, in, carried)` with the
+/// step's row indices (clamped to splits - 1) and whether each is one of
+/// the S.
+static SmallVector<Value> forRowSteps(
+    KernelEmitter &e, Value splits, Value first, int64_t spread,
+    int64_t rowsPerStep, ValueRange init,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
+                                    ValueRange)>
+        body) {
+  Value last = e.sub(splits, e.idx(1));
+  scf::ForOp loop = e.forLoop(
+      e.idx(0), splits, e.idx(spread * rowsPerStep), init,
+      [&](Value c0, ValueRange r) -> SmallVector<Value> {
+        SmallVector<Value> rows, in;
+        for (int64_t j = 0; j < rowsPerStep; ++j) {
+          Value i = e.add(c0, e.add(first, e.idx(j * spread)));
+          Value inside = e.cmpi(Pred::ult, i, splits);
+          in.push_back(inside);
+          rows.push_back(e.select(inside, i, last));
+        }
+        return body(rows, in, r);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+/// x, with -inf as 0 (a shift that leaves every weight finite).
+static Value safeShift(KernelEmitter &e, Value x) {
+  return e.select(e.cmpf(FPred::OEQ, x, e.negInf()), e.f32(0), x);
+}
+
 void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
-                               ArrayRef<MergeSlot> slots, uint64_t unroll) {
+                               ArrayRef<MergeSlot> slots,
+                               int64_t rowsPerStep) {
   auto vec4 = VectorType::get({4}, f32());
   Value zero = e.splat(e.f32(0), vec4);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  scf::ForOp rows = e.forLoop(
-      e.idx(0), splits, SmallVector<Value>(slots.size(), zero),
-      [&](Value i, ValueRange r) -> SmallVector<Value> {
-        Value row = e.add(begin, i);
-        SmallVector<Value> next;
-        for (auto [k, sl] : llvm::enumerate(slots)) {
-          Value lse = e.mul(e.load(m.lsePart, {row, sl.hg}), toLog2);
-          Value w = e.ex2(e.sub(lse, sl.shift));
-          Value o = vector::LoadOp::create(
-              b, loc, vec4, m.oPart, ValueRange{row, sl.hg, sl.d},
-              /*nontemporal=*/false, llvm::MaybeAlign(16));
-          // An empty split's weight is 0 (its lse is -inf).
-          next.push_back(e.select(
-              e.cmpf(FPred::OGT, w, e.f32(0)),
-              LLVM::FMAOp::create(b, loc, e.splat(w, vec4), o, r[k]), r[k]));
+  SmallVector<Value> acc = forRowSteps(
+      e, splits, e.idx(0), 1, rowsPerStep,
+      SmallVector<Value>(slots.size(), zero),
+      [&](ArrayRef<Value> rows, ArrayRef<Value> in,
+          ValueRange r) -> SmallVector<Value> {
+        // Every load of the step first, then their math.
+        SmallVector<Value> lses, os;
+        for (Value i : rows) {
+          Value row = e.add(begin, i);
+          for (const MergeSlot &sl : slots) {
+            lses.push_back(e.load(m.lsePart, {row, sl.hg}));
+            os.push_back(vector::LoadOp::create(
+                b, loc, vec4, m.oPart, ValueRange{row, sl.hg, sl.d},
+                /*nontemporal=*/false, llvm::MaybeAlign(16)));
+          }
+        }
+        SmallVector<Value> next(r.begin(), r.end());
+        for (auto [j, inside] : llvm::enumerate(in)) {
+          for (auto [k, sl] : llvm::enumerate(slots)) {
+            size_t at = j * slots.size() + k;
+            Value w = e.ex2(e.sub(e.mul(lses[at], toLog2), sl.shift));
+            // A row past S, or an empty split (lse -inf), weighs 0.
+            Value counts = e.andi(inside, e.cmpf(FPred::OGT, w, e.f32(0)));
+            next[k] = e.select(
+                counts,
+                LLVM::FMAOp::create(b, loc, e.splat(w, vec4), os[at], next[k]),
+                next[k]);
+          }
         }
         return next;
       });
@@ -386,8 +442,7 @@ void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
   for (auto [k, sl] : llvm::enumerate(slots)) {
     Value inv = e.select(e.cmpf(FPred::OGT, sl.total, e.f32(0)),
                          e.divf(e.f32(1), sl.total), e.f32(0));
-    Value o = arith::MulFOp::create(b, loc, rows.getResult(k),
-                                    e.splat(inv, vec4));
+    Value o = arith::MulFOp::create(b, loc, acc[k], e.splat(inv, vec4));
     if (!oElem.isF32())
       o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);
     auto store = [&]() {
@@ -401,97 +456,145 @@ void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
     else
       store();
   }
-  // After the uses of its results are built: unrolling replaces them.
-  (void)loopUnrollByFactor(rows, unroll);
 }
 
-/// The merge operator's statistics over the rows [begin, begin + splits)
-/// of head `hg` (base 2).
-static StateMerge headStats(KernelEmitter &e, const FusedMerge &m, Value begin,
-                            Value splits, Value hg) {
+Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
+                               Value hi) {
+  // The P = threads / rows partitions of the rows: thread (p, h) reads the
+  // lse of head h in rows p, p + P, ... (kStatsRows a step; a warp's
+  // loads are one line), folded online: M the largest (-inf: none), W =
+  // sum 2^(lse_i - M). Then thread h < rows folds the P states (StateMerge's
+  // m* and L). A head past H reads head 0's rows and writes nothing.
+  int64_t rows = s.rows(), parts = s.threads() / rows;
+  Value partial = sharedView({2, parts, rows}, f32(), 0);
+  Value stats = sharedView({2, rows}, f32(), 2 * parts * rows * 4);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  auto ex2 = [&](Value x) { return e.ex2(x); };
-  auto lg2 = [&](Value x) { return e.lg2(x); };
-  auto lseOfRow = [&](Value i) {
-    return e.mul(e.load(m.lsePart, {e.add(begin, i), hg}), toLog2);
-  };
-  return StateMerge(e, ExpBase{/*base2=*/true, ex2, lg2},
-                    StateSet{e.idx(0), splits, lseOfRow, /*l=*/nullptr,
-                             /*acc=*/nullptr});
-}
-
-void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
-  // The merge operator over the S partial rows [begin, begin + S) of the
-  // CTA's heads, in two steps so that many loads are in flight: (1) thread
-  // h < rows: StateMerge over the head's lse values, its shift and total
-  // weight sum_i 2^(lse_i - max) into shared memory (the stages are free
-  // now) and the merged lse;
-  // (2) every thread: its `perThread` output slots (4 consecutive f32 of a
-  // head) accumulated over the rows in registers (mergeSlots), then o =
-  // acc / total.
-  Value stats = sharedView({2 * s.rows()}, f32(), 0);
-  Value tid = freshThreadId(e);
   auto headOf = [&](Value h) {
-    // A head past H reads head 0's rows and writes nothing.
     Value hg = e.add(head0, h);
     Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
     return std::make_pair(e.select(valid, hg, e.idx(0)), valid);
   };
-  e.ifThen(e.cmpi(Pred::ult, tid, e.idx(s.rows())), [&]() {
+  Value tid = freshThreadId(e);
+  Value h = e.remui(tid, e.idx(rows)), p = e.divui(tid, e.idx(rows));
+  Value hg = headOf(h).first;
+  SmallVector<Value> mw = forRowSteps(
+      e, splits, p, parts, kStatsRows, {e.negInf(), e.f32(0)},
+      [&](ArrayRef<Value> rowIdx, ArrayRef<Value> in,
+          ValueRange r) -> SmallVector<Value> {
+        SmallVector<Value> lses;
+        for (Value i : rowIdx)
+          lses.push_back(e.mul(e.load(m.lsePart, {e.add(begin, i), hg}),
+                               toLog2));
+        Value mx = r[0];
+        for (auto [x, inside] : llvm::zip(lses, in)) {
+          x = e.select(inside, x, e.negInf());
+          mx = e.maxf(mx, x);
+        }
+        Value shift = safeShift(e, mx);
+        Value w = e.mul(r[1], e.ex2(e.sub(r[0], shift)));
+        for (auto [x, inside] : llvm::zip(lses, in))
+          w = e.add(w, e.select(inside, e.ex2(e.sub(x, shift)), e.f32(0)));
+        return {mx, w};
+      });
+  e.store(mw[0], partial, {e.idx(0), p, h});
+  e.store(mw[1], partial, {e.idx(1), p, h});
+  gpu::BarrierOp::create(b, loc);
+  e.ifThen(e.cmpi(Pred::ult, tid, e.idx(rows)), [&]() {
     auto [hg, valid] = headOf(tid);
-    StateMerge sm = headStats(e, m, begin, splits, hg);
-    e.store(sm.shift(), stats, {tid});
-    e.store(sm.weight(), stats, {e.add(tid, e.idx(s.rows()))});
-    Value lse = sm.lse(m.lseBase2);
-    e.ifThen(valid, [&]() { e.store(lse, m.lse, {request, hg}); });
+    Value mx = e.negInf();
+    for (int64_t q = 0; q < parts; ++q)
+      mx = e.maxf(mx, e.load(partial, {e.idx(0), e.idx(q), tid}));
+    Value shift = safeShift(e, mx);
+    Value total = e.f32(0);
+    for (int64_t q = 0; q < parts; ++q)
+      total = e.add(total,
+                    e.mul(e.load(partial, {e.idx(1), e.idx(q), tid}),
+                          e.ex2(e.sub(e.load(partial, {e.idx(0), e.idx(q),
+                                                       tid}),
+                                      shift))));
+    e.store(shift, stats, {e.idx(0), tid});
+    e.store(total, stats, {e.idx(1), tid});
+    // The merged lse, by the CTA whose slots hold the head's first.
+    Value first = e.mul(tid, e.idx(s.ckv / 4));
+    Value mine = e.andi(valid, e.andi(e.cmpi(Pred::uge, first, lo),
+                                      e.cmpi(Pred::ult, first, hi)));
+    e.ifThen(mine, [&]() {
+      Value some = e.cmpf(FPred::OGT, total, e.f32(0));
+      Value lse = e.add(shift, e.lg2(total));
+      if (!m.lseBase2)
+        lse = e.mul(lse, e.f32(kLn2));
+      e.store(e.select(some, lse, e.negInf()), m.lse, {request, hg});
+    });
   });
   gpu::BarrierOp::create(b, loc);
+  return stats;
+}
+
+MLAKernelBase::MergeSlot MLAKernelBase::slotAt(Value stats, Value idx) {
+  // A head past H reads head 0's rows and writes nothing.
   int64_t slotsPerHead = s.ckv / 4;
-  int64_t perThread = s.rows() * slotsPerHead / s.threads();
-  auto slotOf = [&](int64_t k) {
-    Value idx = e.add(tid, e.idx(k * s.threads()));
-    Value h = e.divui(idx, e.idx(slotsPerHead));
-    auto [hg, valid] = headOf(h);
-    return MergeSlot{hg, valid,
-                     e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4)),
-                     e.load(stats, {h}),
-                     e.load(stats, {e.add(h, e.idx(s.rows()))})};
-  };
-  // kMergeSlots slots at a time (their accumulators, indices and loads in
-  // registers), the rows' loop unrolled by kMergeRowUnroll.
-  for (int64_t k0 = 0; k0 < perThread; k0 += kMergeSlots) {
+  Value h = e.divui(idx, e.idx(slotsPerHead));
+  Value hg = e.add(head0, h);
+  Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
+  return MergeSlot{e.select(valid, hg, e.idx(0)), valid,
+                   e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4)),
+                   e.load(stats, {e.idx(0), h}), e.load(stats, {e.idx(1), h})};
+}
+
+void MLAKernelBase::mergeSplits(const FusedMerge &m, Value begin) {
+  // The merge operator over the S partial rows [begin, begin + S) of the
+  // CTA's heads: headStats, then every thread its `perThread` output slots
+  // (4 consecutive f32 of a head), kMergeSplitsSlots at a time, over the
+  // rows in registers (mergeSlots), o = acc / total.
+  int64_t perThread = s.rows() * (s.ckv / 4) / s.threads();
+  Value stats = headStats(m, begin, e.idx(0), e.idx(s.rows() * s.ckv / 4));
+  Value tid = freshThreadId(e);
+  for (int64_t k0 = 0; k0 < perThread; k0 += kMergeSplitsSlots) {
     SmallVector<MergeSlot> chunk;
-    for (int64_t k = k0; k < std::min(k0 + kMergeSlots, perThread); ++k)
-      chunk.push_back(slotOf(k));
-    mergeSlots(m, begin, chunk, kMergeRowUnroll);
+    for (int64_t k = k0; k < std::min(k0 + kMergeSplitsSlots, perThread); ++k)
+      chunk.push_back(slotAt(stats, e.add(tid, e.idx(k * s.threads()))));
+    mergeSlots(m, begin, chunk, kMergeSplitsRows);
   }
 }
 
 void MLAKernelBase::mergeShare(const FusedMerge &m, Value begin) {
   // Split z of S takes the output slots [z n / S, (z + 1) n / S) of the n =
-  // (valid heads) x D_ckv / 4 of the CTA's heads, a slot per thread at a
-  // time: 32 consecutive slots (a warp) share a head, so its statistics'
-  // loads are one line for the warp.
+  // (valid heads) x D_ckv / 4 of the CTA's heads: headStats, then the
+  // share's slots threads apart (a warp's consecutive slots one line of a
+  // row): a slot a thread with many splits (a share of at most `threads`
+  // slots), else kMergeShareSlots a thread at a time.
   int64_t slotsPerHead = s.ckv / 4;
   Value validHeads = arith::MinUIOp::create(
       b, loc, e.idx(s.rows()), e.sub(e.idx(s.heads), head0));
   Value n = e.mul(validHeads, e.idx(slotsPerHead));
   Value lo = e.divui(e.mul(z, n), splits);
   Value hi = e.divui(e.mul(e.add(z, e.idx(1)), n), splits);
+  Value stats = headStats(m, begin, lo, hi);
   Value tid = freshThreadId(e);
-  e.forLoop(e.add(lo, tid), hi, e.idx(s.threads()), ValueRange{},
-            [&](Value idx, ValueRange) -> SmallVector<Value> {
-              Value hg = e.add(head0, e.divui(idx, e.idx(slotsPerHead)));
-              Value d = e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4));
-              StateMerge sm = headStats(e, m, begin, splits, hg);
-              e.ifThen(e.cmpi(Pred::eq, d, e.idx(0)), [&]() {
-                e.store(sm.lse(m.lseBase2), m.lse, {request, hg});
+  Value few = e.cmpi(Pred::ule, e.sub(hi, lo), e.idx(s.threads()));
+  e.ifThen(few, [&]() {
+    Value idx = e.add(lo, tid);
+    e.ifThen(e.cmpi(Pred::ult, idx, hi), [&]() {
+      mergeSlots(m, begin, {slotAt(stats, idx)}, kMergeFewSlotsRows);
+    });
+  });
+  e.ifThen(e.cmpi(Pred::ugt, e.sub(hi, lo), e.idx(s.threads())), [&]() {
+    int64_t step = kMergeShareSlots * s.threads();
+    e.forLoop(lo, hi, e.idx(step), ValueRange{},
+              [&](Value base, ValueRange) -> SmallVector<Value> {
+                SmallVector<MergeSlot> chunk;
+                for (int64_t k = 0; k < kMergeShareSlots; ++k) {
+                  Value idx = e.add(base, e.add(tid, e.idx(k * s.threads())));
+                  Value inShare = e.cmpi(Pred::ult, idx, hi);
+                  // A slot past the share reads the share's first.
+                  MergeSlot sl = slotAt(stats, e.select(inShare, idx, lo));
+                  sl.valid = inShare;
+                  chunk.push_back(sl);
+                }
+                mergeSlots(m, begin, chunk, kMergeShareRows);
+                return {};
               });
-              mergeSlots(m, begin,
-                         {MergeSlot{hg, Value(), d, sm.shift(), sm.weight()}},
-                         kMergeShareUnroll);
-              return {};
-            });
+  });
 }
 
 namespace {
