@@ -149,13 +149,19 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: nvvm.barrier #nvvm.reduction<or>
 // CHECK: nvvm.barrier #nvvm.reduction<or>
-// The share.
-// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// The share: each lane's rows 2 a step, both rows' loads before their
+// math (foldRows), then the fold.
+// CHECK: scf.for
+// CHECK-COUNT-2: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: llvm.intr.fma
 // CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c16_i32
 // CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c1_i32
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
-// The last CTA's merge, 8 rows a step.
+// The last CTA's merge, 8 rows a step, their loads before their math.
 // CHECK-COUNT-8: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: llvm.intr.fma
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
 // After the merge, the last CTA to leave puts the counter back.
 // CHECK: arith.xori %{{.*}}, %c1073741824_i32

@@ -533,6 +533,37 @@ void emitEmptyRequests(KernelEmitter &e, const FusedMerge &m, Value x,
                        const CTAHeads &heads, int64_t headDim,
                        int64_t threads);
 
+/// A split-KV merge's unnormalized state over the rows folded so far, in
+/// base 2: the largest lse `m` (-inf: none), `w` = sum_i 2^(lse_i - m') and
+/// `acc` = sum_i 2^(lse_i - m') o_i with m' = safeShift(m) (f32 or a vector
+/// of f32; null: the statistics alone). The merged o is acc / w and the
+/// lse m' + log2 w, o = 0 and lse = -inf where w = 0 (no row, or all
+/// empty).
+struct MergeState {
+  Value m, w, acc;
+};
+/// `x` with -inf as 0: the shift that keeps every weight finite.
+Value safeShift(KernelEmitter &e, Value x);
+/// Folds rows into `st`: row j's base-2 lse `lse2[j]` and (with st.acc) its
+/// o `o[j]`, counted where `in[j]` and its weight is positive (an empty
+/// split's lse is -inf; a row of weight 0 never reaches acc, whatever its
+/// o). One step of a merge: every row's loads are issued before this.
+MergeState foldRows(KernelEmitter &e, MergeState st, ArrayRef<Value> lse2,
+                    ArrayRef<Value> o, ArrayRef<Value> in);
+/// A loop over rows [0, count) in steps of `rowsPerStep` rows `spread`
+/// apart, starting at `first`: `body(rows, in, carried)` gets the step's
+/// row indices (clamped to count - 1, so that their loads stay in bounds)
+/// and whether each is one of the count; `init` / the results are the
+/// loop's carried values. The split-KV merges issue a step's loads
+/// together: a merge of a few rows is one L2 round trip rather than one a
+/// row.
+SmallVector<Value>
+forRowSteps(KernelEmitter &e, Value count, Value first, Value spread,
+            int64_t rowsPerStep, ValueRange init,
+            function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
+                                            ValueRange)>
+                body);
+
 } // namespace mlir::pa::gpukernel
 
 #endif // PAGEDATTN_LIB_CONVERSION_PATOGPU_KERNELBUILDER_H

@@ -370,37 +370,6 @@ static Value freshThreadId(KernelEmitter &e) {
                                /*sideEffects=*/true)[0]);
 }
 
-/// Loop over rows [0, splits) in steps of `rowsPerStep`, a row of `spread`
-/// lanes apart starting at `first`: `body(rows, in, carried)` with the
-/// step's row indices (clamped to splits - 1) and whether each is one of
-/// the S.
-static SmallVector<Value> forRowSteps(
-    KernelEmitter &e, Value splits, Value first, int64_t spread,
-    int64_t rowsPerStep, ValueRange init,
-    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
-                                    ValueRange)>
-        body) {
-  Value last = e.sub(splits, e.idx(1));
-  scf::ForOp loop = e.forLoop(
-      e.idx(0), splits, e.idx(spread * rowsPerStep), init,
-      [&](Value c0, ValueRange r) -> SmallVector<Value> {
-        SmallVector<Value> rows, in;
-        for (int64_t j = 0; j < rowsPerStep; ++j) {
-          Value i = e.add(c0, e.add(first, e.idx(j * spread)));
-          Value inside = e.cmpi(Pred::ult, i, splits);
-          in.push_back(inside);
-          rows.push_back(e.select(inside, i, last));
-        }
-        return body(rows, in, r);
-      });
-  return SmallVector<Value>(loop.getResults());
-}
-
-/// x, with -inf as 0 (a shift that leaves every weight finite).
-static Value safeShift(KernelEmitter &e, Value x) {
-  return e.select(e.cmpf(FPred::OEQ, x, e.negInf()), e.f32(0), x);
-}
-
 void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
                                ArrayRef<MergeSlot> slots,
                                int64_t rowsPerStep) {
@@ -408,7 +377,7 @@ void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
   Value zero = e.splat(e.f32(0), vec4);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
   SmallVector<Value> acc = forRowSteps(
-      e, splits, e.idx(0), 1, rowsPerStep,
+      e, splits, e.idx(0), e.idx(1), rowsPerStep,
       SmallVector<Value>(slots.size(), zero),
       [&](ArrayRef<Value> rows, ArrayRef<Value> in,
           ValueRange r) -> SmallVector<Value> {
@@ -478,23 +447,15 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
   Value h = e.remui(tid, e.idx(rows)), p = e.divui(tid, e.idx(rows));
   Value hg = headOf(h).first;
   SmallVector<Value> mw = forRowSteps(
-      e, splits, p, parts, kStatsRows, {e.negInf(), e.f32(0)},
+      e, splits, p, e.idx(parts), kStatsRows, {e.negInf(), e.f32(0)},
       [&](ArrayRef<Value> rowIdx, ArrayRef<Value> in,
           ValueRange r) -> SmallVector<Value> {
         SmallVector<Value> lses;
         for (Value i : rowIdx)
           lses.push_back(e.mul(e.load(m.lsePart, {e.add(begin, i), hg}),
                                toLog2));
-        Value mx = r[0];
-        for (auto [x, inside] : llvm::zip(lses, in)) {
-          x = e.select(inside, x, e.negInf());
-          mx = e.maxf(mx, x);
-        }
-        Value shift = safeShift(e, mx);
-        Value w = e.mul(r[1], e.ex2(e.sub(r[0], shift)));
-        for (auto [x, inside] : llvm::zip(lses, in))
-          w = e.add(w, e.select(inside, e.ex2(e.sub(x, shift)), e.f32(0)));
-        return {mx, w};
+        MergeState next = foldRows(e, {r[0], r[1], Value()}, lses, {}, in);
+        return {next.m, next.w};
       });
   e.store(mw[0], partial, {e.idx(0), p, h});
   e.store(mw[1], partial, {e.idx(1), p, h});

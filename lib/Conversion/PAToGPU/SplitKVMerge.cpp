@@ -52,8 +52,10 @@ using namespace mlir::pa::gpukernel;
 
 using Pred = arith::CmpIPredicate;
 
-/// Rows of the last CTA's merge per loop iteration.
-constexpr uint64_t kMergeUnroll = 8;
+/// Rows a step of the last CTA's merge (loads issued together) and of a
+/// lane's rows in the merge together (at most 2 up to 64 items).
+constexpr int64_t kMergeRowsStep = 8;
+constexpr int64_t kMergeShareStep = 2;
 
 MergeSegmentsOp gpukernel::fusableMerge(DecodePartialOp op) {
   ValueRange outs = op.getOuts();
@@ -102,6 +104,62 @@ void gpukernel::finishFusedLaunch(MergeSegmentsOp merge, Value counters) {
   merge.erase();
 }
 
+Value gpukernel::safeShift(KernelEmitter &e, Value x) {
+  return e.select(e.cmpf(arith::CmpFPredicate::OEQ, x, e.negInf()), e.f32(0),
+                  x);
+}
+
+MergeState gpukernel::foldRows(KernelEmitter &e, MergeState st,
+                               ArrayRef<Value> lse2, ArrayRef<Value> o,
+                               ArrayRef<Value> in) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto vec = st.acc ? dyn_cast<VectorType>(st.acc.getType()) : VectorType();
+  auto spread = [&](Value x) -> Value { return vec ? e.splat(x, vec) : x; };
+  SmallVector<Value> x;
+  Value mx = st.m;
+  for (auto [l, inside] : llvm::zip(lse2, in)) {
+    x.push_back(e.select(inside, l, e.negInf()));
+    mx = e.maxf(mx, x.back());
+  }
+  Value shift = safeShift(e, mx);
+  // The state so far, from its shift to the new one (0 when it had none).
+  Value scale = e.ex2(e.sub(st.m, shift));
+  Value w = e.mul(st.w, scale);
+  Value acc = st.acc ? e.mul(st.acc, spread(scale)) : Value();
+  for (auto [j, xj] : llvm::enumerate(x)) {
+    Value wj = e.ex2(e.sub(xj, shift));
+    Value counts = e.cmpf(arith::CmpFPredicate::OGT, wj, e.f32(0));
+    w = e.add(w, e.select(counts, wj, e.f32(0)));
+    if (acc)
+      acc = e.select(counts, LLVM::FMAOp::create(b, loc, spread(wj), o[j], acc),
+                     acc);
+  }
+  return {mx, w, acc};
+}
+
+SmallVector<Value> gpukernel::forRowSteps(
+    KernelEmitter &e, Value count, Value first, Value spread,
+    int64_t rowsPerStep, ValueRange init,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
+                                    ValueRange)>
+        body) {
+  Value last = e.sub(count, e.idx(1));
+  scf::ForOp loop =
+      e.forLoop(e.idx(0), count, e.mul(spread, e.idx(rowsPerStep)), init,
+                [&](Value c0, ValueRange r) -> SmallVector<Value> {
+                  SmallVector<Value> rows, in;
+                  for (int64_t j = 0; j < rowsPerStep; ++j) {
+                    Value i = e.add(c0, e.add(first, e.mul(spread, e.idx(j))));
+                    Value inside = e.cmpi(Pred::ult, i, count);
+                    in.push_back(inside);
+                    rows.push_back(e.select(inside, i, last));
+                  }
+                  return body(rows, in, r);
+                });
+  return SmallVector<Value>(loop.getResults());
+}
+
 namespace {
 
 /// The fused merge's reads and writes of one output slot, head h, elements
@@ -125,6 +183,29 @@ struct SlotIO {
         e.b, e.loc, VectorType::get({width}, e.b.getF32Type()), m.oPart,
         ValueRange{row, h, d});
   }
+  /// The unnormalized state of slot (h, d) over the rows begin + i for i in
+  /// [0, count) from `first`, `spread` apart, `step` rows' loads a step
+  /// (forRowSteps / foldRows).
+  MergeState fold(Value begin, Value count, Value first, Value spread,
+                  int64_t step, Value h, Value d) const {
+    Value zero = e.f32(0);
+    if (width > 1)
+      zero = e.splat(zero, VectorType::get({width}, e.b.getF32Type()));
+    SmallVector<Value> st = forRowSteps(
+        e, count, first, spread, step, {e.negInf(), e.f32(0), zero},
+        [&](ArrayRef<Value> rows, ArrayRef<Value> in,
+            ValueRange r) -> SmallVector<Value> {
+          SmallVector<Value> lses, os;
+          for (Value i : rows) {
+            Value row = e.add(begin, i);
+            lses.push_back(lse(row, h));
+            os.push_back(o(row, h, d));
+          }
+          MergeState next = foldRows(e, {r[0], r[1], r[2]}, lses, os, in);
+          return {next.m, next.w, next.acc};
+        });
+    return {st[0], st[1], st[2]};
+  }
   /// Stores the merged `o` (f32) into row `request` of o and, in the slot
   /// of d = 0, `lse()` (in the merge's base) into lse.
   void store(Value request, Value h, Value d, Value o,
@@ -145,7 +226,11 @@ struct SlotIO {
 
 /// merge_segments over rows [begin, end) for the CTA's heads, written to
 /// row `request` of o / lse: thread i handles (head j, elements [d, d + W))
-/// with W = 4 where the head dim allows.
+/// with W = 4 where the head dim allows, over the rows kMergeRowsStep at a
+/// time (foldRows). One CTA merges all of a request's rows: a rolled loop
+/// paid an L2 round trip per row (H100, 2026-11-25: 128 rows of 1 x 8192
+/// took 13 us longer than merge_segments' CTA per head), then three passes
+/// (maximum, weights, elements) unrolled by 8 two round trips at 8 rows.
 void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
                    Value begin, Value end, const CTAHeads &heads,
                    int64_t headDim, int64_t threads) {
@@ -155,21 +240,27 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
   int64_t perHead = headDim / width;
   SlotIO io{e, m, width};
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  auto slots = scf::ForOp::create(
+  scf::ForOp::create(
       b, loc, tid, e.idx(heads.count * perHead), e.idx(threads), ValueRange{},
       [&](OpBuilder &, Location, Value idx, ValueRange) {
         Value j = e.divui(idx, e.idx(perHead));
         Value d = e.mul(e.remui(idx, e.idx(perHead)), e.idx(width));
         Value h = e.add(heads.first, j);
         auto merge = [&]() {
-          auto ex2 = [&](Value x) { return e.ex2(x); };
-          auto lg2 = [&](Value x) { return e.lg2(x); };
-          auto lseOf = [&](Value i) { return io.lse(i, h); };
-          auto oOf = [&](Value i, Value dd) { return io.o(i, h, dd); };
-          StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
-                        StateSet{begin, end, lseOf, /*l=*/nullptr, oOf});
-          io.store(request, h, d, sm.element(d, width),
-                   [&]() { return sm.lse(m.lseBase2); });
+          MergeState st = io.fold(begin, e.sub(end, begin), e.idx(0), e.idx(1),
+                                  kMergeRowsStep, h, d);
+          Value some = e.cmpf(arith::CmpFPredicate::OGT, st.w, e.f32(0));
+          Value inv = e.select(some, e.divf(e.f32(1), st.w), e.f32(0));
+          Value o = e.mul(
+              st.acc, width == 1
+                          ? inv
+                          : e.splat(inv, cast<VectorType>(st.acc.getType())));
+          io.store(request, h, d, o, [&]() {
+            Value lse = e.add(safeShift(e, st.m), e.lg2(st.w));
+            if (!m.lseBase2)
+              lse = e.mul(lse, e.f32(kLn2));
+            return e.select(some, lse, e.negInf());
+          });
         };
         if (heads.valid)
           e.ifThen(e.cmpi(Pred::ult, j, heads.valid), merge);
@@ -177,21 +268,13 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
           merge();
         scf::YieldOp::create(b, loc);
       });
-  // The merge's loops over the rows, unrolled so that several rows' loads
-  // are in flight: one CTA merges all of a request's rows, and rolled
-  // loops paid an L2 round trip per row (H100, 2026-11-25: 128 rows of
-  // 1 x 8192 took 13 us longer than merge_segments' CTA per head).
-  SmallVector<scf::ForOp> rowLoops;
-  slots.getBody()->walk([&](scf::ForOp f) { rowLoops.push_back(f); });
-  for (scf::ForOp f : rowLoops)
-    (void)loopUnrollByFactor(f, kMergeUnroll);
 }
 
 /// The merge together's share of CTA `k` of the S = end - begin CTAs of
 /// `request`: the output slots [k T / S, (k + 1) T / S) of the T = heads x
 /// D / W of the CTA's heads. A group of R = min(32, 2^ceil(log2 S)) lanes
 /// takes a slot: lane r merges rows begin + r, begin + r + R, ...
-/// (StateMerge), then the group folds its R states with xor shuffles, so
+/// (foldRows), then the group folds its R states with xor shuffles, so
 /// that a slot costs one or two rows' loads in each lane rather than S in
 /// one (at S = 33 or 64 splits of one request, GQA 8's 256 slots). The
 /// share's integer arithmetic is 32-bit with R's divisions as shifts, and
@@ -235,11 +318,7 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
   Value lane = e.andi(tid, sub(lanes, e.i32(1)));
   Value group = shr(tid, log);
   Value groups = shr(e.i32(threads), log);
-  // The lane's rows: begin + lane + i R for i < ceil((S - lane) / R).
-  Value rows = e.toIndex(
-      e.select(e.cmpi(Pred::ult, lane, splits),
-               shr(e.add(sub(splits, lane), sub(lanes, e.i32(1))), log),
-               e.i32(0)));
+  // The lane's rows: begin + lane + i R.
   Value laneIdx = e.toIndex(lane), lanesIdx = e.toIndex(lanes);
   auto spread = [&](Value x) -> Value {
     return width == 1 ? x : e.splat(x, vecF32);
@@ -260,19 +339,13 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
     Value active = e.cmpi(Pred::ult, slot, e.toIndex(hi));
     if (heads.valid)
       active = e.andi(active, e.cmpi(Pred::ult, j, heads.valid));
-    Value row0 = e.add(begin, laneIdx);
-    auto rowOf = [&](Value i) { return e.add(row0, e.mul(i, lanesIdx)); };
-    auto lseOf = [&](Value i) { return io.lse(rowOf(i), h); };
-    auto oOf = [&](Value i, Value dd) { return io.o(rowOf(i), h, dd); };
-    auto ex2 = [&](Value x) { return e.ex2(x); };
-    auto lg2 = [&](Value x) { return e.lg2(x); };
-    StateMerge sm(e, ExpBase{/*base2=*/true, ex2, lg2},
-                  StateSet{e.idx(0), e.select(active, rows, e.idx(0)), lseOf,
-                           /*l=*/nullptr, oOf});
-    // The lane's state unnormalized: shift M, weight s, acc = s o (an
-    // empty lane: M = 0, s = 0, acc = 0).
-    Value shift = sm.shift(), weight = sm.weight();
-    Value acc = e.mul(sm.element(d, width), spread(weight));
+    // The lane's rows, kMergeShareStep a step (foldRows), into its
+    // unnormalized state: shift M, weight s, acc = s o (an empty lane: M =
+    // 0, s = 0, acc = 0).
+    MergeState st =
+        io.fold(begin, e.select(active, e.toIndex(splits), e.idx(0)), laneIdx,
+                lanesIdx, kMergeShareStep, h, d);
+    Value shift = safeShift(e, st.m), weight = st.w, acc = st.acc;
     for (int64_t offset = 16; offset >= 1; offset /= 2) {
       Value oShift = shuffle(shift, offset), oWeight = shuffle(weight, offset);
       Value oAcc;
