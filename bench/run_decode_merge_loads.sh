@@ -41,4 +41,6 @@ fi
   for d in lf_gqa4 lf_mha; do PA_SANITIZE_TIMEOUT=200 pa_sanitize "$R" check "$B/$d"; done
   pa_test_cuda 240 14
 } >> "$out/summary.md" 2>&1
+# At most 8 files come back from the device: the raw outputs as one.
+(cd "$out" && tar czf raw.tgz oldnew fi_* 2>/dev/null && rm -rf oldnew fi_*)
 cat "$out/summary.md"

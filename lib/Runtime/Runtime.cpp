@@ -1451,7 +1451,8 @@ Status runMLADecode(pa_bundle &b, const pa_mla_decode_args &a,
   if (splits == 0) {
     splits = mlaSplits(a.batch, headBlocks, slots, a.max_kv_len,
                        canMergeTogether);
-    // Few splits merge faster by each request's last CTA.
+    // Below kMLATogetherMinSplits the last CTA's merge (and its split
+    // count); at 2 that leaves only a plan of one split, which has no merge.
     if (canMergeTogether && !mlaPrefersTogether(splits)) {
       canMergeTogether = false;
       splits = mlaSplits(a.batch, headBlocks, slots, a.max_kv_len, false);

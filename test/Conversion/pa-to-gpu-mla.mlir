@@ -59,23 +59,130 @@
 // CHECK: scf.if
 // CHECK: memref.view {{.*}} to memref<2x8x32xf32, #gpu.address_space<workgroup>>
 // CHECK: memref.view {{.*}} to memref<2x32xf32, #gpu.address_space<workgroup>>
-// CHECK: scf.for {{.*}} to %grid_dim_z step {{.*}} -> (f32, f32)
-// CHECK-COUNT-8: memref.load %arg9
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c64{{.*}} -> (f32, f32)
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
+// CHECK-NOT: ex2.approx
+// CHECK: memref.load %arg9
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // Then with many splits (a share of at most 256 slots) a slot a thread,
 // 16 rows' loads a step issued before their math ...
 // CHECK: scf.if
 // CHECK: scf.if
-// CHECK: scf.for {{.*}} to %grid_dim_z step {{.*}} -> (vector<4xf32>)
-// CHECK-COUNT-16: vector.load %arg8
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c16{{.*}} -> (vector<4xf32>)
+// CHECK-NOT: llvm.intr.fma
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
 // CHECK-NOT: vector.load
 // CHECK: llvm.intr.fma({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>)
 // ... else 4 slots a thread (threads apart), 4 rows a step: 16 loads.
 // CHECK: scf.if
 // CHECK: scf.for {{.*}} step %c1024
-// CHECK: scf.for {{.*}} to %grid_dim_z step {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
-// CHECK-COUNT-16: vector.load %arg8
+// CHECK: scf.for {{.*}} to %grid_dim_z step %c4{{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-NOT: llvm.intr.fma
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg8
 // CHECK-NOT: vector.load
 // CHECK: llvm.intr.fma({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>)
 // The last CTA's merge of all the CTA's heads.

@@ -152,14 +152,39 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // The share: each lane's rows 2 a step, both rows' loads before their
 // math (foldRows), then the fold.
 // CHECK: scf.for
-// CHECK-COUNT-2: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
 // CHECK-NOT: vector.load
 // CHECK: llvm.intr.fma
 // CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c16_i32
 // CHECK: gpu.shuffle {{ *}}xor {{.*}}, %c1_i32
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>
 // The last CTA's merge, 8 rows a step, their loads before their math.
-// CHECK-COUNT-8: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
+// CHECK-NOT: llvm.intr.fma
+// CHECK-NOT: ex2.approx
+// CHECK: vector.load %arg9{{.*}} : memref<?x32x128xf32>, vector<4xf32>
 // CHECK-NOT: vector.load
 // CHECK: llvm.intr.fma
 // CHECK: vector.store {{.*}} : memref<?x32x128xf16>, vector<4xf16>

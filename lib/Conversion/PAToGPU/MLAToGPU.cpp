@@ -48,7 +48,6 @@
 #include "PagedAttn/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -85,9 +84,10 @@ constexpr int64_t kQRegisterBudget = 36;
 /// headStats: rows a thread reads a step (the CTA's threads split the rows
 /// threads / heads ways).
 constexpr int64_t kStatsRows = 8;
-/// The last CTA's merge (mergeSplits) reads every row alone on one SM: 8
-/// output slots a thread at a time, 2 rows a step (the usual 2 or 3 rows,
-/// no load wasted on a row past S).
+/// The last CTA's merge (mergeSplits: forced, or a grid that does not fit
+/// at once, up to 32 splits) reads every row alone on one SM, bound by its
+/// bandwidth: 8 output slots a thread at a time, 2 rows a step (as before;
+/// 4 rows wasted loads on rows past S and ran 2 us slower at 2 splits).
 constexpr int64_t kMergeSplitsSlots = 8;
 constexpr int64_t kMergeSplitsRows = 2;
 /// The merge together's share (mergeShare), a short latency-bound read: at
@@ -431,9 +431,11 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
                                Value hi) {
   // The P = threads / rows partitions of the rows: thread (p, h) reads the
   // lse of head h in rows p, p + P, ... (kStatsRows a step; a warp's
-  // loads are one line), folded online: M the largest (-inf: none), W =
-  // sum 2^(lse_i - M). Then thread h < rows folds the P states (StateMerge's
-  // m* and L). A head past H reads head 0's rows and writes nothing.
+  // loads one or two lines), folded online (foldRows): M the largest (-inf:
+  // none), W = sum 2^(lse_i - M). Then, through shared memory (the Q
+  // region, dead after the KV loop), thread h < rows folds the P states
+  // (the merge operator's m* and L). A head past H reads head 0's rows and
+  // writes nothing.
   int64_t rows = s.rows(), parts = s.threads() / rows;
   Value partial = sharedView({2, parts, rows}, f32(), 0);
   Value stats = sharedView({2, rows}, f32(), 2 * parts * rows * 4);

@@ -7,8 +7,9 @@
 //   lse[R, H]; a CTA per row r (grid x = R, the runtime's `batch`), whose
 //   threads walk the row's H x D / W slots of W elements (16 bytes of the
 //   states' element type: 8 of f16 / bf16, 4 of f32). Each slot merges the
-//   N states of its head with StateMerge (the operator the CPU loops and the
-//   split-KV merges use), the loops over the N states fully unrolled so that
+//   N states of its head with StateMerge (the operator the CPU loops use;
+//   the split-KV merges fold its arithmetic online, foldRows), the loops over
+//   the N states fully unrolled so that
 //   the picks among the distinct state memrefs fold away. Other ranks are
 //   reshaped on the host side first: lse[...] of rank > 2 collapses its
 //   leading dims into R (o likewise), lse[R] becomes [R, 1].
@@ -37,8 +38,8 @@ using Pred = arith::CmpIPredicate;
 
 namespace {
 
-/// Unroll factor of merge_states' loops over its states (as in the fused
-/// split-KV merge: rolled loops pay an L2 round trip per state).
+/// Unroll factor of merge_states' loops over its states (rolled loops pay
+/// an L2 round trip per state).
 constexpr uint64_t kStatesUnroll = 8;
 
 /// Elements per thread slot: 16 bytes of the states' element type, halved

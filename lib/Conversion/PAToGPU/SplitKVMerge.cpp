@@ -43,7 +43,7 @@
 #include "PagedAttn/Conversion/PagedAttention.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -145,8 +145,12 @@ SmallVector<Value> gpukernel::forRowSteps(
                                     ValueRange)>
         body) {
   Value last = e.sub(count, e.idx(1));
+  // A constant spread gives a constant step (visible in the IR).
+  Value step = e.mul(spread, e.idx(rowsPerStep));
+  if (std::optional<int64_t> c = getConstantIntValue(spread))
+    step = e.idx(*c * rowsPerStep);
   scf::ForOp loop =
-      e.forLoop(e.idx(0), count, e.mul(spread, e.idx(rowsPerStep)), init,
+      e.forLoop(e.idx(0), count, step, init,
                 [&](Value c0, ValueRange r) -> SmallVector<Value> {
                   SmallVector<Value> rows, in;
                   for (int64_t j = 0; j < rowsPerStep; ++j) {
@@ -371,8 +375,12 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
       Value c = e.select(theirs, e.ex2(e.sub(oShift, mx)), e.f32(0));
       Value any = arith::OrIOp::create(b, loc, mine, theirs);
       shift = e.select(any, mx, shift);
-      weight = e.add(e.mul(weight, a), e.mul(oWeight, c));
-      acc = e.add(e.mul(acc, spread(a)), e.mul(oAcc, spread(c)));
+      // A lane of another group (or an empty one) adds nothing, even a
+      // non-finite acc (0 x inf would be NaN).
+      weight = e.add(e.mul(weight, a),
+                     e.select(theirs, e.mul(oWeight, c), e.f32(0)));
+      acc = e.add(e.mul(acc, spread(a)),
+                  e.select(theirs, e.mul(oAcc, spread(c)), spread(e.f32(0))));
     }
     e.ifThen(e.andi(active, e.cmpi(Pred::eq, laneIdx, e.idx(0))), [&]() {
       Value some = e.cmpf(arith::CmpFPredicate::OGT, weight, e.f32(0));
