@@ -544,6 +544,10 @@ struct MergeState {
 };
 /// `x` with -inf as 0: the shift that keeps every weight finite.
 Value safeShift(KernelEmitter &e, Value x);
+/// The lse of a merged state of total weight `w` relative to `shift` (both
+/// base 2): shift + log2 w, in base e (x ln 2) unless `lseBase2`; -inf where
+/// w is not positive (no row, or all empty).
+Value mergedLse(KernelEmitter &e, Value shift, Value w, bool lseBase2);
 /// Folds rows into `st`: row j's base-2 lse `lse2[j]` and (with st.acc) its
 /// o `o[j]`, counted where `in[j]` and its weight is positive (an empty
 /// split's lse is -inf; a row of weight 0 never reaches acc, whatever its

@@ -482,11 +482,7 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
     Value mine = e.andi(valid, e.andi(e.cmpi(Pred::uge, first, lo),
                                       e.cmpi(Pred::ult, first, hi)));
     e.ifThen(mine, [&]() {
-      Value some = e.cmpf(FPred::OGT, total, e.f32(0));
-      Value lse = e.add(shift, e.lg2(total));
-      if (!m.lseBase2)
-        lse = e.mul(lse, e.f32(kLn2));
-      e.store(e.select(some, lse, e.negInf()), m.lse, {request, hg});
+      e.store(mergedLse(e, shift, total, m.lseBase2), m.lse, {request, hg});
     });
   });
   gpu::BarrierOp::create(b, loc);

@@ -109,6 +109,15 @@ Value gpukernel::safeShift(KernelEmitter &e, Value x) {
                   x);
 }
 
+Value gpukernel::mergedLse(KernelEmitter &e, Value shift, Value w,
+                           bool lseBase2) {
+  Value lse = e.add(shift, e.lg2(w));
+  if (!lseBase2)
+    lse = e.mul(lse, e.f32(kLn2));
+  return e.select(e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0)), lse,
+                  e.negInf());
+}
+
 MergeState gpukernel::foldRows(KernelEmitter &e, MergeState st,
                                ArrayRef<Value> lse2, ArrayRef<Value> o,
                                ArrayRef<Value> in) {
@@ -260,10 +269,7 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
                           ? inv
                           : e.splat(inv, cast<VectorType>(st.acc.getType())));
           io.store(request, h, d, o, [&]() {
-            Value lse = e.add(safeShift(e, st.m), e.lg2(st.w));
-            if (!m.lseBase2)
-              lse = e.mul(lse, e.f32(kLn2));
-            return e.select(some, lse, e.negInf());
+            return mergedLse(e, safeShift(e, st.m), st.w, m.lseBase2);
           });
         };
         if (heads.valid)
@@ -386,11 +392,7 @@ void emitMergeShare(KernelEmitter &e, const FusedMerge &m, Value request,
       Value some = e.cmpf(arith::CmpFPredicate::OGT, weight, e.f32(0));
       io.store(request, h, d,
                e.select(some, e.divf(acc, spread(weight)), spread(e.f32(0))),
-               [&]() {
-                 Value lse =
-                     e.select(some, e.add(shift, e.lg2(weight)), e.negInf());
-                 return m.lseBase2 ? lse : e.mul(lse, e.f32(kLn2));
-               });
+               [&]() { return mergedLse(e, shift, weight, m.lseBase2); });
     });
     return {};
   });
