@@ -2,6 +2,7 @@
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=shared" | FileCheck %s --check-prefix=SWZ
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=REG
+// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=3" --pa-promote-tiles | FileCheck %s --check-prefix=ST3
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADWIDEN
 // RUN: not pa-compile --fp8-widen=texture -o %t 2>&1 | FileCheck %s --check-prefix=BADCOMPILE
 // RUN: not pa-opt %s --pa-lower-to-nvvm="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADPIPE
@@ -12,6 +13,19 @@
 
 // pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
 // 128, 64-key tiles, 2 stages).
+//
+// Page lookups: a lane copies 4 chunk rounds of its warp's 16 keys a tile
+// (one 128-byte row is 8 chunks), under page-list-rounds = 8, so at 2
+// stages every round carries its own page-table entry (no shuffle,
+// checked below). At 3 stages the rounds count twice (S - 1, where fp8 is
+// widened in registers): lane j looks up the warp's j-th page and the
+// rounds' copies take it by gpu.shuffle idx, one i32 carried (167
+// registers at sm_90a instead of 186: 3 CTAs an SM).
+// ST3:       dynamic_shared_memory_size %c53248_i32
+// ST3:       gpu.func @pa_decode({{.*}}kv_stages = 3
+// ST3:       scf.for %{{.*}} iter_args(%[[MINE:.*]] = %{{.*}}) -> (i32) {
+// ST3-COUNT-4: gpu.shuffle  idx %[[MINE]], %{{.*}}, %{{.*}} : i32
+// ST3:       nvgpu.device_async_create_group
 //
 // The default (fp8-widen=registers; D a multiple of 128, swizzled rows): Q
 // ([16][128] f16 = 4096 bytes), then the fp8 stages as bytes ([2 x 2 x
@@ -34,8 +48,10 @@
 // REG-NEXT:  %[[M:.*]] = arith.muli %[[R8]], %c16_{{[0-9]+}} : index
 // REG-NEXT:  %[[COL:.*]] = arith.xori %{{.*}}, %[[M]] : index
 // REG:       nvgpu.device_async_copy %arg1[{{.*}}], %[[B8]][%[[ROW]], %[[COL]]], 16
+// REG-NOT:   gpu.shuffle
 // REG:       scf.for
 // REG-NOT:     arith.extf
+// REG-NOT:     gpu.shuffle
 // REG-NOT:     vector.store
 // REG:         pa.tile.qk ins(%[[Q]], %[[K0]] : memref<16x128xf16, strided<[128, 1]>, #gpu.address_space<workgroup>>, memref<64x128xf8E4M3FN, strided<[128, 1]>, #gpu.address_space<workgroup>>)
 // REG:         pa.tile.pv ins(%{{.*}}, %[[V0]] : memref<16x64xf32>, memref<64x128xf8E4M3FN, strided<[128, 1], offset: 16384>, #gpu.address_space<workgroup>>)

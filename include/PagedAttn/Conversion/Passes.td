@@ -310,7 +310,10 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     and stores it before the next step's barrier into a page list of the
     stage (`[S][entries]` i32 after the tiles); the copies read their
     entries from it. Warp-local tiles (the tensor-core decode) whose
-    threads copy R rounds or more shuffle instead: lane j looks up the j-th
+    threads copy R rounds or more (where fp8 is widened in registers
+    counted S - 1 times for S stages: there an entry a round costs more
+    with more stages; 4 fp8 rounds at 3 stages count 8) shuffle instead:
+    lane j looks up the j-th
     of the at most `(P + K/W - 2) / P + 1` pages its warp's `K/W` keys
     touch (at most 32), carries that one entry, and each round's copy takes
     its page's entry from that lane (`gpu.shuffle idx`). R = 0 keeps every

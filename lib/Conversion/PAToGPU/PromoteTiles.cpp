@@ -56,11 +56,12 @@
 // goes to ([S][entries] i32 after the tiles); the copies read their pages
 // from it. 4 warps over 64-key tiles at D = 128 spill 96 bytes with the
 // list instead of 172-184 and run 4-7% faster (H200, 2026-11-26).
-// Warp-local tiles copying R rounds or more shuffle instead: lane j looks
-// up the j-th page its warp's keys touch and each round's copy takes its
-// entry from that lane (gpu.shuffle idx); the tensor-core decode (16 keys a
-// warp, 8 rounds) went from 8 lookups a lane and tile to 1 and from 253 to
-// 217 registers.
+// Warp-local tiles copying R rounds or more (counted S - 1 times where
+// fp8 is widened in registers: there an entry a round costs more with more
+// stages) shuffle instead: lane j looks up the j-th page its warp's keys
+// touch and each round's copy takes its entry from that lane (gpu.shuffle
+// idx); the tensor-core decode (16 keys a warp, 8 rounds) went from 8
+// lookups a lane and tile to 1 and from 253 to 217 registers.
 //
 // An fp8 cache (f8E4M3FN / f8E5M2) is copied as bytes, 16 elements a
 // cp.async, into S stages of [2 S BN][D (+ pad)] bytes after Q. With
@@ -314,10 +315,19 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   // A warp's K / V rounds read the few pages its keys touch (e.g. 16 keys
   // of 16-token pages: at most 2): one lookup a lane and shuffles, rather
   // than one load per round family, each lane looking up the same pages.
+  // Where the math widens fp8 fragments in registers (the tensor-core
+  // decode, at the edge of 3 CTAs an SM) an entry a round costs more with
+  // more stages, so there the rounds count S - 1 times: at D = 128 (4
+  // rounds) 3 stages hold 186 registers with an entry a round and 167 with
+  // the shuffles, 4 stages 211 and 202; at 2 stages the shuffles gain
+  // nothing. The CUDA-core decode (3 stages, 4 rounds, 125 registers)
+  // keeps its entries: shuffled, its MHA split decode ran 1 x 512 0.5 us
+  // slower (docs/PERFORMANCE.md, H200, 2026-11-27).
   int64_t warpKeys = l.warpLocal() ? l.keys / l.kvWarps : 0;
   int64_t warpEntries = (pageSize + warpKeys - 2) / pageSize + 1;
+  int64_t roundWeight = l.fp8Regs ? l.stages - 1 : 1;
   if (pageListRounds > 0 && l.warpLocal() &&
-      l.chunkRounds() >= pageListRounds && warpEntries <= 32)
+      l.chunkRounds() * roundWeight >= pageListRounds && warpEntries <= 32)
     l.warpPages = warpEntries;
   for (Operation *user : m.loadQ.getTile().getUsers())
     if (user != m.loadQ && !isa<TileQKOp>(user))
