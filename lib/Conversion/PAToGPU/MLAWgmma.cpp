@@ -42,6 +42,8 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+#include <vector>
+
 using namespace mlir;
 using namespace mlir::pa;
 using namespace mlir::pa::gpukernel;
@@ -354,16 +356,18 @@ void MLAWgmmaKernel::build(Value qNope, Value qPe, Value cache,
                     x[h].push_back(e.select(valid, v, e.negInf()));
                   }
               // Pairwise trees: short dependence chains.
-              auto tree = [&](SmallVector<Value> vs, auto op) {
-                while (vs.size() > 1) {
-                  SmallVector<Value> half;
-                  for (size_t k = 0; k + 1 < vs.size(); k += 2)
-                    half.push_back(op(vs[k], vs[k + 1]));
-                  if (vs.size() % 2)
-                    half.push_back(vs.back());
-                  vs = std::move(half);
+              // Level by level in place: pairs (2k, 2k + 1) into k, an odd
+              // last value moved up.
+              auto tree = [&](ArrayRef<Value> in, auto op) {
+                assert(!in.empty() && "a tree over no values");
+                std::vector<Value> vs(in.begin(), in.end());
+                for (size_t n = vs.size(); n > 1; n = (n + 1) / 2) {
+                  for (size_t k = 0; k < n / 2; ++k)
+                    vs[k] = op(vs[2 * k], vs[2 * k + 1]);
+                  if (n % 2)
+                    vs[n / 2] = vs[n - 1];
                 }
-                return vs.front();
+                return vs[0];
               };
               double xScale = foldScale ? qkScale : 1.0;
               SmallVector<Value> next(st.begin(), st.end());
