@@ -31,6 +31,13 @@
 #                                  build/pybundles in its environment
 #   pa_test_cuda [TIMEOUT] [TAIL]  python/tests/test_cuda.py whole through
 #                                  pa_py (400 s, its last 12 lines)
+#   pa_bench_rounds R B RAW V... -- FLAGS...
+#                                  `R bench FLAGS` of bundles B/V, two
+#                                  rounds interleaved, the reports into
+#                                  RAW/V_1.md, RAW/V_2.md
+#   pa_rounds_table RAW V...       their table: B | L | plan | round 1 us
+#                                  | round 2 us | % read roof, same-bytes
+#                                  read us and % of it (round 2)
 #   pa_fi_decode HEADS             FlashInfer's tensor-core decode on the
 #                                  same grid for the KV head counts HEADS
 #                                  (e.g. 8,32), from the staged .gpu-fi
@@ -122,6 +129,30 @@ pa_decode_rounds() {
                 <(grep -E "^\| [0-9]" "$out/d_${v}_2.md" | cut -d'|' -f7,10)
   done
   rm -f "$out"/d_*.md
+}
+
+pa_bench_rounds() {
+  local r="$1" b="$2" raw="$3" rep v vs=()
+  shift 3
+  while [[ $# -gt 0 && "$1" != -- ]]; do vs+=("$1"); shift; done
+  shift
+  for rep in 1 2; do
+    for v in "${vs[@]}"; do
+      timeout 150 "$r" bench "$@" --out "$raw/${v}_$rep.md" "$b/$v" > /dev/null 2>&1
+    done
+  done
+}
+
+pa_rounds_table() {
+  local raw="$1" v
+  shift
+  echo "## B | L | plan | r1 us | r2 us | % read roof r2 | same-bytes read us r2 | % of it"
+  grep -m1 "read roof:" "$raw/$1_1.md"
+  for v in "$@"; do
+    echo "### $v"
+    paste -d'|' <(grep -E "^\| [0-9]" "$raw/${v}_1.md" | cut -d'|' -f2,3,5,7) \
+                <(grep -E "^\| [0-9]" "$raw/${v}_2.md" | cut -d'|' -f7,10,12,13)
+  done
 }
 
 pa_fi_decode() {

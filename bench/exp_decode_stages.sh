@@ -14,6 +14,7 @@
 #   bench/exp_decode_stages.sh run build/gpu OUT   # device
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/device_lib.sh"
 mode="${1:?usage: exp_decode_stages.sh prep DIR | run STAGED OUT}"
 f8=(s_f8 s_f8_pl4 s_f8_st3 s_f8_st4)
 f16=(s_f16 s_f16_st3 s_f16_st4)
@@ -34,27 +35,13 @@ fi
 gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 raw="$(mktemp -d)"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > "$out/summary.md"
+pa_header "$out"
 all=("${f8[@]}" "${f16[@]}")
 timeout 200 "$R" check --quick "${all[@]/#/$B/}" 2>&1 | grep -E "all bundles|FAIL" | head -8 >> "$out/summary.md"
-for round in 1 2; do
-  for v in "${f8[@]}"; do
-    timeout 150 "$R" bench --batches 1,16,64,256 --lens 512,2048,8192,32768 --l2-flush clean \
-      --out "$raw/${v}_$round.md" "$B/$v" > /dev/null 2>&1
-  done
-  for v in "${f16[@]}"; do
-    timeout 100 "$R" bench --batches 1,16 --lens 512,2048,8192,32768 --l2-flush clean \
-      --out "$raw/${v}_$round.md" "$B/$v" > /dev/null 2>&1
-  done
-done
-{
-  echo "## B | L | plan | r1 us | r2 us | % read roof r2 | same-bytes read us r2 | % of it"
-  grep -m1 "read roof:" "$raw/s_f8_1.md"
-  for v in "${all[@]}"; do
-    echo "### $v"
-    paste -d'|' <(grep -E "^\| [0-9]" "$raw/${v}_1.md" | cut -d'|' -f2,3,5,7) \
-                <(grep -E "^\| [0-9]" "$raw/${v}_2.md" | cut -d'|' -f7,10,12,13)
-  done
-} >> "$out/summary.md"
+pa_bench_rounds "$R" "$B" "$raw" "${f8[@]}" -- --batches 1,16,64,256 \
+  --lens 512,2048,8192,32768 --l2-flush clean
+pa_bench_rounds "$R" "$B" "$raw" "${f16[@]}" -- --batches 1,16 \
+  --lens 512,2048,8192,32768 --l2-flush clean
+pa_rounds_table "$raw" "${all[@]}" >> "$out/summary.md"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

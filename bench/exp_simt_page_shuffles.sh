@@ -35,19 +35,7 @@ B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 raw="$(mktemp -d)"
 pa_header "$out"
 { echo "## checks"; pa_check_bundles "$R" "${vs[@]/#/$B/}"; } >> "$out/summary.md" 2>&1
-grid=(--batches 1,16,64,256 --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean)
-for rep in 1 2; do
-  for v in "${vs[@]}"; do
-    timeout 150 "$R" bench "${grid[@]}" --out "$raw/${v}_$rep.md" "$B/$v" > /dev/null 2>&1
-  done
-done
-{
-  echo "## B | L | plan | r1 us | r2 us | % read roof r2 | same-bytes read us r2 | % of it"
-  grep -m1 "read roof:" "$raw/sh_mha_shuffled_1.md"
-  for v in "${vs[@]}"; do
-    echo "### $v"
-    paste -d'|' <(grep -E "^\| [0-9]" "$raw/${v}_1.md" | cut -d'|' -f2,3,5,7) \
-                <(grep -E "^\| [0-9]" "$raw/${v}_2.md" | cut -d'|' -f7,10,12,13)
-  done
-} >> "$out/summary.md"
+pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
+  --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
+pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"
 cat "$out/summary.md"
