@@ -544,10 +544,14 @@ struct MergeState {
 };
 /// `x` with -inf as 0: the shift that keeps every weight finite.
 Value safeShift(KernelEmitter &e, Value x);
-/// The lse of a merged state of total weight `w` relative to `shift` (both
-/// base 2): shift + log2 w, in base e (x ln 2) unless `lseBase2`; -inf where
-/// w is not positive (no row, or all empty).
+/// The lse of a state of total weight `w` relative to `shift` (both base
+/// 2): shift + log2 w, in base e (x ln 2) unless `lseBase2`; -inf where w
+/// is not positive (no row or visible key, or all empty). A merged split-KV
+/// state's, and a kernel's final row's (shift: the row's maximum).
 Value mergedLse(KernelEmitter &e, Value shift, Value w, bool lseBase2);
+/// The output scale of a state of total weight `w`: `num` / w (1 / w
+/// without `num`), 0 where w is not positive.
+Value invOrZero(KernelEmitter &e, Value w, Value num = Value());
 /// Folds rows into `st`: row j's base-2 lse `lse2[j]` and (with st.acc) its
 /// o `o[j]`, counted where `in[j]` and its weight is positive (an empty
 /// split's lse is -inf; a row of weight 0 never reaches acc, whatever its

@@ -224,11 +224,7 @@ void MLAKernelBase::setup(const PageTable &pt, Value req, Value firstHead) {
 }
 
 std::pair<Value, Value> MLAKernelBase::finalRow(Value m, Value l) {
-  Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-  Value inv = e.select(some, e.divf(e.f32(1), l), e.f32(0));
-  Value toBase = e.f32(s.lseBase2 ? 1.0 : kLn2);
-  return {inv, e.select(some, e.mul(e.add(m, e.lg2(l)), toBase),
-                        e.negInf())};
+  return {invOrZero(e, l), mergedLse(e, m, l, s.lseBase2)};
 }
 
 Value MLAKernelBase::sharedView(ArrayRef<int64_t> shape, Type elem,
@@ -409,8 +405,7 @@ void MLAKernelBase::mergeSlots(const FusedMerge &m, Value begin,
       });
   Type oElem = cast<MemRefType>(m.o.getType()).getElementType();
   for (auto [k, sl] : llvm::enumerate(slots)) {
-    Value inv = e.select(e.cmpf(FPred::OGT, sl.total, e.f32(0)),
-                         e.divf(e.f32(1), sl.total), e.f32(0));
+    Value inv = invOrZero(e, sl.total);
     Value o = arith::MulFOp::create(b, loc, acc[k], e.splat(inv, vec4));
     if (!oElem.isF32())
       o = arith::TruncFOp::create(b, loc, VectorType::get({4}, oElem), o);

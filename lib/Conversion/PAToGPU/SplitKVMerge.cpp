@@ -118,6 +118,11 @@ Value gpukernel::mergedLse(KernelEmitter &e, Value shift, Value w,
                   e.negInf());
 }
 
+Value gpukernel::invOrZero(KernelEmitter &e, Value w, Value num) {
+  return e.select(e.cmpf(arith::CmpFPredicate::OGT, w, e.f32(0)),
+                  e.divf(num ? num : e.f32(1), w), e.f32(0));
+}
+
 MergeState gpukernel::foldRows(KernelEmitter &e, MergeState st,
                                ArrayRef<Value> lse2, ArrayRef<Value> o,
                                ArrayRef<Value> in) {
@@ -262,8 +267,7 @@ void emitMergeRows(KernelEmitter &e, const FusedMerge &m, Value request,
         auto merge = [&]() {
           MergeState st = io.fold(begin, e.sub(end, begin), e.idx(0), e.idx(1),
                                   kMergeRowsStep, h, d);
-          Value some = e.cmpf(arith::CmpFPredicate::OGT, st.w, e.f32(0));
-          Value inv = e.select(some, e.divf(e.f32(1), st.w), e.f32(0));
+          Value inv = invOrZero(e, st.w);
           Value o = e.mul(
               st.acc, width == 1
                           ? inv

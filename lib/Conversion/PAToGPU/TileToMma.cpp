@@ -291,13 +291,8 @@ private:
   void store(TileStoreOp op, Env &env) override;
   /// A row's output scale 1 / l (times the V scale; 0 without a visible
   /// key) and its lse (m + log2 l in the lse's base; -inf without a key).
-  std::pair<Value, Value> finalRow(Value m, Value l, Value toBase) {
-    Value some = e.cmpf(FPred::OGT, l, e.f32(0));
-    Value inv =
-        e.select(some, e.divf(c.vScale ? c.vScale : e.f32(1), l), e.f32(0));
-    Value lse =
-        e.select(some, e.mul(e.add(m, e.lg2(l)), toBase), e.negInf());
-    return {inv, lse};
+  std::pair<Value, Value> finalRow(Value m, Value l) {
+    return {invOrZero(e, l, c.vScale), mergedLse(e, m, l, c.lseBase2)};
   }
   /// Row half h of accumulator fragment `a` times `inv`, as two elements
   /// of o's type.
@@ -1010,15 +1005,14 @@ void MmaLowering::store(TileStoreOp op, Env &env) {
     return;
   }
   auto finish = [&]() {
-    computeRows(/*forStore=*/true, op.getRow0(), op.getRows(),
-                op.getKvHead(), Value(), Value(), op.getRowStride());
-    Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
+    computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
+                Value(), Value(), op.getRowStride());
     Value quad0 = e.cmpi(Pred::eq, e.remui(lane, e.idx(4)), e.idx(0));
     for (int64_t mt = 0; mt < c.mTiles; ++mt)
       for (int64_t h = 0; h < 2; ++h) {
         int64_t r = 2 * mt + h;
         const Row &row = rowInfo[r];
-        auto [inv, lseV] = finalRow(m[r], l[r], toBase);
+        auto [inv, lseV] = finalRow(m[r], l[r]);
         e.ifThen(row.valid, [&]() {
           int64_t bytes = oElem.getIntOrFloatBitWidth() / 8;
           for (int64_t cc = 0; c.fp8 && cc < c.headDim / 16; ++cc) {
@@ -1073,14 +1067,13 @@ void MmaLowering::storeNarrow(TileStoreOp op, ArrayRef<Value> m,
   }
   SmallVector<Value> acc(accT);
   auto finish = [&]() {
-    Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
     Value firstRow = e.cmpi(Pred::ult, lane, e.idx(4));
     Value dim0 = e.divui(lane, e.idx(4));
     for (int64_t i = 0; i < 2; ++i) {
       Value q = e.add(e.mul(e.remui(lane, e.idx(4)), e.idx(2)), e.idx(i));
       Row row = tileRow(q, op.getRow0(), op.getRows(), op.getKvHead(),
                         op.getRowStride());
-      auto [inv, lseV] = finalRow(mc[i], lc[i], toBase);
+      auto [inv, lseV] = finalRow(mc[i], lc[i]);
       e.ifThen(row.valid, [&]() {
         // fp8: rows g / g + 8 of fragment dp are dims 16 dp + 2g / + 1.
         Value dim2 = e.mul(dim0, e.idx(2));
@@ -1123,7 +1116,6 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
   Value lane0 = e.toIndex(arith::RemUIOp::create(b, loc, t32, e.i32(32)));
   Value quadRow = e.divui(lane0, e.idx(4));
   Value col2 = e.mul(e.remui(lane0, e.idx(4)), e.idx(2));
-  Value toBase = e.f32(c.lseBase2 ? 1.0 : kLn2);
   Value quad0 = e.cmpi(Pred::eq, e.remui(lane0, e.idx(4)), e.idx(0));
   computeRows(/*forStore=*/true, op.getRow0(), op.getRows(), op.getKvHead(),
               Value(), Value());
@@ -1141,7 +1133,7 @@ void MmaLowering::storeStaged(TileStoreOp op, const SharedTile &q,
   for (int64_t mt = 0; mt < c.mTiles; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       int64_t r = 2 * mt + h;
-      auto [inv, lseV] = finalRow(m[r], l[r], toBase);
+      auto [inv, lseV] = finalRow(m[r], l[r]);
       e.ifThen(e.andi(rowInfo[r].valid, quad0), [&]() {
         e.store(lseV, op.getLse(), {rowInfo[r].row, rowInfo[r].head});
       });
