@@ -168,6 +168,9 @@ protected:
   /// Output slot `idx` (slot i: elements [4 (i mod D_ckv / 4), + 4) of head
   /// head0 + i / (D_ckv / 4)) with its head's statistics from `stats`.
   MergeSlot slotAt(Value stats, Value idx);
+  /// The CTA's head `h`: head0 + h, and whether it is below H (a head past
+  /// H reads head 0's rows and writes nothing: head 0 is returned).
+  std::pair<Value, Value> headAt(Value h);
   /// o[request, hg, d : d + 4] of each slot: sum_i 2^(lse_i - shift)
   /// o_part_i / total over the rows [begin, begin + splits), the loads of
   /// the slots over `rowsPerStep` rows issued together.

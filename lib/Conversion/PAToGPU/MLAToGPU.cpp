@@ -430,19 +430,14 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
   // none), W = sum 2^(lse_i - M). Then, through shared memory (the Q
   // region, dead after the KV loop), thread h < rows folds the P states
   // (the merge operator's m* and L). A head past H reads head 0's rows and
-  // writes nothing.
+  // writes nothing (headAt).
   int64_t rows = s.rows(), parts = s.threads() / rows;
   Value partial = sharedView({2, parts, rows}, f32(), 0);
   Value stats = sharedView({2, rows}, f32(), 2 * parts * rows * 4);
   Value toLog2 = e.f32(m.lseBase2 ? 1.0 : kLog2e);
-  auto headOf = [&](Value h) {
-    Value hg = e.add(head0, h);
-    Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
-    return std::make_pair(e.select(valid, hg, e.idx(0)), valid);
-  };
   Value tid = freshThreadId(e);
   Value h = e.remui(tid, e.idx(rows)), p = e.divui(tid, e.idx(rows));
-  Value hg = headOf(h).first;
+  Value hg = headAt(h).first;
   SmallVector<Value> mw = forRowSteps(
       e, splits, p, e.idx(parts), kStatsRows, {e.negInf(), e.f32(0)},
       [&](ArrayRef<Value> rowIdx, ArrayRef<Value> in,
@@ -458,7 +453,7 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
   e.store(mw[1], partial, {e.idx(1), p, h});
   gpu::BarrierOp::create(b, loc);
   e.ifThen(e.cmpi(Pred::ult, tid, e.idx(rows)), [&]() {
-    auto [hg, valid] = headOf(tid);
+    auto [hg, valid] = headAt(tid);
     Value mx = e.negInf();
     for (int64_t q = 0; q < parts; ++q)
       mx = e.maxf(mx, e.load(partial, {e.idx(0), e.idx(q), tid}));
@@ -484,13 +479,17 @@ Value MLAKernelBase::headStats(const FusedMerge &m, Value begin, Value lo,
   return stats;
 }
 
-MLAKernelBase::MergeSlot MLAKernelBase::slotAt(Value stats, Value idx) {
-  // A head past H reads head 0's rows and writes nothing.
-  int64_t slotsPerHead = s.ckv / 4;
-  Value h = e.divui(idx, e.idx(slotsPerHead));
+std::pair<Value, Value> MLAKernelBase::headAt(Value h) {
   Value hg = e.add(head0, h);
   Value valid = e.cmpi(Pred::ult, hg, e.idx(s.heads));
-  return MergeSlot{e.select(valid, hg, e.idx(0)), valid,
+  return {e.select(valid, hg, e.idx(0)), valid};
+}
+
+MLAKernelBase::MergeSlot MLAKernelBase::slotAt(Value stats, Value idx) {
+  int64_t slotsPerHead = s.ckv / 4;
+  Value h = e.divui(idx, e.idx(slotsPerHead));
+  auto [hg, valid] = headAt(h);
+  return MergeSlot{hg, valid,
                    e.mul(e.remui(idx, e.idx(slotsPerHead)), e.idx(4)),
                    e.load(stats, {e.idx(0), h}), e.load(stats, {e.idx(1), h})};
 }
