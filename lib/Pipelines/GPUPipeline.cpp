@@ -69,7 +69,9 @@ void mlir::pa::buildPAToGPUKernelsPipeline(OpPassManager &pm,
 
 void mlir::pa::buildGPUKernelsToBinaryPipeline(
     OpPassManager &pm, const LowerToNVVMOptions &opts) {
-  pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAFP8ToNVVM());
+  pa::PAFP8ToNVVMOptions fp8;
+  fp8.chip = opts.chip;
+  pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAFP8ToNVVM(fp8));
   pm.addNestedPass<gpu::GPUModuleOp>(pa::createPAMmaSyncBF16ToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pa::PACpAsyncL2PrefetchOptions prefetch;
@@ -86,6 +88,12 @@ void mlir::pa::buildGPUKernelsToBinaryPipeline(
   GpuNVVMAttachTargetOptions target;
   target.chip = opts.chip;
   target.optLevel = 3;
+  // LLVM writes the chip's least PTX version (7.0 for sm_80, 7.8 for
+  // sm_89), but the copies' L2 prefetch hint (cp.async ... .L2::128B,
+  // pa-cp-async-l2-prefetch) needs PTX ISA 7.4 and the fp8 conversions on
+  // sm_89 need 8.1: below sm_90, PTX 8.1.
+  if (std::optional<unsigned> sm = pa::smVersion(opts.chip); sm && *sm < 90)
+    target.features = "+ptx81";
   pm.addPass(createGpuNVVMAttachTarget(target));
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = opts.format;

@@ -1,4 +1,12 @@
 // RUN: pa-opt %s --split-input-file --pa-fp8-to-nvvm --verify-diagnostics | FileCheck %s
+// RUN: pa-opt %s --split-input-file --pa-fp8-to-nvvm="chip=sm_89" --verify-diagnostics | FileCheck %s
+// Before sm_89 no chip converts fp8: an error at the first conversion of
+// each input; a chip that is not an SM name is an error too.
+// RUN: not pa-opt %s --split-input-file --pa-fp8-to-nvvm="chip=sm_86" 2>&1 | FileCheck %s --check-prefix=OLD
+// RUN: not pa-opt %s --split-input-file --pa-fp8-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=NOTSM
+// OLD: error: 'arith.extf' op an fp8 conversion on the GPU needs sm_89 or later (cvt.rn.f16x2.e4m3x2 and its kin), got chip sm_86
+// OLD: error: 'arith.truncf' op an fp8 conversion on the GPU needs sm_89 or later (cvt.rn.f16x2.e4m3x2 and its kin), got chip sm_86
+// NOTSM: error: pa-fp8-to-nvvm: chip must name an SM (sm_89, sm_90a, ...), got 'gfx90a'
 
 // pa-fp8-to-nvvm: arith.extf from fp8 becomes one cvt (nvvm.convert.f8x2.
 // to.f16x2) per two elements on the source bits, the pairs joined by

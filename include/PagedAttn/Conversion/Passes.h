@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+
 namespace mlir {
 class RewritePatternSet;
 namespace pa {
@@ -43,6 +45,13 @@ bool prefillFitsWgmma(int64_t headDim, bool fp8Cache, int64_t warps,
 /// multiple of 64, Q and two stages in shared memory). pa-compile then adds
 /// the mma.sync kernel as mla_decode_small.
 bool mlaAutoPicksWgmma(int64_t heads, int64_t ckv, int64_t kpe);
+
+/// The SM number of an NVIDIA target name (`sm_80` -> 80, `sm_90a` -> 90),
+/// none for another name.
+std::optional<unsigned> smVersion(StringRef chip);
+/// The least SM whose PTX converts fp8 (cvt.rn.f16x2.e4m3x2 and the
+/// narrowing ones): pa-fp8-to-nvvm's conversions.
+constexpr unsigned kFP8MinSM = 89;
 
 #define GEN_PASS_REGISTRATION
 #include "PagedAttn/Conversion/Passes.h.inc"

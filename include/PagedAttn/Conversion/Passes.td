@@ -593,7 +593,9 @@ def PAFP8ToNVVM : Pass<"pa-fp8-to-nvvm"> {
     even like `arith.truncf`, and saturation changes nothing after the clamp.
     truncf from other types is rejected (it would round twice). Other vector
     shapes are rejected at the op. Run it on gpu.module bodies before the
-    LLVM lowering; PTX needs sm_89 or later.
+    LLVM lowering; the conversions need sm_89 or later, so with `chip` set
+    (pa-lower-to-nvvm passes its own) a conversion for an older chip is an
+    error at the op rather than a failure of LLVM's instruction selection.
 
     ```mlir
     %w = arith.extf %v : vector<4xf8E4M3FN> to vector<4xf16>
@@ -606,6 +608,11 @@ def PAFP8ToNVVM : Pass<"pa-fp8-to-nvvm"> {
     %w = vector.shuffle %h0, %h1 [0, 1, 2, 3] : vector<2xf16>, vector<2xf16>
     ```
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "Target SM (sm_80, sm_89, ...): below sm_89 an fp8 conversion is "
+           "an error at the op (empty: not checked)">
+  ];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::ub::UBDialect"];

@@ -162,6 +162,32 @@ struct PAFP8ToNVVM final : pa::impl::PAFP8ToNVVMBase<PAFP8ToNVVM> {
   using Base::Base;
 
   void runOnOperation() override {
+    // An older chip has no conversion: an error at the first op that needs
+    // one (LLVM's instruction selection would abort the process).
+    std::optional<unsigned> sm = pa::smVersion(chip);
+    if (!chip.empty() && !sm) {
+      getOperation()->emitError()
+          << "pa-fp8-to-nvvm: chip must name an SM (sm_89, sm_90a, ...), got '"
+          << chip << "'";
+      return signalPassFailure();
+    }
+    if (sm && *sm < pa::kFP8MinSM) {
+      WalkResult r = getOperation()->walk([&](Operation *op) {
+        Type in = isa<arith::ExtFOp, arith::TruncFOp>(op)
+                      ? getElementTypeOrSelf(op->getOperand(0).getType())
+                      : Type();
+        Type out =
+            in ? getElementTypeOrSelf(op->getResult(0).getType()) : Type();
+        if (!in || (!pa::isFP8CacheType(in) && !pa::isFP8CacheType(out)))
+          return WalkResult::advance();
+        op->emitOpError() << "an fp8 conversion on the GPU needs sm_"
+                          << pa::kFP8MinSM << " or later (cvt.rn.f16x2.e4m3x2 "
+                          << "and its kin), got chip " << chip;
+        return WalkResult::interrupt();
+      });
+      if (r.wasInterrupted())
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     patterns.add<ExtFFromFP8, TruncFToFP8>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
@@ -170,3 +196,10 @@ struct PAFP8ToNVVM final : pa::impl::PAFP8ToNVVMBase<PAFP8ToNVVM> {
 };
 
 } // namespace
+
+std::optional<unsigned> mlir::pa::smVersion(StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") || chip.consumeInteger(10, sm))
+    return std::nullopt;
+  return sm;
+}
