@@ -55,6 +55,9 @@
 // MMA-LABEL: func.func @decode(
 // MMA: gpu.func @pa_decode({{.*}}smem = 69632 : i64{{.*}}pa.smem_swizzle
 // MMA: nvgpu.mma.sync
+// After the KV loop (whose steps commit their copies as empty groups too:
+// the copies sit in scf.if branches), the row sums' reduction:
+// MMA: gpu.subgroup_reduce  add
 // MMA: %[[NONE:.*]] = nvgpu.device_async_create_group{{ *$}}
 // MMA-NEXT: nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
 // MMA-NEXT: gpu.barrier

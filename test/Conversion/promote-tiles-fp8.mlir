@@ -15,16 +15,15 @@
 // 128, 64-key tiles, 2 stages).
 //
 // Page lookups: a lane copies 4 chunk rounds of its warp's 16 keys a tile
-// (one 128-byte row is 8 chunks), under page-list-rounds = 8, so at 2
-// stages every round carries its own page-table entry (no shuffle,
-// checked below). At 3 stages the rounds count twice (S - 1, where fp8 is
-// widened in registers): lane j looks up the warp's j-th page and the
-// rounds' copies take it by gpu.shuffle idx, one i32 carried (167
-// registers at sm_90a instead of 186: 3 CTAs an SM).
+// (one 128-byte row is 8 chunks). In pa_decode (one pass, the loop starts
+// at key 0) those 16 keys lie in one page: one entry a lane, whatever the
+// stages (onePage, test/Conversion/promote-tiles-warp-pages.mlir); the
+// split-KV kernel's lookups: test/Conversion/promote-tiles-fp8-split.mlir.
 // ST3:       dynamic_shared_memory_size %c53248_i32
 // ST3:       gpu.func @pa_decode({{.*}}kv_stages = 3
-// ST3:       scf.for %{{.*}} iter_args(%[[MINE:.*]] = %{{.*}}) -> (i32) {
-// ST3-COUNT-4: gpu.shuffle  idx %[[MINE]], %{{.*}}, %{{.*}} : i32
+// ST3:       scf.for %{{.*}} iter_args(%[[PAGE:.*]] = %{{.*}}) -> (i32) {
+// ST3-NOT:   gpu.shuffle
+// ST3:       arith.index_cast %[[PAGE]] : i32 to index
 // ST3:       nvgpu.device_async_create_group
 //
 // The default (fp8-widen=registers; D a multiple of 128, swizzled rows): Q
@@ -44,10 +43,13 @@
 // Q's two copy rounds (16 rows of 16 chunks over 128 threads), then K's:
 // REG:       nvgpu.device_async_copy %arg0
 // REG:       nvgpu.device_async_copy %arg0
+// The cache read as a 1-D memref: a copy's source is page * 32768 bytes
+// plus its offset within the page (test/Conversion/promote-tiles-warp-pages.mlir).
+// REG:       %[[KV8:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [%{{.*}}], strides: [1] : memref<?x2x16x8x128xf8E4M3FN> to memref<?xf8E4M3FN>
 // REG:       %[[R8:.*]] = arith.andi %[[ROW:.*]], %c7_{{[0-9]+}} : index
 // REG-NEXT:  %[[M:.*]] = arith.muli %[[R8]], %c16_{{[0-9]+}} : index
 // REG-NEXT:  %[[COL:.*]] = arith.xori %{{.*}}, %[[M]] : index
-// REG:       nvgpu.device_async_copy %arg1[{{.*}}], %[[B8]][%[[ROW]], %[[COL]]], 16
+// REG:       nvgpu.device_async_copy %[[KV8]][{{.*}}], %[[B8]][%[[ROW]], %[[COL]]], 16
 // REG-NOT:   gpu.shuffle
 // REG:       scf.for
 // REG-NOT:     arith.extf
@@ -91,7 +93,7 @@
 // SWZ-NEXT:  %[[QCOL:.*]] = arith.xori %{{.*}}, %[[M]] : index
 // SWZ:       nvgpu.device_async_copy %arg0[{{.*}}], %[[WIDE]][%[[QROW]], %[[QCOL]]], 8
 // SWZ:       scf.for
-// SWZ:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
+// SWZ:         nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[BYTES]][{{.*}}], 16
 // SWZ:         %[[X:.*]] = vector.load %[[BYTES]][{{.*}}]
 // SWZ-NEXT:    %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
 // SWZ:         %[[H0:.*]] = vector.shuffle %[[W]], %[[W]] [0, 1, 2, 3, 4, 5, 6, 7]
@@ -118,16 +120,17 @@
 // CHECK-DAG:     %[[V:.*]] = memref.subview %[[WIDE]][80, 0] [64, 128] [1, 1]
 // CHECK:         %[[TID:.*]] = gpu.thread_id x
 // CHECK:         %[[KS:.*]] = memref.load %arg2
+// CHECK:         %[[KV:.*]] = memref.reinterpret_cast %arg1
 // CHECK:         %[[LANE:.*]] = arith.remui %[[TID]], %c32
 // CHECK:         %[[WARP:.*]] = arith.divui %[[TID]], %c32
 // CHECK-NEXT:    %[[WROW:.*]] = arith.muli %[[WARP]], %c16
-// CHECK:         nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf8E4M3FN> to memref<256x160xf8E4M3FN
+// CHECK:         nvgpu.device_async_copy %[[KV]][{{.*}}], %[[BYTES]][{{.*}}], 16, %{{.*}} {bypassL1} : memref<?xf8E4M3FN> to memref<256x160xf8E4M3FN
 // CHECK:         gpu.barrier
 // CHECK:         scf.for
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NOT:       gpu.barrier
 // CHECK:           nvvm.bar.warp.sync %{{.*}} : i32
-// CHECK:           nvgpu.device_async_copy %arg1[{{.*}}], %[[BYTES]][{{.*}}], 16
+// CHECK:           nvgpu.device_async_copy %[[KV]][{{.*}}], %[[BYTES]][{{.*}}], 16
 // CHECK:           %[[X:.*]] = vector.load %[[BYTES]][{{.*}}] {alignment = 16 : i64} : memref<256x160xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK-NEXT:      %[[W:.*]] = arith.extf %[[X]] : vector<16xf8E4M3FN> to vector<16xf16>
 // CHECK:           vector.store %[[W]], %[[WIDE]][{{.*}}] {alignment = 16 : i64} : memref<144x144xf16, #gpu.address_space<workgroup>>, vector<16xf16>

@@ -41,7 +41,7 @@
 // CHECK-NOT: memref.alloca() : memref<32x128xf32>
 // CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[SMEM]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x32x128xf16> to memref<384x136xf16, #gpu.address_space<workgroup>>
 // CHECK: %[[QGROUP:.*]] = nvgpu.device_async_create_group
-// CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[SMEM]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x2x16x8x128xf16> to
+// CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[SMEM]][{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xf16> to
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %[[QGROUP]] {numGroups = 1 : i32}
 // CHECK-NEXT: gpu.barrier

@@ -18,7 +18,7 @@
 // (half the C layout's 3 x 2176) and o is written from the O^T layout.
 
 // CHECK-LABEL: gpu.func @pa_decode(
-// CHECK: scf.for {{.*}} -> (i32, i32, i32, i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
 // CHECK: gpu.shuffle idx
 // CHECK: gpu.shuffle idx
 // CHECK: %[[VT:.*]] = nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
@@ -31,7 +31,7 @@
 // narrow-pv=false: O += P V with D / 8 accumulators; V's ldmatrix gives
 // two B fragments.
 // WIDE-LABEL: gpu.func @pa_decode(
-// WIDE: scf.for {{.*}} -> (i32, i32, i32, i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// WIDE: scf.for {{.*}} -> (i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
 // WIDE-NOT: gpu.shuffle idx
 // WIDE: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // WIDE-NOT: gpu.shuffle idx
@@ -45,11 +45,11 @@ func.func @decode(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %ip: me
 
 // A group of 16 fills both row halves: O += P V whatever the option.
 // CHECK-LABEL: gpu.func @pa_decode(
-// CHECK: scf.for {{.*}} -> (i32, i32, i32, i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
 // CHECK-NOT: gpu.shuffle idx
 // CHECK: gpu.return
 // WIDE-LABEL: gpu.func @pa_decode(
-// WIDE: scf.for {{.*}} -> (i32, i32, i32, i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// WIDE: scf.for {{.*}} -> (i32, f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
 func.func @decode_g16(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x2x64xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x32x64xf16>, %l: memref<?x32xf32>) {
   pa.decode q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x2x64xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o, %l : memref<?x32x64xf16>, memref<?x32xf32>) {cache = #pa.paged_kv<nhd, page_size = 16, kv_heads = 2, head_dim = 64>}
   return

@@ -160,6 +160,17 @@ struct Emitter {
     b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
     thenFn();
   }
+  /// `if (cond) then() else elseFn()` without results.
+  void ifElse(Value cond, function_ref<void()> thenFn,
+              function_ref<void()> elseFn) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange(), cond,
+                                  /*withElse=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
+    thenFn();
+    b.setInsertionPoint(ifOp.getElseRegion().front().getTerminator());
+    elseFn();
+  }
   void assertTrue(Value cond, StringRef msg) {
     cf::AssertOp::create(b, loc, cond, msg);
   }

@@ -117,6 +117,15 @@ struct Cache {
   /// may be the first element of a vector access.
   SmallVector<Value> indices(Emitter &e, bool isV, Value page, Value slot,
                              Value head, Value d) const;
+  /// Elements of one page of memref(isV) (the product of its dims past the
+  /// first), or ShapedType::kDynamic when one of those is dynamic.
+  int64_t pageElems(bool isV) const;
+  /// The offset in elements of (k or v, slot, head, d) from its page's first
+  /// element in memref(isV), whose page must be static (pageElems). With
+  /// memref(isV) viewed as 1-D, the element is at page * pageElems() plus
+  /// this, which does not change with the page.
+  Value offsetInPage(Emitter &e, bool isV, Value slot, Value head,
+                     Value d) const;
   Value memref(bool isV) const {
     return joint() ? tensors[0] : tensors[isV ? 1 : 0];
   }

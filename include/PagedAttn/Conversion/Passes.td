@@ -317,7 +317,18 @@ def PAPromoteTiles : Pass<"pa-promote-tiles", "::mlir::ModuleOp"> {
     of the at most `(P + K/W - 2) / P + 1` pages its warp's `K/W` keys
     touch (at most 32), carries that one entry, and each round's copy takes
     its page's entry from that lane (`gpu.shuffle idx`). R = 0 keeps every
-    entry in registers.
+    entry in registers. Where the KV loop starts at key 0 (a one-pass
+    kernel) and the keys a thread's rounds span (its warp's K/W, or the
+    tile's BN) divide P, every round of a thread lies in one page: it
+    carries that one entry, whatever R (no list, no shuffle).
+
+    The copies read the cache as a 1-D memref (`memref.reinterpret_cast`):
+    a round's source is page * (elements a page) plus its offset within the
+    page, which does not change from step to step (with the one entry, a
+    step's rounds are one address plus constants). A step whose tile lies
+    inside the keys (start + BN <= end: all but the last) copies without
+    the per-round key compares and zero-fill (`scf.if`; the last tile keeps
+    them), and looks up its pages without them.
   }];
   let options = [
     Option<"pageListRounds", "page-list-rounds", "int64_t", "8",

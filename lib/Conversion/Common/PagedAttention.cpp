@@ -117,6 +117,36 @@ SmallVector<Value> Cache::indices(Emitter &e, bool isV, Value page, Value slot,
   return idx;
 }
 
+int64_t Cache::pageElems(bool isV) const {
+  auto t = cast<MemRefType>(memref(isV).getType());
+  if (!t.getLayout().isIdentity())
+    return ShapedType::kDynamic;
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t n = 1;
+  for (int64_t d : shape.drop_front()) {
+    if (ShapedType::isDynamic(d))
+      return ShapedType::kDynamic;
+    n *= d;
+  }
+  return n;
+}
+
+Value Cache::offsetInPage(Emitter &e, bool isV, Value slot, Value head,
+                          Value d) const {
+  assert(!ShapedType::isDynamic(pageElems(isV)) && "a page of static shape");
+  ArrayRef<int64_t> shape = cast<MemRefType>(memref(isV).getType()).getShape();
+  SmallVector<Value> idx = indices(e, isV, Value(), slot, head, d);
+  // Row-major: the last index has stride 1, each earlier one the product
+  // of the dims after it.
+  Value off = idx.back();
+  int64_t stride = 1;
+  for (size_t k = idx.size() - 1; k > 1; --k) {
+    stride *= shape[k];
+    off = e.add(e.mul(idx[k - 1], e.idx(stride)), off);
+  }
+  return off;
+}
+
 Value Cache::scale(Emitter &e, bool isV, Value head) const {
   if (!fp8())
     return e.f32(1.0);

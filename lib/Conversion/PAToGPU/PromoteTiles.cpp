@@ -136,7 +136,17 @@ struct Layout {
   /// page's entry from that lane (gpu.shuffle idx). 0: every thread looks
   /// up the pages of its own rounds.
   int64_t warpPages = 0;
+  /// Every K / V round a thread copies of a tile lies in one page, the same
+  /// for its warp (warp-local tiles) or its CTA: the KV loop starts at key
+  /// 0 (a one-pass kernel), so a tile's keys, and a warp's, start at a
+  /// multiple of their count, which divides the page size. A thread then
+  /// carries that one entry (no page list, no shuffles) and its rounds'
+  /// sources are one address plus constants.
+  bool onePage = false;
 
+  /// Keys a thread's K / V rounds of a tile span: its warp's with
+  /// warp-local tiles, else the tile's.
+  int64_t roundKeys() const { return warpLocal() ? keys / kvWarps : keys; }
   bool fp8() const { return isFP8CacheType(cacheElem); }
   /// fp8 stages read by the math as they are (widened in registers by
   /// pa-tile-to-mma): swizzled byte rows, no tiles of `elem` for K / V.
@@ -308,8 +318,10 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   // one entry per page the tile's keys touch (its first key need not start
   // a page), one thread each.
   int64_t pageSize = m.gather.getCache().getPageSize();
+  l.onePage = matchPattern(m.loop.getLowerBound(), m_Zero()) &&
+              pageSize % l.roundKeys() == 0;
   int64_t entries = (pageSize + l.keys - 2) / pageSize + 1;
-  if (pageListRounds > 0 && !l.warpLocal() &&
+  if (pageListRounds > 0 && !l.onePage && !l.warpLocal() &&
       l.chunkRounds() >= pageListRounds && entries <= l.threads)
     l.listEntries = entries;
   // A warp's K / V rounds read the few pages its keys touch (e.g. 16 keys
@@ -326,7 +338,7 @@ LogicalResult matchKernel(gpu::GPUFuncOp func, int64_t pageListRounds,
   int64_t warpKeys = l.warpLocal() ? l.keys / l.kvWarps : 0;
   int64_t warpEntries = (pageSize + warpKeys - 2) / pageSize + 1;
   int64_t roundWeight = l.fp8Regs ? l.stages - 1 : 1;
-  if (pageListRounds > 0 && l.warpLocal() &&
+  if (pageListRounds > 0 && !l.onePage && l.warpLocal() &&
       l.chunkRounds() * roundWeight >= pageListRounds && warpEntries <= 32)
     l.warpPages = warpEntries;
   for (Operation *user : m.loadQ.getTile().getUsers())
@@ -369,6 +381,11 @@ private:
   /// stage.
   Value pageList;
   Cache cache;
+  /// The cache tensors holding K and V as 1-D memrefs (null where a page's
+  /// shape is not static): a copy's source is then page * pageElems plus
+  /// its offset within the page, which stays the same from step to step,
+  /// so that a round's address costs one multiply-add.
+  Value flatKV[2];
   PageTable pages;
   Value qView;
   /// The K / V tiles the math reads, per stage: of `elem` in smem (one
@@ -414,11 +431,11 @@ private:
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   }
   /// One 16-byte cp.async of `elems` elements from `src[srcIdx]` to
-  /// dst[row][col], reading 16 bytes when `valid` and zero-filling
-  /// otherwise.
+  /// dst[row][col], reading 16 bytes when `valid` (or without `valid`) and
+  /// zero-filling otherwise.
   Value copy16(Value src, ValueRange srcIdx, Value dst, Value row, Value col,
                Value valid, int64_t elems) {
-    Value n = e.select(valid, e.idx(elems), e.idx(0));
+    Value n = valid ? e.select(valid, e.idx(elems), e.idx(0)) : Value();
     return nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
         ValueRange{row, col}, src, srcIdx, b.getIndexAttr(elems), n,
@@ -486,7 +503,18 @@ private:
   /// rows: a warp barrier (nvvm.bar.warp.sync) for warp-local tiles, else
   /// the CTA's.
   void kvBarrier();
-  Value kvChunkValid(int64_t i, Value t);
+  /// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys,
+  /// and inside the tile for a last partial round of chunks); with `whole`
+  /// (the tile lies inside the CTA's keys) only the latter.
+  Value kvChunkValid(int64_t i, Value t, bool whole);
+  /// i1: the tile at `start` lies inside the CTA's keys (start + keys <=
+  /// end), as in every step but the last: its copies and page lookups then
+  /// need no per-round key compares (wholeOrNot).
+  Value wholeTile(Value start);
+  /// Emits `body(true)` where the tile at `start` is whole (wholeTile),
+  /// else `body(false)`; the branch is the same for the whole CTA.
+  SmallVector<Value> wholeOrNot(Value start, TypeRange types,
+                                function_ref<SmallVector<Value>(bool)> body);
   /// Emits `copy` for chunk round `i` of a block of `chunks` 16-byte
   /// chunks shared by copiers(kv) threads: for every thread (its tokens
   /// into `tokens`) when the round is full; in a last partial round (e.g.
@@ -505,8 +533,12 @@ private:
   SmallVector<Value> lookupAhead(Value start);
   /// Copies the tile at `start` into `stage`: the pages of its chunk
   /// rounds are `tilePages`, or with `fromList` the page list of `stage`.
-  void issueKV(Value start, int64_t stage, ValueRange tilePages,
-               bool fromList, SmallVectorImpl<Value> &tokens);
+  void issueKV(Value start, int64_t stage, ValueRange tilePages, bool fromList);
+  /// issueKV's rounds, for a whole tile (wholeTile) or not.
+  void issueKVRounds(Value start, int64_t stage, ValueRange tilePages,
+                     bool fromList, bool whole);
+  /// lookupPages' rounds, for a whole tile or not.
+  SmallVector<Value> lookupRounds(Value start, bool whole);
   /// fp8: widens the K / V tiles of `stage` into the tiles the math reads
   /// (each thread the chunks it copied).
   void widenKV(int64_t stage);
@@ -519,15 +551,31 @@ private:
                           Value group);
 };
 
-/// i1: chunk `i` of this thread reads key `t` (inside the CTA's keys, and
-/// inside the tile for a last partial round of chunks).
-Value Promoter::kvChunkValid(int64_t i, Value t) {
+Value Promoter::kvChunkValid(int64_t i, Value t, bool whole) {
   int64_t chunks = l.kvBlockChunks();
-  Value valid = e.cmpi(Pred::ult, t, end);
-  if ((i + 1) * copiers(/*kv=*/true) > chunks)
-    valid = e.andi(valid,
-                   e.cmpi(Pred::ult, localId(i, /*kv=*/true), e.idx(chunks)));
+  Value valid = whole ? Value() : e.cmpi(Pred::ult, t, end);
+  if ((i + 1) * copiers(/*kv=*/true) > chunks) {
+    Value inTile = e.cmpi(Pred::ult, localId(i, /*kv=*/true), e.idx(chunks));
+    valid = valid ? e.andi(valid, inTile) : inTile;
+  }
   return valid;
+}
+
+Value Promoter::wholeTile(Value start) {
+  return e.cmpi(Pred::ule, e.add(start, e.idx(l.keys)), end);
+}
+
+SmallVector<Value>
+Promoter::wholeOrNot(Value start, TypeRange types,
+                     function_ref<SmallVector<Value>(bool)> body) {
+  if (types.empty()) {
+    e.ifElse(
+        wholeTile(start), [&]() { body(true); }, [&]() { body(false); });
+    return {};
+  }
+  return e.ifThenElse(
+      wholeTile(start), types, [&]() { return body(true); },
+      [&]() { return body(false); });
 }
 
 std::pair<Value, Value> Promoter::kvChunkAt(int64_t i) {
@@ -552,6 +600,20 @@ void Promoter::kvBarrier() {
 }
 
 SmallVector<Value> Promoter::lookupPages(Value start) {
+  if (l.onePage) {
+    // The page of the first key the thread's warp (or CTA) copies.
+    Value key0 = l.warpLocal() ? e.add(start, warpKeyRow0()) : start;
+    return wholeOrNot(start, b.getI32Type(), [&](bool whole) {
+      if (whole)
+        return SmallVector<Value>{pages.pageEntry(e, pageBase, key0)};
+      return e.ifThenElse(
+          e.cmpi(Pred::ult, key0, end), b.getI32Type(),
+          [&]() -> SmallVector<Value> {
+            return {pages.pageEntry(e, pageBase, key0)};
+          },
+          [&]() -> SmallVector<Value> { return {e.i32(0)}; });
+    });
+  }
   if (l.warpPages) {
     // Lane j: the warp's j-th page, whose first key in the warp's rows is
     // the warp's first (j = 0) or the page's first; none past the keys.
@@ -571,6 +633,12 @@ SmallVector<Value> Promoter::lookupPages(Value start) {
         },
         [&]() -> SmallVector<Value> { return {e.i32(0)}; });
   }
+  SmallVector<Type> types(l.chunkRounds(), b.getI32Type());
+  return wholeOrNot(start, types,
+                    [&](bool whole) { return lookupRounds(start, whole); });
+}
+
+SmallVector<Value> Promoter::lookupRounds(Value start, bool whole) {
   SmallVector<Value> out;
   // Rounds q = pagePeriod() apart lie a whole number of pages apart, so
   // that their entries are those of the first q rounds plus constants: one
@@ -587,11 +655,14 @@ SmallVector<Value> Promoter::lookupPages(Value start) {
     // The page of a key past the CTA's range is never looked up (the
     // request may own no page at all); its copy reads nothing. Kept as i32
     // (kv_indices' type) while carried to the next step.
+    Value valid = kvChunkValid(i, t, whole);
+    if (!valid) {
+      out.push_back(pages.pageEntry(e, base, tq));
+      continue;
+    }
     out.push_back(e.ifThenElse(
-        kvChunkValid(i, t), b.getI32Type(),
-        [&]() -> SmallVector<Value> {
-          return {pages.pageEntry(e, base, tq)};
-        },
+        valid, b.getI32Type(),
+        [&]() -> SmallVector<Value> { return {pages.pageEntry(e, base, tq)}; },
         [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0]);
   }
   return out;
@@ -617,7 +688,17 @@ SmallVector<Value> Promoter::lookupAhead(Value start) {
 }
 
 void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
-                       bool fromList, SmallVectorImpl<Value> &tokens) {
+                       bool fromList) {
+  wholeOrNot(start, {}, [&](bool whole) {
+    issueKVRounds(start, stage, tilePages, fromList, whole);
+    return SmallVector<Value>{};
+  });
+}
+
+void Promoter::issueKVRounds(Value start, int64_t stage, ValueRange tilePages,
+                             bool fromList, bool whole) {
+  // (A commit groups a thread's copies, whichever tokens it is given.)
+  SmallVector<Value> tokens;
   // An fp8 stage is bytes in smem8; otherwise the stage is in smem.
   auto row0 = [&](bool isV) {
     return e.idx(l.fp8() ? l.kvRow8(isV, stage) : l.kvRow0(isV, stage));
@@ -638,7 +719,7 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
   for (int64_t i = 0; i < l.chunkRounds(); ++i) {
     auto [r, col] = kvChunkAt(i);
     Value t = e.add(start, r);
-    Value valid = kvChunkValid(i, t);
+    Value valid = kvChunkValid(i, t, whole);
     // Every lane shuffles (before any round that only some lanes copy).
     Value shuffledPage;
     if (shuffled) {
@@ -649,7 +730,10 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
                          .getShuffleResult();
     }
     if (!q || i < q) {
-      slots.push_back(e.remui(t, e.idx(pages.pageSize)));
+      // Where every tile starts at a multiple of the page size, a round's
+      // slot does not change from tile to tile.
+      bool aligned = l.onePage && l.keys % pages.pageSize == 0;
+      slots.push_back(e.remui(aligned ? r : t, e.idx(pages.pageSize)));
       if (fromList)
         entries.push_back(
             e.sub(e.divui(t, e.idx(pages.pageSize)), firstPage));
@@ -664,7 +748,9 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
                         : entries[i];
         page = e.toIndex(e.load(pageList, {e.idx(stage), entry}));
       } else {
-        page = e.toIndex(shuffled ? shuffledPage : tilePages[i]);
+        page = e.toIndex(shuffled    ? shuffledPage
+                         : l.onePage ? tilePages[0]
+                                     : tilePages[i]);
       }
       for (bool isV : {false, true}) {
         auto [row, dcol] =
@@ -672,9 +758,17 @@ void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
                     : tileIndex(l.kvRow0(isV, stage), l.keys, r, col);
         if (l.fp8Regs)
           dcol = swizzleCol(e, row, dcol, kChunk8);
-        out.push_back(copy16(
-            cache.memref(isV), cache.indices(e, isV, page, slot, kvHead, col),
-            dst, row, dcol, valid, l.kvChunk()));
+        Value src = cache.memref(isV);
+        SmallVector<Value> srcIdx;
+        if (Value flat = flatKV[isV]) {
+          src = flat;
+          srcIdx.push_back(
+              e.add(e.mul(page, e.idx(cache.pageElems(isV))),
+                    cache.offsetInPage(e, isV, slot, kvHead, col)));
+        } else {
+          srcIdx = cache.indices(e, isV, page, slot, kvHead, col);
+        }
+        out.push_back(copy16(src, srcIdx, dst, row, dcol, valid, l.kvChunk()));
       }
     };
     copyRound(i, l.kvBlockChunks(), /*kv=*/true, tokens, copyKV);
@@ -774,10 +868,9 @@ SmallVector<Value> Promoter::step(Value t0, int64_t stage,
   wait(group, static_cast<int32_t>(n - 2));
   fenceForWgmma();
   kvBarrier();
-  SmallVector<Value> tokens;
   issueKV(e.add(t0, e.idx((n - 1) * l.keys)), next, tilePages,
-          /*fromList=*/l.listEntries > 0, tokens);
-  commit(tokens);
+          /*fromList=*/l.listEntries > 0);
+  commit({});
   SmallVector<Value> ahead = lookupAhead(e.add(t0, e.idx(n * l.keys)));
   // fp8: widen this stage into the tiles the math reads, visible to the
   // threads that read them (each is past the previous step's math: the
@@ -860,15 +953,34 @@ void Promoter::run() {
   scf::ForOp old = m.loop;
   b.setInsertionPoint(old);
   pageBase = pages.pageBase(e, g.getRequest());
+  // (memref.reinterpret_cast rather than collapse_shape: the kernels'
+  // memref lowering takes it without expand-strided-metadata.)
+  for (bool isV : {false, true}) {
+    int64_t elems = cache.pageElems(isV);
+    if (ShapedType::isDynamic(elems))
+      continue;
+    if (isV && cache.joint()) {
+      flatKV[1] = flatKV[0];
+      continue;
+    }
+    Value t = cache.memref(isV);
+    auto mt = cast<MemRefType>(t.getType());
+    flatKV[isV] = memref::ReinterpretCastOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, mt.getElementType(),
+                        MemRefLayoutAttrInterface(), mt.getMemorySpace()),
+        t, b.getIndexAttr(0),
+        ArrayRef<OpFoldResult>{e.mul(cache.numPages(e), e.idx(elems))},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
   Value lo = old.getLowerBound(), hi = old.getUpperBound();
   // The first stages - 1 K/V tiles in flight, a commit group each.
   int64_t n = l.stages;
   Value group;
   for (int64_t s = 0; s + 1 < n; ++s) {
-    SmallVector<Value> tokens;
     Value t = e.add(lo, e.idx(s * l.keys));
-    issueKV(t, s, lookupPages(t), /*fromList=*/false, tokens);
-    group = commit(tokens);
+    issueKV(t, s, lookupPages(t), /*fromList=*/false);
+    group = commit({});
   }
   SmallVector<Value> ahead = lookupAhead(e.add(lo, e.idx((n - 1) * l.keys)));
   // Q visible before the loop (the fragments may be loaded there).
