@@ -6,8 +6,10 @@
 // included) and prefill. The kernel takes the scales as the ABI's k_scale
 // and v_scale arguments; the tiling loads the KV head's scales before the
 // KV loop (per tensor: entry 0; per head: the CTA's KV head) for
-// pa.tile.qk and pa.tile.store. The CUDA-core decode has no fp8 path and
-// says so at the op.
+// pa.tile.qk and pa.tile.store. MHA keeps the default 2 K/V stages (no
+// kv_stages; a one-pass GQA decode over fp8 at D 128 keeps 3:
+// test/Conversion/promote-tiles-fp8.mlir). The CUDA-core decode has no fp8
+// path and says so at the op.
 
 // CHECK-LABEL: gpu.func @pa_decode
 // CHECK-SAME:    %[[KS:arg2]]: memref<1xf32>, %[[VS:arg3]]: memref<32xf32>

@@ -1,8 +1,8 @@
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad" | FileCheck %s
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=pad row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=shared" | FileCheck %s --check-prefix=SWZ
-// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=REG
-// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=3" --pa-promote-tiles | FileCheck %s --check-prefix=ST3
+// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=2" --pa-promote-tiles="smem-layout=pad" | FileCheck %s
+// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=2" --pa-promote-tiles="smem-layout=pad row-pad-bytes=16" | FileCheck %s --check-prefix=PAD16
+// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=2" --pa-promote-tiles="fp8-widen=shared" | FileCheck %s --check-prefix=SWZ
+// RUN: pa-opt %s --convert-pa-to-gpu="decode-kv-stages=2" --pa-promote-tiles | FileCheck %s --check-prefix=REG
+// RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles | FileCheck %s --check-prefix=ST3
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADWIDEN
 // RUN: not pa-compile --fp8-widen=texture -o %t 2>&1 | FileCheck %s --check-prefix=BADCOMPILE
 // RUN: not pa-opt %s --pa-lower-to-nvvm="fp8-widen=texture" 2>&1 | FileCheck %s --check-prefix=BADPIPE
@@ -12,7 +12,8 @@
 // RUN: not pa-opt %s --convert-pa-to-gpu --pa-promote-tiles="smem-layout=diagonal" 2>&1 | FileCheck %s --check-prefix=BADLAYOUT
 
 // pa-promote-tiles over an fp8 cache (the tensor-core decode, GQA 4, D
-// 128, 64-key tiles, 2 stages).
+// 128, 64-key tiles, 2 stages; the ST3 run: the one-pass fp8 decode's default, 3
+// stages, where D is a multiple of 128).
 //
 // Page lookups: a lane copies 4 chunk rounds of its warp's 16 keys a tile
 // (one 128-byte row is 8 chunks). In pa_decode (one pass, the loop starts

@@ -2,9 +2,10 @@
 // RUN: pa-opt %s --convert-pa-to-gpu --pa-promote-tiles --pa-tile-to-mma="narrow-pv=false" | FileCheck %s --check-prefix=WIDE
 
 // pa-tile-to-mma over fp8 K / V tiles (pa-promote-tiles' fp8-widen=registers:
-// the tensor-core decode of GQA 4, D 128, e4m3, 64-key tiles). The fp8
+// the tensor-core decode of GQA 4, D 128, e4m3, 64-key tiles, 3 stages:
+// the one-pass fp8 decode's default). The fp8
 // stages are read through a 16-bit view of the same shared memory
-// ([256][64] f16 at byte 4096). Before the KV loop every thread permutes one
+// ([384][64] f16 at byte 4096). Before the KV loop every thread permutes one
 // 16-element group of Q (two 16-byte chunks, new[8h + 2t + i] = old[4t + 2h
 // + i]) behind a CTA barrier, so that Q's ldmatrix A fragments match K's
 // fragments: one 8x8 matrix of words is 8 keys x 16 dims, lane (g, t)
@@ -18,7 +19,7 @@
 // 4) + {0, 1}), O += P V 4 dims a store (16 c + 4 (lane % 4) + {0..3}).
 // CHECK:       gpu.func @pa_decode
 // CHECK:         %[[RAW:.*]] = gpu.dynamic_shared_memory
-// CHECK:         %[[W:.*]] = memref.view %[[RAW]][%c4096{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256x64xf16, #gpu.address_space<workgroup>>
+// CHECK:         %[[W:.*]] = memref.view %[[RAW]][%c4096{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<384x64xf16, #gpu.address_space<workgroup>>
 // CHECK:         %[[LO:.*]] = vector.load %{{.*}} : memref<16x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK:         %[[HI:.*]] = vector.load %{{.*}} : memref<16x128xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK:         vector.shuffle %[[LO]], %[[HI]] [0, 1, 4, 5, 8, 9, 12, 13]

@@ -201,8 +201,11 @@ static cl::opt<int64_t> decodeTileKV(
     cl::cat(category));
 static cl::opt<int64_t> decodeKVStages(
     "decode-kv-stages", cl::init(0),
-    cl::desc("K/V tiles of the tensor-core decode in shared memory at once: "
-             "2, 3 or 4 (0: 2)"),
+    cl::desc(
+        "K/V tiles of the tensor-core decode in shared memory at once: "
+        "2, 3 or 4 (0: 2; 3 for a one-pass GQA decode over an fp8 cache at a "
+        "head dim that is a multiple of 128 and for the MHA CUDA-core "
+        "decode)"),
     cl::cat(category));
 static cl::opt<std::string> splitKVMerge(
     "split-kv-merge", cl::init("fused"),

@@ -215,7 +215,9 @@ def ConvertPAToGPU : Pass<"convert-pa-to-gpu", "::mlir::ModuleOp"> {
            "hazards after bar.arrive hand-offs">,
     Option<"decodeKVStages", "decode-kv-stages", "int64_t", /*default=*/"0",
            "K/V tiles of the tensor-core decode in shared memory at once "
-           "(the kernel's kv_stages): 2, 3 or 4 (0: 2)">,
+           "(the kernel's kv_stages): 2, 3 or 4 (0: 2; 3 for a one-pass GQA "
+           "decode over an fp8 cache whose head dim is a multiple of 128, "
+           "3 for the MHA CUDA-core decode)">,
     Option<"splitKVMerge", "split-kv-merge", "std::string",
            /*default=*/"\"fused\"",
            "A pa.decode_partial and the pa.merge_segments of its states right "

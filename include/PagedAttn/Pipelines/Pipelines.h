@@ -207,8 +207,11 @@ struct LowerToNVVMOptions : public SplitKVPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> decodeKVStages{
       *this, "decode-kv-stages",
-      llvm::cl::desc("K/V tiles of the tensor-core decode in shared memory at "
-                     "once: 2, 3 or 4 (0: 2)"),
+      llvm::cl::desc(
+          "K/V tiles of the tensor-core decode in shared memory at "
+          "once: 2, 3 or 4 (0: 2; 3 for a one-pass GQA decode over an "
+          "fp8 cache at a head dim that is a multiple of 128 and "
+          "for the MHA CUDA-core decode)"),
       llvm::cl::init(0)};
   PassOptions::Option<std::string> prefillMma{
       *this, "prefill-mma",

@@ -207,7 +207,20 @@ LogicalResult makeDecodeConfig(const PrefillOperands &p,
   c.kvWarps = 4;
   c.keys = shape.tileKV > 0 ? shape.tileKV : 64;
   c.mTiles = llvm::divideCeil(c.group, 16);
-  c.kvStages = shape.kvStages;
+  // Over an fp8 cache (widened in registers: D a multiple of 128) a
+  // one-pass GQA decode (its KV loop from key 0: one page entry a lane;
+  // 167 registers at D = 128 either way for groups 2..8) keeps 3 stages: at
+  // 2 its 16 KiB stages left too few bytes in flight (e4m3 GQA 4 256 x
+  // 8192 at 93.3% of the read roof, 95.3% with 3 stages; H200, 2026-11-28,
+  // docs/PERFORMANCE.md). The split-KV kernels keep 2 (1-2% slower with
+  // 3), and so does MHA, whose 2-stage kernel holds 120 registers and runs
+  // 4 CTAs an SM (with 3: 139, 3 CTAs; 2% slower at 64 x 8192, 6% faster at
+  // 16 x 8192, where the planner keeps 2 CTAs an SM).
+  bool fp8 = isFP8CacheType(
+      cast<ShapedType>(p.kvCache.front().getType()).getElementType());
+  bool threeStages =
+      fp8 && isa<DecodeOp>(p.op) && c.headDim % 128 == 0 && c.group > 1;
+  c.kvStages = shape.kvStages > 0 ? shape.kvStages : threeStages ? 3 : 0;
   if (c.kvStages != 0 && (c.kvStages < 2 || c.kvStages > 4))
     return p.op->emitOpError()
            << "decode-kv-stages must be 2, 3 or 4, got " << c.kvStages;
