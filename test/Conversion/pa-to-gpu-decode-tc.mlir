@@ -91,12 +91,22 @@ func.func @decode(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip: 
 
 // decode_partial: a CTA per work item (items past work_indptr[B] exit),
 // the item's keys [work_start, work_end) and row w of the partial states.
+// The item's three entries load before the check (in bounds: a CTA per
+// entry), so that they do not wait for work_indptr[B]; the check reads the
+// request too (request < 0 exits), which keeps its load above the branch.
 // CHECK-LABEL: func.func @partial(
 // CHECK: gpu.func @pa_decode_partial({{.*}}grid = ["work_capacity", "kv_heads", 1], kind = "decode_partial", kv_warps = 4 : i64
 // CHECK: %[[W:.*]] = arith.divui %{{.*}}, %grid_dim_y
-// CHECK: %[[GO:.*]] = arith.cmpi ult, %[[W]], %{{.*}} : index
+// CHECK: %[[ITEMS:.*]] = memref.load %arg5
+// CHECK-NEXT: %[[N:.*]] = arith.index_cast %[[ITEMS]]
+// CHECK: %[[REQ:.*]] = memref.load %arg6[%[[W]]] : memref<?xi32>
+// CHECK-NEXT: %[[R:.*]] = arith.index_cast %[[REQ]]
+// CHECK: memref.load %arg7[%[[W]]] : memref<?xi32>
+// CHECK: memref.load %arg8[%[[W]]] : memref<?xi32>
+// CHECK: %[[HAS:.*]] = arith.cmpi sge, %[[R]], %c0{{.*}} : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[W]], %[[N]] : index
+// CHECK: %[[GO:.*]] = arith.andi %[[IN]], %[[HAS]] : i1
 // CHECK: scf.if %[[GO]] {
-// CHECK: memref.load %{{.*}}[%[[W]]] : memref<?xi32>
 // CHECK: pa.tile.load_q
 // CHECK: scf.for
 // CHECK: pa.tile.store {{.*}} rows(%[[W]], %c1{{.*}}) kv_head

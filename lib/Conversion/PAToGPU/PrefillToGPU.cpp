@@ -440,8 +440,16 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       CTAHeads heads{e.mul(rowsHead, e.idx(rowsGroup)), rowsGroup, Value()};
       if (merge)
         fused = mapFusedMerge(partial, extra, m);
-      e.ifThen(e.cmpi(Pred::ult, blockX, items), [&]() {
-        DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
+      // The item's entries load before the check: the grid has one CTA per
+      // entry of the work arrays, so the loads are in bounds, and the
+      // request's no longer waits for work_indptr[B] (one dependent global
+      // load fewer before the first K / V copy). The check reads the
+      // request too (an item without one, request < 0, exits), so that
+      // LLVM does not sink its load below the branch.
+      DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
+      Value go = e.andi(e.cmpi(Pred::ult, blockX, items),
+                        e.cmpi(Pred::sge, item.request, e.idx(0)));
+      e.ifThen(go, [&]() {
         emitPrefillQueryTile(
             e, p, m, pages,
             chunked(item.tile(e, blockX, rowsHead,

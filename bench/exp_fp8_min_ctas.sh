@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Experiment (issue 9, the fp8 target): the fp8 one-pass decode at 4 CTAs
+# an SM. Its 3-stage kernel holds 167 registers (3 CTAs an SM, 12 warps:
+# Nsight Compute showed 8.7 cycles a warp between instructions and the
+# conversions' chains exposed). Here pa_decode's PTX gets `.maxntid 128, 1,
+# 1` and `.minnctapersm 4` (what gpu.func attributes nvvm.maxntid /
+# nvvm.minctasm would write), reassembled with ptxas: 128 registers, 32
+# bytes of spills, and 4 x 53248 bytes of shared memory fit. e4m3 GQA 4
+# (3 stages) and MHA (3 stages; its 2-stage default runs 4 CTAs an SM at
+# 120 registers) against the unpatched bundles, f16 beside; decode grid,
+# clean eviction, two rounds interleaved; check --quick of each.
+#
+#   bench/exp_fp8_min_ctas.sh prep DIR    # here (pa-compile + ptxas)
+#   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
+#   bench/exp_fp8_min_ctas.sh run build/gpu OUT   # device; carry build/gpu
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/device_lib.sh"
+mode="${1:?usage: exp_fp8_min_ctas.sh prep DIR | run STAGED OUT}"
+vs=(f8_gqa4 f8_gqa4_mn4 f8_mha f8_mha_st3 f8_mha_st3_mn4 f16_gqa4)
+if [[ "$mode" == prep ]]; then
+  set -e
+  dir="${2:?DIR}"; pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
+  mkdir -p "$dir"
+  c=(--head-dim 128 --page-size 16 --dtype f16 --kv joint --chip sm_90a --layout nhd)
+  g4=(--kv-heads 8 --group 4); mha=(--kv-heads 32 --group 1)
+  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4"
+  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"
+  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
+  "$pac" "${c[@]}" "${g4[@]}" -o "$dir/f16_gqa4"
+  for b in f8_gqa4 f8_mha_st3; do
+    rm -rf "$dir/${b}_mn4"; cp -r "$dir/$b" "$dir/${b}_mn4"
+    python3 - "$dir/${b}_mn4/kernels.ptx" <<'PY'
+import sys
+p = sys.argv[1]; s = open(p).read()
+i = s.index('.visible .entry pa_decode(')
+j = s.index('{', s.index(')', i))
+open(p, 'w').write(s[:j] + '.maxntid 128, 1, 1\n.minnctapersm 4\n' + s[j:])
+PY
+    /usr/local/cuda/bin/ptxas -arch sm_90a -O3 -v "$dir/${b}_mn4/kernels.ptx" \
+      -o "$dir/${b}_mn4/kernels.cubin" 2>&1 | grep -A3 "function 'pa_decode'" | tail -2
+  done
+  exit 0
+fi
+gpu="${2:?STAGED}"; out="${3:?OUT}"
+B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
+export PATH="$PATH:/usr/local/cuda/bin"
+raw="$(mktemp -d)"
+pa_header "$out"
+{
+  echo "## checks"
+  pa_check_bundles "$R" "${vs[@]/#/$B/}"
+} >> "$out/summary.md" 2>&1
+pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
+  --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
+pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"
+tar czf "$out/raw.tgz" -C "$raw" .
+cat "$out/summary.md"
