@@ -2,9 +2,13 @@
 # Shared steps of the device scripts (source it: `. bench/device_lib.sh`).
 #
 #   pa_prep DIR                    (here) sets pac to the build's pa-compile,
-#                                  makes DIR and, unless PA_PAIRS_ONLY=1,
-#                                  fills it with bench/make_bundles.sh's
-#                                  decode and fp8 sets (PA_SKIP_PREFILL=1)
+#                                  pa_base to the benches' pa-compile flags
+#                                  (D 128, P 16, f16, joint NHD, sm_90a),
+#                                  pa_g4 / pa_mha to GQA 4 (Hkv 8) / MHA
+#                                  (Hkv 32), makes DIR and, unless
+#                                  PA_PAIRS_ONLY=1, fills it with
+#                                  bench/make_bundles.sh's decode and fp8
+#                                  sets (PA_SKIP_PREFILL=1)
 #   pa_header OUT                  OUT/summary.md: the GPU, driver and date
 #   pa_check_bundles R DIR...      one line a bundle: the runner's check
 #                                  (check-mla for mla_*, check-prefill for
@@ -41,11 +45,20 @@
 #   pa_fi_decode HEADS             FlashInfer's tensor-core decode on the
 #                                  same grid for the KV head counts HEADS
 #                                  (e.g. 8,32), from the staged .gpu-fi
+#   pa_run_init STAGED OUT         (device) sets B (STAGED/bundles), R (the
+#                                  runner) and raw (a fresh folder), puts
+#                                  the CUDA tools on PATH, writes
+#                                  OUT/summary.md's header
+#   pa_grid_table V...             pa_bench_rounds of B/V over the decode
+#                                  grid (clean eviction, 9 GiB of KV at
+#                                  most) into raw, then pa_rounds_table
 
 pa_prep() {
   local root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
+  pa_base=(--head-dim 128 --page-size 16 --dtype f16 --kv joint --chip sm_90a --layout nhd)
+  pa_g4=(--kv-heads 8 --group 4); pa_mha=(--kv-heads 32 --group 1)
   mkdir -p "$1"
   [[ "${PA_PAIRS_ONLY:-0}" == 1 ]] ||
     PA_SKIP_PREFILL=1 "$root/bench/make_bundles.sh" "$1" "$pac" > /dev/null
@@ -175,4 +188,17 @@ pa_test_cuda() {
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   echo "python/tests/test_cuda.py:"
   pa_py timeout "${1:-400}" python3 "$root/python/tests/test_cuda.py" 2>&1 | tail -"${2:-12}"
+}
+
+pa_run_init() {
+  B="$1/bundles"; R="$1/bin/pa-gpu-runner"
+  export PATH="$PATH:/usr/local/cuda/bin"
+  raw="$(mktemp -d)"
+  pa_header "$2"
+}
+
+pa_grid_table() {
+  pa_bench_rounds "$R" "$B" "$raw" "$@" -- --batches 1,16,64,256 \
+    --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
+  pa_rounds_table "$raw" "$@"
 }

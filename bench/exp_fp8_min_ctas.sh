@@ -20,14 +20,12 @@ mode="${1:?usage: exp_fp8_min_ctas.sh prep DIR | run STAGED OUT}"
 vs=(f8_gqa4 f8_gqa4_mn4 f8_mha f8_mha_st3 f8_mha_st3_mn4 f16_gqa4)
 if [[ "$mode" == prep ]]; then
   set -e
-  dir="${2:?DIR}"; pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
-  mkdir -p "$dir"
-  c=(--head-dim 128 --page-size 16 --dtype f16 --kv joint --chip sm_90a --layout nhd)
-  g4=(--kv-heads 8 --group 4); mha=(--kv-heads 32 --group 1)
-  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4"
-  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"
-  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
-  "$pac" "${c[@]}" "${g4[@]}" -o "$dir/f16_gqa4"
+  dir="${2:?DIR}"
+  PA_PAIRS_ONLY=1 pa_prep "$dir"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/f16_gqa4"
   for b in f8_gqa4 f8_mha_st3; do
     rm -rf "$dir/${b}_mn4"; cp -r "$dir/$b" "$dir/${b}_mn4"
     python3 - "$dir/${b}_mn4/kernels.ptx" <<'PY'
@@ -42,17 +40,12 @@ PY
   done
   exit 0
 fi
-gpu="${2:?STAGED}"; out="${3:?OUT}"
-B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"
-pa_header "$out"
+out="${3:?OUT}"
+pa_run_init "${2:?STAGED}" "$out"
 {
   echo "## checks"
   pa_check_bundles "$R" "${vs[@]/#/$B/}"
 } >> "$out/summary.md" 2>&1
-pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
-  --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
-pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"
+pa_grid_table "${vs[@]}" >> "$out/summary.md"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

@@ -21,37 +21,31 @@ mode="${1:?usage: run_copy_addressing.sh prep DIR [SUFFIX] | run STAGED OUT}"
 base=(f8_gqa4 f16_gqa4 f8_mha f16_mha)
 if [[ "$mode" == prep ]]; then
   set -e
-  dir="${2:?DIR}"; sfx="${3:-}"; pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
-  mkdir -p "$dir"
-  c=(--head-dim 128 --page-size 16 --dtype f16 --kv joint --chip sm_90a --layout nhd)
-  "$pac" "${c[@]}" --kv-heads 8 --group 4 --kv-dtype e4m3 -o "$dir/f8_gqa4$sfx"
-  "$pac" "${c[@]}" --kv-heads 8 --group 4 -o "$dir/f16_gqa4$sfx"
-  "$pac" "${c[@]}" --kv-heads 32 --group 1 --kv-dtype e4m3 -o "$dir/f8_mha$sfx"
-  "$pac" "${c[@]}" --kv-heads 32 --group 1 -o "$dir/f16_mha$sfx"
-  "$pac" "${c[@]}" --kv-heads 8 --group 4 --kernels prefill -o "$dir/prefill_f16$sfx"
+  dir="${2:?DIR}"; sfx="${3:-}"
+  PA_PAIRS_ONLY=1 pa_prep "$dir"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4$sfx"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/f16_gqa4$sfx"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha$sfx"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" -o "$dir/f16_mha$sfx"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kernels prefill -o "$dir/prefill_f16$sfx"
   if [[ -z "$sfx" ]]; then
     for st in 3 4; do
-      "$pac" "${c[@]}" --kv-heads 8 --group 4 --kv-dtype e4m3 --decode-kv-stages $st -o "$dir/f8_gqa4_st$st"
+      "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 --decode-kv-stages $st -o "$dir/f8_gqa4_st$st"
     done
   fi
   exit 0
 fi
-gpu="${2:?STAGED}"; out="${3:?OUT}"
-B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"
+out="${3:?OUT}"
+pa_run_init "${2:?STAGED}" "$out"
 all=()
 for v in "${base[@]}"; do all+=("${v}_old" "$v"); done
 all+=(f8_gqa4_st3 f8_gqa4_st4)
 read -r -a vs <<<"${PA_BENCH:-f8_gqa4_old f8_gqa4 f8_gqa4_st3 f8_gqa4_st4 f16_gqa4_old f16_gqa4 f8_mha_old f8_mha}"
-pa_header "$out"
 {
   echo "## checks"
   pa_check_bundles "$R" "${all[@]/#/$B/}" "$B/prefill_f16" "$B/prefill_f16_old"
   PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f8_gqa4"
 } >> "$out/summary.md" 2>&1
-pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
-  --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
-pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"
+pa_grid_table "${vs[@]}" >> "$out/summary.md"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

@@ -23,36 +23,30 @@ vs=(f8_gqa4_st2 f8_gqa4 e5_gqa4 f8_mha f8_mha_st3 f16_gqa4)
 four=(f8_gqa4 f8_gqa4_st4 f8_mha_st3 f8_mha_st4)
 if [[ "$mode" == prep ]]; then
   set -e
-  dir="${2:?DIR}"; pac="${PA_BUILD_DIR:-$root/build}/bin/pa-compile"
-  mkdir -p "$dir"
-  c=(--head-dim 128 --page-size 16 --dtype f16 --kv joint --chip sm_90a --layout nhd)
-  g4=(--kv-heads 8 --group 4); mha=(--kv-heads 32 --group 1)
-  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4"
-  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e4m3 --decode-kv-stages 2 -o "$dir/f8_gqa4_st2"
-  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e4m3 --decode-kv-stages 4 -o "$dir/f8_gqa4_st4"
-  "$pac" "${c[@]}" "${g4[@]}" --kv-dtype e5m2 -o "$dir/e5_gqa4"
-  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"
-  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
-  "$pac" "${c[@]}" "${mha[@]}" --kv-dtype e4m3 --decode-kv-stages 4 -o "$dir/f8_mha_st4"
-  "$pac" "${c[@]}" "${g4[@]}" -o "$dir/f16_gqa4"
+  dir="${2:?DIR}"
+  PA_PAIRS_ONLY=1 pa_prep "$dir"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 --decode-kv-stages 2 -o "$dir/f8_gqa4_st2"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 --decode-kv-stages 4 -o "$dir/f8_gqa4_st4"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e5m2 -o "$dir/e5_gqa4"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 --decode-kv-stages 4 -o "$dir/f8_mha_st4"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/f16_gqa4"
   exit 0
 fi
-gpu="${2:?STAGED}"; out="${3:?OUT}"
-B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"; raw4="$(mktemp -d)"
-pa_header "$out"
+out="${3:?OUT}"
+pa_run_init "${2:?STAGED}" "$out"
+raw4="$(mktemp -d)"
 {
   echo "## checks"
   pa_check_bundles "$R" "${vs[@]/#/$B/}" "$B/f8_gqa4_st4" "$B/f8_mha_st4"
   PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f8_gqa4"
 } >> "$out/summary.md" 2>&1
-pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
-  --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
-pa_bench_rounds "$R" "$B" "$raw4" "${four[@]}" -- --batches 64,256 \
-  --lens 512,2048,8192 --max-kv-gib 9 --l2-flush clean --ctas-per-sm 3
 {
-  pa_rounds_table "$raw" "${vs[@]}"
+  pa_grid_table "${vs[@]}"
+  pa_bench_rounds "$R" "$B" "$raw4" "${four[@]}" -- --batches 64,256 \
+    --lens 512,2048,8192 --max-kv-gib 9 --l2-flush clean --ctas-per-sm 3
   echo; echo "## 3 against 4 stages at --ctas-per-sm 3"
   pa_rounds_table "$raw4" "${four[@]}"
 } >> "$out/summary.md"
