@@ -118,7 +118,8 @@ struct Cache {
   SmallVector<Value> indices(Emitter &e, bool isV, Value page, Value slot,
                              Value head, Value d) const;
   /// Elements of one page of memref(isV) (the product of its dims past the
-  /// first), or ShapedType::kDynamic when one of those is dynamic.
+  /// first), or ShapedType::kDynamic when one of those is dynamic or the
+  /// memref's layout is not the identity (row-major, contiguous).
   int64_t pageElems(bool isV) const;
   /// The offset in elements of (k or v, slot, head, d) from its page's first
   /// element in memref(isV), whose page must be static (pageElems). With
