@@ -35,15 +35,10 @@ if [[ "$mode" == prep ]]; then
   rm -rf "$tmp"
   exit 0
 fi
-gpu="${2:?STAGED}"; out="${3:?OUT}"; fi="${4:-}"
+out="${3:?OUT}"; fi="${4:-}"
 batches="${PA_MLA_BATCHES:-1,2,4,16,64}"; lengths="${PA_MLA_LENGTHS:-1024,8192,32768}"
-B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"
-{
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
-  pa_mla_checks "$R" "$B" "$raw" 23 mla_h40_p5_f16_wg mla_h128_p64_bf16_wg
-} > "$out/summary.md" 2>&1
+pa_run_init "${2:?STAGED}" "$out"
+pa_mla_checks "$R" "$B" "$raw" 23 mla_h40_p5_f16_wg mla_h128_p64_bf16_wg >> "$out/summary.md" 2>&1
 extra=(${PA_MLA_EXTRA:-})
 for round in 1 2; do
   for b in mla_h128_p64_bf16_auto old_mla_h128_p64_bf16_auto mla_h128_p64_bf16_wg old_mla_h128_p64_bf16_wg "${extra[@]}"; do

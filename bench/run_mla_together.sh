@@ -41,15 +41,10 @@ if [[ "$mode" == make ]]; then
   done
   exit 0
 fi
-gpu="${2:?STAGED}"; out="${3:?OUT}"; fi="${4:-}"
+out="${3:?OUT}"; fi="${4:-}"
 batches="${PA_MLA_BATCHES:-1,2,4,16,64}"; lengths="${PA_MLA_LENGTHS:-1024,8192,32768}"
-B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
-export PATH="$PATH:/usr/local/cuda/bin"
-raw="$(mktemp -d)"
-{
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
-  pa_mla_checks "$R" "$B" "$raw" 21 mla_h40_p5_f16_wg mla_h40_p16_bf16_sync
-} > "$out/summary.md" 2>&1
+pa_run_init "${2:?STAGED}" "$out"
+pa_mla_checks "$R" "$B" "$raw" 21 mla_h40_p5_f16_wg mla_h40_p16_bf16_sync >> "$out/summary.md" 2>&1
 for round in 1 2; do
   for m in auto last; do
     timeout 150 "$R" bench-mla --split-merge "$m" --batches "$batches" --lengths "$lengths" --sets 2 \
