@@ -216,10 +216,8 @@ LogicalResult makeDecodeConfig(const PrefillOperands &p,
   // 3), and so does MHA, whose 2-stage kernel holds 120 registers and runs
   // 4 CTAs an SM (with 3: 139, 3 CTAs; 2% slower at 64 x 8192, 6% faster at
   // 16 x 8192, where the planner keeps 2 CTAs an SM).
-  bool fp8 = isFP8CacheType(
-      cast<ShapedType>(p.kvCache.front().getType()).getElementType());
-  bool threeStages =
-      fp8 && isa<DecodeOp>(p.op) && c.headDim % 128 == 0 && c.group > 1;
+  bool threeStages = isFP8Cache(p) && isa<DecodeOp>(p.op) &&
+                     c.headDim % 128 == 0 && c.group > 1;
   c.kvStages = shape.kvStages > 0 ? shape.kvStages : threeStages ? 3 : 0;
   if (c.kvStages != 0 && (c.kvStages < 2 || c.kvStages > 4))
     return p.op->emitOpError()

@@ -525,6 +525,10 @@ private:
   void copyRound(int64_t i, int64_t chunks, bool kv,
                  SmallVectorImpl<Value> &tokens,
                  function_ref<void(SmallVectorImpl<Value> &)> copy);
+  /// The page-table entry (i32) of key `t` given the page base `base`,
+  /// looked up only where `valid` (0 elsewhere: a key past the CTA's range,
+  /// whose request may own no page at all), unconditionally without it.
+  Value entryIf(Value valid, Value base, Value t);
   /// The page-table entries of this thread's chunk rounds of the tile at
   /// `start` (i32, 0 for a chunk past the keys).
   SmallVector<Value> lookupPages(Value start);
@@ -599,19 +603,22 @@ void Promoter::kvBarrier() {
     gpu::BarrierOp::create(b, loc);
 }
 
+Value Promoter::entryIf(Value valid, Value base, Value t) {
+  if (!valid)
+    return pages.pageEntry(e, base, t);
+  return e.ifThenElse(
+      valid, b.getI32Type(),
+      [&]() -> SmallVector<Value> { return {pages.pageEntry(e, base, t)}; },
+      [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0];
+}
+
 SmallVector<Value> Promoter::lookupPages(Value start) {
   if (l.onePage) {
     // The page of the first key the thread's warp (or CTA) copies.
     Value key0 = l.warpLocal() ? e.add(start, warpKeyRow0()) : start;
     return wholeOrNot(start, b.getI32Type(), [&](bool whole) {
-      if (whole)
-        return SmallVector<Value>{pages.pageEntry(e, pageBase, key0)};
-      return e.ifThenElse(
-          e.cmpi(Pred::ult, key0, end), b.getI32Type(),
-          [&]() -> SmallVector<Value> {
-            return {pages.pageEntry(e, pageBase, key0)};
-          },
-          [&]() -> SmallVector<Value> { return {e.i32(0)}; });
+      Value valid = whole ? Value() : e.cmpi(Pred::ult, key0, end);
+      return SmallVector<Value>{entryIf(valid, pageBase, key0)};
     });
   }
   if (l.warpPages) {
@@ -626,12 +633,7 @@ SmallVector<Value> Promoter::lookupPages(Value start) {
         e.andi(e.cmpi(Pred::ult, key0, end),
                e.cmpi(Pred::ult, key0,
                       e.add(first, e.idx(l.keys / l.kvWarps)))));
-    return e.ifThenElse(
-        valid, b.getI32Type(),
-        [&]() -> SmallVector<Value> {
-          return {pages.pageEntry(e, pageBase, key0)};
-        },
-        [&]() -> SmallVector<Value> { return {e.i32(0)}; });
+    return {entryIf(valid, pageBase, key0)};
   }
   SmallVector<Type> types(l.chunkRounds(), b.getI32Type());
   return wholeOrNot(start, types,
@@ -652,18 +654,10 @@ SmallVector<Value> Promoter::lookupRounds(Value start, bool whole) {
                                               pages.pageSize)));
       tq = e.add(start, kvChunkAt(i % q).first);
     }
-    // The page of a key past the CTA's range is never looked up (the
-    // request may own no page at all); its copy reads nothing. Kept as i32
-    // (kv_indices' type) while carried to the next step.
-    Value valid = kvChunkValid(i, t, whole);
-    if (!valid) {
-      out.push_back(pages.pageEntry(e, base, tq));
-      continue;
-    }
-    out.push_back(e.ifThenElse(
-        valid, b.getI32Type(),
-        [&]() -> SmallVector<Value> { return {pages.pageEntry(e, base, tq)}; },
-        [&]() -> SmallVector<Value> { return {e.i32(0)}; })[0]);
+    // A key past the CTA's range gets 0 (entryIf); its copy reads
+    // nothing. Kept as i32 (kv_indices' type) while carried to the next
+    // step.
+    out.push_back(entryIf(kvChunkValid(i, t, whole), base, tq));
   }
   return out;
 }
@@ -679,12 +673,7 @@ SmallVector<Value> Promoter::lookupAhead(Value start) {
                         e.mul(e.add(e.divui(start, p), tid), p));
   Value valid = e.andi(e.cmpi(Pred::ult, tid, e.idx(l.listEntries)),
                        e.cmpi(Pred::ult, key0, end));
-  return e.ifThenElse(
-      valid, b.getI32Type(),
-      [&]() -> SmallVector<Value> {
-        return {pages.pageEntry(e, pageBase, key0)};
-      },
-      [&]() -> SmallVector<Value> { return {e.i32(0)}; });
+  return {entryIf(valid, pageBase, key0)};
 }
 
 void Promoter::issueKV(Value start, int64_t stage, ValueRange tilePages,
