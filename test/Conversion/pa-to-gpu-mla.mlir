@@ -45,12 +45,15 @@
 // CHECK: scf.condition
 // CHECK: %[[NOW:.*]] = memref.atomic_rmw addi %c0_i32{{.*}}, %arg10
 // CHECK: arith.xori %[[NOW]], %c1073741824_i32
-// A wait of more than 60 s traps. Then a second arrival, read after the
-// merge.
+// A wait of more than 60 s traps. Then the fence and a second arrival,
+// read after the merge; the last CTA fences before it resets the counter.
 // CHECK: llvm.intr.trap
-// CHECK: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg10
 // CHECK: nvvm.memory.barrier <gpu>
-// CHECK: memref.store %c0_i32{{.*}}, %arg10
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg10
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK-NEXT: arith.constant 0 : i32
+// CHECK-NEXT: memref.store %c0_i32{{.*}}, %arg10
 // CHECK: %[[TOGETHER:.*]] = nvvm.barrier #nvvm.reduction<or>
 // CHECK: %[[LAST:.*]] = nvvm.barrier #nvvm.reduction<or>
 // The share: first the heads' statistics, the 256 threads reading the

@@ -115,8 +115,9 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // reduction, and the last CTA merges the request's rows; empty requests
 // are written by the CTA next to them. A counter at merge_together at
 // launch (the runtime's cooperative launch) instead waits for the
-// request's arrivals, arrives a second time (after the merge, the last of
-// those puts the counter back to merge_together for the next launch), and
+// request's arrivals, fences, arrives a second time (after the merge, the
+// last of those puts the counter back to merge_together for the next
+// launch), and
 // every CTA merges a share: a slot per group of lanes, each lane a few rows, the
 // group's states folded with xor shuffles (16 .. 1 lanes apart).
 // CHECK-LABEL: func @split_fused
@@ -133,7 +134,13 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // CHECK-SAME: kind = "decode_split"
 // CHECK-SAME: merge_together = 1073741824 : i64
 // CHECK: gpu.subgroup_reduce add
-// CHECK: nvvm.memory.barrier <gpu>
+// The request's work_indptr entries load before the fence (their round
+// trip overlaps its wait).
+// CHECK: memref.load %[[WI]]
+// CHECK-NEXT: arith.index_cast
+// CHECK: memref.load %[[WI]]
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
 // CHECK: arith.andi %[[OLD]], %c1073741824_i32
@@ -142,11 +149,15 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // CHECK: scf.while (%{{.*}} = %{{.*}})
 // CHECK: scf.condition
 // CHECK: memref.atomic_rmw addi %c0_i32{{.*}}, %arg13
+// The fence before the second arrival, so that it does not wait for the
+// atomic's answer; the last CTA's fence before it puts the counter back.
 // CHECK: llvm.intr.trap
-// CHECK: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
-// CHECK-NEXT: nvvm.memory.barrier <gpu>
-// CHECK: memref.store %c0_i32{{.*}}, %arg13
 // CHECK: nvvm.memory.barrier <gpu>
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: %[[LEFT:.*]] = memref.atomic_rmw addi %c1_i32{{.*}}, %arg13
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK-NEXT: arith.constant 0 : i32
+// CHECK-NEXT: memref.store %c0_i32{{.*}}, %arg13
 // CHECK: nvvm.barrier #nvvm.reduction<or>
 // CHECK: nvvm.barrier #nvvm.reduction<or>
 // The share: each lane's rows 2 a step, both rows' loads before their

@@ -9,10 +9,11 @@
 // for the query heads [h0, h0 + n) of its KV head (or head chunk):
 //
 //   it writes its partial rows o_part[w], lse_part[w] as decode_partial does;
-//   every thread: fence.sc.gpu (membar.gl), then bar.sync;
-//   thread 0: k = work_indptr[r + 1] - work_indptr[r]; the CTA is the last
-//     of its request if k == 1 or atom.add(counters[r, h0], 1) == k - 1; the
-//     last one puts the counter back to 0 and fences;
+//   every thread: k = work_indptr[r + 1] - work_indptr[r] (loaded before
+//     the fence), fence.sc.gpu (membar.gl), then bar.sync;
+//   thread 0: the CTA is the last of its request if k == 1 or
+//     atom.add(counters[r, h0], 1) == k - 1; the last one fences and puts
+//     the counter back to 0;
 //   bar.red.or.pred hands "last" to every thread;
 //   the last CTA merges rows [work_indptr[r], work_indptr[r + 1]) of its
 //     heads (merge_segments' arithmetic, 4 elements a thread) into o[r] and
@@ -22,9 +23,9 @@
 // the decode's and the MLA decode's): a counter at V at launch means every CTA
 // is resident (the runtime's cooperative launch). Thread 0 then polls it,
 // from the count its own atom.add saw, until the request's k arrivals are
-// in (a trap after kMergeTogetherMaxWaitNs), arrives a second time (an
-// atom.add whose answer emitArrivalRelease reads after the merge: the last
-// CTA to leave puts the counter back to V) and fences; every CTA merges a
+// in (a trap after kMergeTogetherMaxWaitNs), fences, arrives a second time
+// (an atom.add whose answer emitArrivalRelease reads after the merge: the
+// last CTA to leave puts the counter back to V); every CTA merges a
 // share (emitMergeShare: a slot per group of lanes, the group's states
 // folded with shuffles; MLAKernelBase::mergeShare for MLA).
 //
@@ -408,12 +409,14 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                                    Value request, const CTAHeads &heads,
                                    int64_t headDim, int64_t threads,
                                    Value item, int64_t togetherFlag) {
-  // Every thread's partial stores are performed device-wide before the CTA
-  // counts its arrival.
-  NVVM::MembarOp::create(e.b, e.loc, NVVM::MemScopeKind::GPU);
-  gpu::BarrierOp::create(e.b, e.loc);
+  // The request's rows load before the fence, so that their round trip
+  // overlaps its wait instead of following it (the plan's arrays are not
+  // written by the kernel). Every thread's partial stores are performed
+  // device-wide before the CTA counts its arrival.
   Value begin = e.loadIdx(m.workIndptr, request);
   Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
+  NVVM::MembarOp::create(e.b, e.loc, NVVM::MemScopeKind::GPU);
+  gpu::BarrierOp::create(e.b, e.loc);
   if (togetherFlag <= 0) {
     emitArriveAndMergeRows(e, m, request, begin, end, heads, headDim, threads,
                            /*fenced=*/true);
@@ -453,10 +456,11 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
   auto lastOf = [&](Value old) {
     Value isLast = e.cmpi(Pred::eq, old, e.sub(count, e.i32(1)));
     e.ifThen(isLast, [&]() {
-      // Ready for the next launch; the merge after this reads the other
-      // CTAs' rows after this fence.
-      e.store(e.i32(0), m.counters, counter);
+      // The merge after this reads the other CTAs' rows after this fence;
+      // then the counter goes back to 0, ready for the next launch (after
+      // the fence, which thus does not wait for the store).
       NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+      e.store(e.i32(0), m.counters, counter);
     });
     return SmallVector<Value>{no, isLast};
   };
@@ -499,14 +503,15 @@ Arrival gpukernel::emitArrival(KernelEmitter &e, const FusedMerge &m,
         });
     e.ifThen(e.cmpi(Pred::ult, poll.getResult(0), count),
              [&]() { LLVM::Trap::create(b, loc); });
-    // A second arrival once this CTA is done polling, whose answer
-    // emitArrivalRelease reads after the merge (its round trip overlaps
-    // the merge's loads): the request's last one puts the counter back to
-    // the flag for the next launch (no CTA polls it any more).
-    Value left = memref::AtomicRMWOp::create(
-        b, loc, arith::AtomicRMWKind::addi, e.i32(1), m.counters, counter);
     // The other CTAs' rows are read after this fence.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    // A second arrival once this CTA is done polling, after the fence so
+    // that the fence does not wait for it: its answer emitArrivalRelease
+    // reads after the merge (the round trip overlaps the merge's loads).
+    // The request's last one puts the counter back to the flag for the
+    // next launch (no CTA polls it any more).
+    Value left = memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
+                                             e.i32(1), m.counters, counter);
     return {yes, no, left};
   };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);

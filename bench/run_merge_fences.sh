@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The split decode's merge with its fences moved (issue 9): work_indptr
+# loaded before the arrival's fence, the fences before the counter reset and
+# the second arrival. Old (bundles of the previous head, *_old: prep with
+# PA_BUILD_DIR at its build and SUFFIX _old) against new over the decode
+# grid: f16 GQA 4 (Hkv 8) and GQA 8 (Hkv 4), tensor-core; f16 MHA (Hkv
+# 32), CUDA-core; e4m3 GQA 4; clean eviction, two rounds interleaved;
+# check --quick of each; FlashInfer 0.7.2's decode (both paths, Hkv 4 / 8 /
+# 32) and SDPA cuDNN beside (carry .gpu-fi too).
+#
+#   bench/run_merge_fences.sh prep DIR [SUFFIX]   # here, once per build
+#   PA_NO_FIXTURE=1 bench/stage_gpu.sh build/gpu DIR/*
+#   bench/run_merge_fences.sh run build/gpu OUT [ours|fi]   # device
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/device_lib.sh"
+mode="${1:?usage: run_merge_fences.sh prep DIR [SUFFIX] | run STAGED OUT [ours|fi]}"
+base=(f16_gqa4 f16_gqa8 f16_mha f8_gqa4)
+if [[ "$mode" == prep ]]; then
+  set -e
+  dir="${2:?DIR}"; sfx="${3:-}"
+  PA_PAIRS_ONLY=1 pa_prep "$dir"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/f16_gqa4$sfx"
+  "$pac" "${pa_base[@]}" --kv-heads 4 --group 8 -o "$dir/f16_gqa8$sfx"
+  "$pac" "${pa_base[@]}" "${pa_mha[@]}" -o "$dir/f16_mha$sfx"
+  "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/f8_gqa4$sfx"
+  exit 0
+fi
+out="${3:?OUT}"; part="${4:-ours}"
+pa_run_init "${2:?STAGED}" "$out"
+if [[ "$part" == ours ]]; then
+  vs=()
+  for v in "${base[@]}"; do vs+=("${v}_old" "$v"); done
+  {
+    echo "## checks"
+    pa_check_bundles "$R" "${vs[@]/#/$B/}"
+  } >> "$out/summary.md" 2>&1
+  pa_grid_table "${vs[@]}" >> "$out/summary.md"
+else
+  eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null
+  {
+    echo "## FlashInfer decode (both paths) and SDPA cuDNN, Hkv 4 / 8 / 32"
+    timeout 500 python3 .gpu-fi/kit/fi_bench.py decode --batches 1,16,64,256 \
+      --lens 512,2048,8192,32768 --kv-heads 4,8,32 --paths cuda,tc --sdpa cudnn \
+      --max-kv-gib 9 2>&1 | grep -E "^\| [0-9]|^- |roof"
+  } >> "$out/summary.md"
+fi
+tar czf "$out/raw.tgz" -C "$raw" .
+cat "$out/summary.md"
