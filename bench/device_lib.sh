@@ -52,6 +52,14 @@
 #   pa_grid_table V...             pa_bench_rounds of B/V over the decode
 #                                  grid (clean eviction, 9 GiB of KV at
 #                                  most) into raw, then pa_rounds_table
+#   pa_reassemble DIR              (here) DIR/kernels.ptx, edited by an
+#                                  experiment, back into DIR/kernels.cubin
+#                                  (ptxas -O3 for sm_90a, as pa-compile);
+#                                  prints each kernel's registers and spills
+#   pa_ptx_edit SRC DST ENTRY SED  (here) bundle SRC copied to DST with the
+#                                  sed script SED applied to the lines of
+#                                  kernel ENTRY in its PTX (an error when
+#                                  it changes nothing), reassembled
 
 pa_prep() {
   local root
@@ -201,4 +209,23 @@ pa_grid_table() {
   pa_bench_rounds "$R" "$B" "$raw" "$@" -- --batches 1,16,64,256 \
     --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
   pa_rounds_table "$raw" "$@"
+}
+
+pa_reassemble() {
+  /usr/local/cuda/bin/ptxas -arch=sm_90a -O3 -v "$1/kernels.ptx" -o "$1/kernels.cubin" 2>&1 |
+    awk -v d="$1" "/Compiling entry function/ { f = \$7; gsub(/'/, \"\", f) }
+      /bytes spill/ { s = \$0; sub(/^ */, \"\", s) }
+      /Used [0-9]+ registers/ { print d \": \" f \": \" \$5 \" registers, \" s }"
+  return "${PIPESTATUS[0]}"
+}
+
+pa_ptx_edit() {
+  local src="$1" dst="$2" entry="$3" script="$4"
+  rm -rf "$dst"; cp -r "$src" "$dst"
+  sed -e "/^.visible .entry $entry(/,/^}/{ $script }" "$src/kernels.ptx" > "$dst/kernels.ptx"
+  if cmp -s "$src/kernels.ptx" "$dst/kernels.ptx"; then
+    echo "pa_ptx_edit: $dst: the edit changed nothing" >&2
+    return 1
+  fi
+  pa_reassemble "$dst"
 }

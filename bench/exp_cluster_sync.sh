@@ -18,16 +18,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/device_lib.sh"
 mode="${1:?usage: exp_cluster_sync.sh prep DIR | run STAGED OUT}"
 vs=(c_f8 c_f8_cl c_f8_pf256_cl c_f16 c_f16_cl)
-clustered() {
-  local src="$1" dst="$2"
-  rm -rf "$dst"; cp -r "$src" "$dst"
-  sed -e '/^.visible .entry pa_decode(/,/^}/{
-    s/^)$/) .reqnctapercluster 8, 1, 1/
-    s/^\tcp.async.commit_group;$/\tcp.async.commit_group;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;/
-  }' "$src/kernels.ptx" > "$dst/kernels.ptx"
-  grep -c "barrier.cluster.wait" "$dst/kernels.ptx"
-  /usr/local/cuda/bin/ptxas -arch=sm_90a -O3 "$dst/kernels.ptx" -o "$dst/kernels.cubin"
-}
+# Clusters of 8 along x, a cluster barrier after every cp.async group.
+cluster='s/^)$/) .reqnctapercluster 8, 1, 1/; s/^\tcp.async.commit_group;$/\tcp.async.commit_group;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;/'
 if [[ "$mode" == prep ]]; then
   set -e
   dir="${2:?DIR}"
@@ -35,9 +27,9 @@ if [[ "$mode" == prep ]]; then
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/c_f8"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 --l2-prefetch-bytes 256 -o "$dir/c_f8_pf256"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/c_f16"
-  clustered "$dir/c_f8" "$dir/c_f8_cl"
-  clustered "$dir/c_f8_pf256" "$dir/c_f8_pf256_cl"
-  clustered "$dir/c_f16" "$dir/c_f16_cl"
+  pa_ptx_edit "$dir/c_f8" "$dir/c_f8_cl" pa_decode "$cluster"
+  pa_ptx_edit "$dir/c_f8_pf256" "$dir/c_f8_pf256_cl" pa_decode "$cluster"
+  pa_ptx_edit "$dir/c_f16" "$dir/c_f16_cl" pa_decode "$cluster"
   rm -rf "$dir/c_f8_pf256"
   exit 0
 fi

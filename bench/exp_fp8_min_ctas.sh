@@ -27,16 +27,8 @@ if [[ "$mode" == prep ]]; then
   "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 --decode-kv-stages 3 -o "$dir/f8_mha_st3"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/f16_gqa4"
   for b in f8_gqa4 f8_mha_st3; do
-    rm -rf "$dir/${b}_mn4"; cp -r "$dir/$b" "$dir/${b}_mn4"
-    python3 - "$dir/${b}_mn4/kernels.ptx" <<'PY'
-import sys
-p = sys.argv[1]; s = open(p).read()
-i = s.index('.visible .entry pa_decode(')
-j = s.index('{', s.index(')', i))
-open(p, 'w').write(s[:j] + '.maxntid 128, 1, 1\n.minnctapersm 4\n' + s[j:])
-PY
-    /usr/local/cuda/bin/ptxas -arch sm_90a -O3 -v "$dir/${b}_mn4/kernels.ptx" \
-      -o "$dir/${b}_mn4/kernels.cubin" 2>&1 | grep -A3 "function 'pa_decode'" | tail -2
+    pa_ptx_edit "$dir/$b" "$dir/${b}_mn4" pa_decode \
+      's/^)$/)\n.maxntid 128, 1, 1\n.minnctapersm 4/' | grep ": pa_decode:"
   done
   exit 0
 fi

@@ -30,15 +30,6 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 mode="${1:?usage: exp_split_chain.sh prep DIR [SUFFIX] | run STAGED OUT}"
 ss=(s_old s_new s_acq s_ip0 s_both)
 f8=(f8 f8_pf256 f8_mha f8_mha_pf256 f16)
-# A variant of bundle SRC as DST whose PTX sed script SED edits in the
-# entry ENTRY, reassembled (the same ptxas -O3 pa-compile runs).
-ptx_variant() {
-  local src="$1" dst="$2" entry="$3" sed="$4"
-  rm -rf "$dst"; cp -r "$src" "$dst"
-  sed -e "/^.visible .entry $entry(/,/^}/{ $sed }" "$src/kernels.ptx" > "$dst/kernels.ptx"
-  cmp -s "$src/kernels.ptx" "$dst/kernels.ptx" && { echo "$dst: no edit"; exit 1; }
-  /usr/local/cuda/bin/ptxas -arch=sm_90a -O3 "$dst/kernels.ptx" -o "$dst/kernels.cubin"
-}
 if [[ "$mode" == prep ]]; then
   set -e
   dir="${2:?DIR}"; sfx="${3:-}"
@@ -50,9 +41,9 @@ if [[ "$mode" == prep ]]; then
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/s_new"
   acq='s/^\tmembar.gl;/\tfence.acq_rel.gpu;/'
   ip0='s/^\tld.global.b32 \t\(%r[0-9]*\), \[%rd175\];/\tmov.b32 \t\1, 0;/; s/^\tmin.s64 \t\(%rd[0-9]*\), %rd184, \(%rd[0-9]*\);/\tmov.b64 \t\1, \2;/'
-  ptx_variant "$dir/s_new" "$dir/s_acq" pa_decode_split "$acq"
-  ptx_variant "$dir/s_new" "$dir/s_ip0" pa_decode_split "$ip0"
-  ptx_variant "$dir/s_acq" "$dir/s_both" pa_decode_split "$ip0"
+  pa_ptx_edit "$dir/s_new" "$dir/s_acq" pa_decode_split "$acq"
+  pa_ptx_edit "$dir/s_new" "$dir/s_ip0" pa_decode_split "$ip0"
+  pa_ptx_edit "$dir/s_acq" "$dir/s_both" pa_decode_split "$ip0"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 -o "$dir/f8"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" --kv-dtype e4m3 --l2-prefetch-bytes 256 -o "$dir/f8_pf256"
   "$pac" "${pa_base[@]}" "${pa_mha[@]}" --kv-dtype e4m3 -o "$dir/f8_mha"

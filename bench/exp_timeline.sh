@@ -21,7 +21,7 @@ if [[ "$mode" == prep ]]; then
   rm -rf "$dir/t_tl"; cp -r "$dir/t_plain" "$dir/t_tl"
   python3 "$root/bench/ptx_timeline.py" "$dir/t_plain/kernels.ptx" \
     "$dir/t_tl/kernels.ptx" pa_decode_split pa_decode
-  /usr/local/cuda/bin/ptxas -arch=sm_90a -O3 "$dir/t_tl/kernels.ptx" -o "$dir/t_tl/kernels.cubin"
+  pa_reassemble "$dir/t_tl"
   exit 0
 fi
 out="${3:?OUT}"
