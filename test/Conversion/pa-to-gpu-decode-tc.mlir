@@ -125,13 +125,23 @@ func.func @partial(%q: memref<4x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %ip:
 // and the last CTA's merge of the group's 4 heads (the tile store's rows)
 // follow in plain IR, which pa-promote-tiles and pa-tile-to-mma leave as
 // they are.
+// The work item and the previous item's request (for the requests without
+// items, written at the end) load before the KV loop, so that the kernel's
+// tail reads no work list.
 // CHECK-LABEL: func.func @split_fused(
 // CHECK: gpu.launch_func @pa_kernels::@pa_decode_split
 // CHECK: gpu.func @pa_decode_split({{.*}}kind = "decode_split", kv_warps = 4 : i64
+// CHECK: memref.load %arg6[%[[X:.*]]] : memref<?xi32>
+// CHECK: %[[PREVX:.*]] = arith.select %{{.*}}, %c0{{.*}}, %{{.*}} : index
+// CHECK-NEXT: memref.load %arg6[%[[PREVX]]] : memref<?xi32>
+// CHECK: scf.for
 // CHECK: pa.tile.store
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.atomic_rmw addi
 // CHECK: nvvm.barrier #nvvm.reduction<or>
+// CHECK-NOT: memref.load %arg6
+// CHECK-NOT: memref.load %arg5
+// CHECK: gpu.return
 // MMA-LABEL: func.func @split_fused(
 // MMA: mma.sync
 // MMA: memref.atomic_rmw addi

@@ -529,7 +529,12 @@ void emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
 /// Writes o = 0, lse = -inf for `heads` of the requests without work items
 /// that CTA `x` answers for (those just before its item's request; for the
 /// last item those after it; every request for CTA 0 of an empty list).
+/// `items` = work_indptr[B], `request` / `prev` = work_request[x] /
+/// work_request[max(x - 1, 0)] (read only where x < items): the caller
+/// loads them where the kernel starts, so that no dependent load is left
+/// on its tail.
 void emitEmptyRequests(KernelEmitter &e, const FusedMerge &m, Value x,
+                       Value items, Value request, Value prev,
                        const CTAHeads &heads, int64_t headDim,
                        int64_t threads);
 

@@ -445,6 +445,13 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       // request too (an item without one, request < 0, exits), so that
       // LLVM does not sink its load below the branch.
       DecodeWorkItem item = DecodeWorkItem::load(e, partial, blockX, m);
+      // The previous item's request, for emitEmptyRequests at the end:
+      // loaded here beside the item rather than after the merge.
+      Value prev;
+      if (fused)
+        prev = e.loadIdx(m.lookup(partial.getWorkRequest()),
+                         e.select(e.cmpi(Pred::eq, blockX, e.idx(0)),
+                                  e.idx(0), e.sub(blockX, e.idx(1))));
       Value go = e.andi(e.cmpi(Pred::ult, blockX, items),
                         e.cmpi(Pred::sge, item.request, e.idx(0)));
       e.ifThen(go, [&]() {
@@ -458,7 +465,8 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
                              c.threads(), blockX, kMergeTogetherFlag);
       });
       if (fused)
-        emitEmptyRequests(e, *fused, blockX, heads, c.headDim, c.threads());
+        emitEmptyRequests(e, *fused, blockX, items, item.request, prev, heads,
+                          c.headDim, c.threads());
     } else {
       emitPrefillQueryTile(e, p, m, pages,
                            chunked(QueryTileCoords::decode(

@@ -588,10 +588,10 @@ void gpukernel::emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
 }
 
 void gpukernel::emitEmptyRequests(KernelEmitter &e, const FusedMerge &m,
-                                  Value x, const CTAHeads &heads,
+                                  Value x, Value items, Value request,
+                                  Value prev, const CTAHeads &heads,
                                   int64_t headDim, int64_t threads) {
   Value batch = e.sub(e.dim(m.workIndptr, 0), e.idx(1));
-  Value items = e.loadIdx(m.workIndptr, batch);
   // A request without items is the merge of no rows: o = 0, lse = -inf.
   auto emitEmptyRange = [&](Value lo, Value hi) {
     e.forEach(lo, hi, [&](Value r) {
@@ -600,14 +600,11 @@ void gpukernel::emitEmptyRequests(KernelEmitter &e, const FusedMerge &m,
   };
   Value first = e.cmpi(Pred::eq, x, e.idx(0));
   e.ifThen(e.cmpi(Pred::ult, x, items), [&]() {
-    Value r = e.loadIdx(m.workRequest, x);
-    Value prev = e.loadIdx(m.workRequest,
-                           e.select(first, e.idx(0), e.sub(x, e.idx(1))));
     // Those between item x - 1's request and item x's.
-    emitEmptyRange(e.select(first, e.idx(0), e.add(prev, e.idx(1))), r);
+    emitEmptyRange(e.select(first, e.idx(0), e.add(prev, e.idx(1))), request);
     // Those after the last item's.
     e.ifThen(e.cmpi(Pred::eq, x, e.sub(items, e.idx(1))), [&]() {
-      emitEmptyRange(e.add(r, e.idx(1)), batch);
+      emitEmptyRange(e.add(request, e.idx(1)), batch);
     });
   });
   e.ifThen(e.andi(first, e.cmpi(Pred::eq, items, e.idx(0))), [&]() {
