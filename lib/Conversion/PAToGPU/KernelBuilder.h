@@ -535,8 +535,7 @@ void emitArriveAndMergeRows(KernelEmitter &e, const FusedMerge &m,
 /// on its tail.
 void emitEmptyRequests(KernelEmitter &e, const FusedMerge &m, Value x,
                        Value items, Value request, Value prev,
-                       const CTAHeads &heads, int64_t headDim,
-                       int64_t threads);
+                       const CTAHeads &heads, int64_t headDim, int64_t threads);
 
 /// A split-KV merge's unnormalized state over the rows folded so far, in
 /// base 2: the largest lse `m` (-inf: none), `w` = sum_i 2^(lse_i - m') and

@@ -450,8 +450,8 @@ LogicalResult buildDecodeKernel(Operation *op, const PrefillOperands &p,
       Value prev;
       if (fused)
         prev = e.loadIdx(m.lookup(partial.getWorkRequest()),
-                         e.select(e.cmpi(Pred::eq, blockX, e.idx(0)),
-                                  e.idx(0), e.sub(blockX, e.idx(1))));
+                         e.select(e.cmpi(Pred::eq, blockX, e.idx(0)), e.idx(0),
+                                  e.sub(blockX, e.idx(1))));
       Value go = e.andi(e.cmpi(Pred::ult, blockX, items),
                         e.cmpi(Pred::sge, item.request, e.idx(0)));
       e.ifThen(go, [&]() {

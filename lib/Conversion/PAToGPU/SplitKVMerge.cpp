@@ -603,9 +603,8 @@ void gpukernel::emitEmptyRequests(KernelEmitter &e, const FusedMerge &m,
     // Those between item x - 1's request and item x's.
     emitEmptyRange(e.select(first, e.idx(0), e.add(prev, e.idx(1))), request);
     // Those after the last item's.
-    e.ifThen(e.cmpi(Pred::eq, x, e.sub(items, e.idx(1))), [&]() {
-      emitEmptyRange(e.add(request, e.idx(1)), batch);
-    });
+    e.ifThen(e.cmpi(Pred::eq, x, e.sub(items, e.idx(1))),
+             [&]() { emitEmptyRange(e.add(request, e.idx(1)), batch); });
   });
   e.ifThen(e.andi(first, e.cmpi(Pred::eq, items, e.idx(0))), [&]() {
     emitEmptyRange(e.idx(0), batch);
