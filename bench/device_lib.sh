@@ -60,6 +60,18 @@
 #                                  sed script SED applied to the lines of
 #                                  kernel ENTRY in its PTX (an error when
 #                                  it changes nothing), reassembled
+#   pa_timeline_bundle SRC DST     (here) bundle SRC copied to DST with the
+#                                  decode kernels' per-CTA timeline
+#                                  (bench/ptx_timeline.py), reassembled
+#   pa_timelines R B RAW OUT V "B L"...  (device) a few launches of bundle
+#                                  B/V at each batch x length, the
+#                                  timelines' summaries
+#                                  (bench/timeline_summary.py, last launches)
+#                                  into OUT/summary.md
+#   pa_old_new OUT SAN V...        (device) sets vs to V_old V pairs, writes
+#                                  their checks (and, when SAN is not empty,
+#                                  memcheck / racecheck of B/SAN) into
+#                                  OUT/summary.md
 
 pa_prep() {
   local root
@@ -228,4 +240,38 @@ pa_ptx_edit() {
     return 1
   fi
   pa_reassemble "$dst"
+}
+
+pa_timeline_bundle() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  rm -rf "$2"; cp -r "$1" "$2"
+  python3 "$root/bench/ptx_timeline.py" "$1/kernels.ptx" "$2/kernels.ptx" \
+    pa_decode_split pa_decode && pa_reassemble "$2"
+}
+
+pa_timelines() {
+  local r="$1" b="$2" raw="$3" out="$4" v="$5" root bl n l f
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  shift 5
+  for bl in "$@"; do
+    read -r n l <<<"$bl"
+    f="$raw/tl_${v}_${n}x${l}.txt"
+    timeout 120 "$r" bench --batches "$n" --lens "$l" --reps 3 --warmup 1 \
+      --max-sets 1 --l2-flush clean "$b/$v" > "$f" 2>&1
+    { echo "## timeline $v ${n} x ${l}"
+      python3 "$root/bench/timeline_summary.py" "$f" | tail -9; } >> "$out/summary.md"
+  done
+}
+
+pa_old_new() {
+  local out="$1" san="$2" v
+  shift 2
+  vs=()
+  for v in "$@"; do vs+=("${v}_old" "$v"); done
+  {
+    echo "## checks"
+    pa_check_bundles "$R" "${vs[@]/#/$B/}"
+    [[ -z "$san" ]] || PA_SANITIZE_TIMEOUT=150 pa_sanitize "$R" check "$B/$san"
+  } >> "$out/summary.md" 2>&1
 }

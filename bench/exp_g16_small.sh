@@ -19,21 +19,12 @@ if [[ "$mode" == prep ]]; then
   dir="${2:?DIR}"
   PA_PAIRS_ONLY=1 pa_prep "$dir"
   "$pac" "${pa_base[@]}" --kv-heads 2 --group 16 -o "$dir/g16"
-  rm -rf "$dir/g16_tl"; cp -r "$dir/g16" "$dir/g16_tl"
-  python3 "$root/bench/ptx_timeline.py" "$dir/g16/kernels.ptx" \
-    "$dir/g16_tl/kernels.ptx" pa_decode_split pa_decode
-  pa_reassemble "$dir/g16_tl"
+  pa_timeline_bundle "$dir/g16" "$dir/g16_tl"
   exit 0
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-for bl in "1 512" "1 2048" "1 8192" "16 512"; do
-  read -r b l <<<"$bl"
-  f="$raw/tl_${b}x${l}.txt"
-  timeout 120 "$R" bench --batches "$b" --lens "$l" --reps 3 --warmup 1 --max-sets 1 \
-    --l2-flush clean "$B/g16_tl" > "$f" 2>&1
-  { echo "## timeline ${b} x ${l}"; python3 "$root/bench/timeline_summary.py" "$f" | tail -9; } >> "$out/summary.md"
-done
+pa_timelines "$R" "$B" "$raw" "$out" g16_tl "1 512" "1 2048" "1 8192" "16 512"
 run() {  # NAME FLAGS...
   local n="$1"; shift
   timeout 150 "$R" bench --reps 100 --l2-flush clean "$@" --out "$raw/$n.md" "$B/g16" > /dev/null 2>&1

@@ -18,21 +18,12 @@ if [[ "$mode" == prep ]]; then
   dir="${2:?DIR}"
   PA_PAIRS_ONLY=1 pa_prep "$dir"
   "$pac" "${pa_base[@]}" "${pa_g4[@]}" -o "$dir/t_plain"
-  rm -rf "$dir/t_tl"; cp -r "$dir/t_plain" "$dir/t_tl"
-  python3 "$root/bench/ptx_timeline.py" "$dir/t_plain/kernels.ptx" \
-    "$dir/t_tl/kernels.ptx" pa_decode_split pa_decode
-  pa_reassemble "$dir/t_tl"
+  pa_timeline_bundle "$dir/t_plain" "$dir/t_tl"
   exit 0
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-for bl in "1 32768" "1 8192" "1 512" "64 2048" "16 2048"; do
-  read -r b l <<<"$bl"
-  f="$raw/tl_${b}x${l}.txt"
-  timeout 120 "$R" bench --batches "$b" --lens "$l" --reps 3 --warmup 1 --max-sets 1 \
-    --l2-flush clean "$B/t_tl" > "$f" 2>&1
-  { echo "## ${b} x ${l}"; python3 "$root/bench/timeline_summary.py" "$f"; } >> "$out/summary.md"
-done
+pa_timelines "$R" "$B" "$raw" "$out" t_tl "1 32768" "1 8192" "1 512" "64 2048" "16 2048"
 pa_bench_rounds "$R" "$B" "$raw" t_plain t_tl -- --batches 1,16,64 --lens 512,2048,8192,32768 \
   --max-kv-gib 9 --l2-flush clean
 pa_rounds_table "$raw" t_plain t_tl >> "$out/summary.md"

@@ -30,12 +30,7 @@ fi
 out="${3:?OUT}"; part="${4:-ours}"
 pa_run_init "${2:?STAGED}" "$out"
 if [[ "$part" == ours ]]; then
-  vs=()
-  for v in "${base[@]}"; do vs+=("${v}_old" "$v"); done
-  {
-    echo "## checks"
-    pa_check_bundles "$R" "${vs[@]/#/$B/}"
-  } >> "$out/summary.md" 2>&1
+  pa_old_new "$out" "" "${base[@]}"
   pa_grid_table "${vs[@]}" >> "$out/summary.md"
 elif [[ "$part" == fi ]]; then
   eval "$(bash .gpu-fi/kit/setup-on-device.sh .gpu-fi)" > /dev/null

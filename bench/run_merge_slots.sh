@@ -32,13 +32,7 @@ if [[ "$mode" == prep ]]; then
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-vs=()
-for v in "${base[@]}"; do vs+=("${v}_old" "$v"); done
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-  PA_SANITIZE_TIMEOUT=150 pa_sanitize "$R" check "$B/f16_g16"
-} >> "$out/summary.md" 2>&1
+pa_old_new "$out" f16_g16 "${base[@]}"
 pa_grid_table "${vs[@]}" >> "$out/summary.md"
 mkdir -p "$raw/small"
 pa_bench_rounds "$R" "$B" "$raw/small" "${vs[@]}" -- --batches 1,16 \

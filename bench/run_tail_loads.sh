@@ -30,13 +30,7 @@ if [[ "$mode" == prep ]]; then
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-vs=()
-for v in "${base[@]}"; do vs+=("${v}_old" "$v"); done
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-  PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f16_gqa4"
-} >> "$out/summary.md" 2>&1
+pa_old_new "$out" f16_gqa4 "${base[@]}"
 mkdir -p "$raw/small"
 pa_bench_rounds "$R" "$B" "$raw/small" "${vs[@]}" -- --batches 1,16 \
   --lens 512,2048,8192,32768 --reps 100 --l2-flush clean

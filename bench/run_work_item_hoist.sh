@@ -27,13 +27,7 @@ if [[ "$mode" == prep ]]; then
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-vs=()
-for v in "${base[@]}"; do vs+=("${v}_old" "$v"); done
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-  PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f16_gqa4"
-} >> "$out/summary.md" 2>&1
+pa_old_new "$out" f16_gqa4 "${base[@]}"
 pa_grid_table "${vs[@]}" >> "$out/summary.md"
 [[ -d .gpu-fi ]] && pa_fi_decode 8 >> "$out/summary.md" 2>&1
 tar czf "$out/raw.tgz" -C "$raw" .
