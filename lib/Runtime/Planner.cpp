@@ -607,6 +607,17 @@ int64_t pa::rt::fewerMerges(const std::vector<int64_t> &kvLens,
   return best;
 }
 
+int64_t pa::rt::fewerTogetherItems(const std::vector<int64_t> &kvLens,
+                                   int64_t chunk, int64_t pageSize) {
+  pageSize = std::max<int64_t>(pageSize, 1);
+  int64_t maxLen = maxLength(kvLens);
+  int64_t noSplit = noSplitChunk(maxLen, pageSize);
+  if (chunk <= 0 || chunk >= noSplit)
+    return chunk;
+  int64_t capped = roundUp(ceilDiv(maxLen, kMergeTogetherMaxItems), pageSize);
+  return std::min(std::max(chunk, capped), noSplit);
+}
+
 bool pa::rt::preferMergeTogether(int64_t batch, int64_t maxItems,
                                  int64_t chunk, int64_t slotsPerThread) {
   if (maxItems <= 1)
@@ -644,6 +655,8 @@ Status pa::rt::planDecode(I32Span kvIndptr, I32Span lastPageLen, int64_t batch,
                                     pageSize, minChunk);
   else if (!mergeTogether)
     result.chunkSize = fewerMerges(lens, result.chunkSize, pageSize);
+  else
+    result.chunkSize = fewerTogetherItems(lens, result.chunkSize, pageSize);
   result.work = planFixedChunks(lens, result.chunkSize);
   int64_t totalTokens = 0;
   for (int64_t b = 0; b < batch; ++b) {

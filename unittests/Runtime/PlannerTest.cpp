@@ -732,6 +732,38 @@ TEST(FewerMerges, ModelledChoice) {
   EXPECT_EQ(fewerMerges({}, 64, 16), 64);
 }
 
+TEST(FewerTogetherItems, CapsItemsPerRequest) {
+  // At most kMergeTogetherMaxItems (64) items for the longest request: the
+  // smallest multiple of the page size that does it, never below `chunk`.
+  EXPECT_EQ(kMergeTogetherMaxItems, 64);
+  EXPECT_EQ(fewerTogetherItems({8192}, 64, 16), 128);   // 128 -> 64 items
+  EXPECT_EQ(fewerTogetherItems({32768}, 256, 16), 512); // 128 -> 64
+  EXPECT_EQ(fewerTogetherItems({8192, 100}, 64, 16), 128);
+  EXPECT_EQ(fewerTogetherItems({8200}, 64, 16), 144); // ceil(8200 / 64) = 129
+  EXPECT_EQ(fewerTogetherItems({2048}, 64, 16), 64);  // 32 items stay
+  EXPECT_EQ(fewerTogetherItems({32768}, 1008, 16), 1008); // 33 items stay
+  EXPECT_EQ(fewerTogetherItems({100}, 112, 16), 112);     // no split stays
+  EXPECT_EQ(fewerTogetherItems({}, 64, 16), 64);
+  // Whatever the lengths and chunk: never smaller, never past the no-split
+  // chunk (unless already there), at most 64 items where it splits.
+  for (int64_t len : {1, 15, 16, 17, 1000, 4096, 65537}) {
+    for (int64_t chunk : {1, 16, 48, 64, 1024}) {
+      for (int64_t page : {1, 5, 16}) {
+        int64_t c = fewerTogetherItems({len, len / 2}, chunk, page);
+        int64_t noSplit = (std::max<int64_t>(len, 1) + page - 1) / page * page;
+        EXPECT_GE(c, chunk) << len << " " << chunk << " " << page;
+        if (chunk < noSplit) {
+          EXPECT_LE(c, noSplit) << len << " " << chunk << " " << page;
+          EXPECT_LE((len + c - 1) / c, kMergeTogetherMaxItems)
+              << len << " " << chunk << " " << page;
+        } else {
+          EXPECT_EQ(c, chunk);
+        }
+      }
+    }
+  }
+}
+
 TEST(PlanDecode, FewerMergesBelowOneWave) {
   // 1 x 2048 tokens, 8 KV heads, 132 SMs x 2 CTAs: 16 items of 128 tokens
   // a head rather than 32 of 64.
@@ -766,6 +798,15 @@ TEST(PlanDecode, MergeTogetherFillsTheWave) {
   DecodePlan apart;
   ASSERT_TRUE(planDecode(indptr, last, 1, 16, 4, 132, 2, apart).ok);
   EXPECT_GT(apart.chunkSize, plan.chunkSize);
+  // 1 x 8192 at 2 KV heads (GQA 16): the wave would take 128 items of 64
+  // tokens; capped at 64 items of 128 (fewerTogetherItems).
+  indptr = {0, 512};
+  ASSERT_TRUE(planDecode(indptr, last, 1, 16, 2, 132, 2, plan, kDefaultMinChunk,
+                         /*mergeTogether=*/true)
+                  .ok);
+  EXPECT_EQ(chooseChunkSize({8192}, 2, 264, 16, kDefaultMinChunk), 64);
+  EXPECT_EQ(plan.chunkSize, 128);
+  EXPECT_EQ(plan.work.size(), 64);
   // Multi-wave plans are balanceWaves' either way.
   std::vector<int32_t> many(65), manyLast(64, 16);
   for (int i = 0; i <= 64; ++i)

@@ -273,6 +273,22 @@ inline constexpr int64_t kMergeCostDivisor = 2;
 int64_t fewerMerges(const std::vector<int64_t> &kvLens, int64_t chunk,
                     int64_t pageSize);
 
+/// The split of a one-wave grid that merges together, its items capped: a
+/// request in more than kMergeTogetherMaxItems items gets the smallest
+/// chunk (a multiple of the page size) that splits it into at most that
+/// many, never past the no-split chunk. chooseChunkSize fills the wave with
+/// the smallest chunk, which for a few KV heads (GQA 16: Hkv 2) means 128
+/// items of 64 tokens at one request of 8192; the merge's wait for them all
+/// and its rows cost more than the wave's streaming gains. H200,
+/// 2026-11-28 (bench/exp_large_group_chunks.sh, docs/PERFORMANCE.md): GQA
+/// 16 1 x 8192 in 64 items of 128 tokens 14.8-15.1 µs against 16.1-16.2 in
+/// 128, 1 x 32768 in 64 items 20.7-20.9 against 21.2-21.4 (32 items: 26.1);
+/// GQA 8's 64 items at 1 x 8192 / 32768 were faster than 32 (15.7 against
+/// 16.1, 26.7 against 28.4).
+int64_t fewerTogetherItems(const std::vector<int64_t> &kvLens, int64_t chunk,
+                           int64_t pageSize);
+inline constexpr int64_t kMergeTogetherMaxItems = 64;
+
 /// Whether a split decode plan whose grid fits on the device at once merges
 /// together (pa_plan_options.split_merge AUTO; docs/Runtime.md, "The merge
 /// together"). The last CTA of a request merges its S = `maxItems` rows in
@@ -319,7 +335,8 @@ inline constexpr int64_t kDefaultMinChunk = 64;
 /// where it does not), then planFixedChunks(). With `mergeTogether` (the
 /// splits of a one-wave grid merge together, every CTA a share: a merge
 /// about as fast at 64 splits as at 2) the split chunk is
-/// chooseChunkSize's, which fills the wave, without fewerMerges' weight.
+/// chooseChunkSize's, which fills the wave, without fewerMerges' weight,
+/// its items capped by fewerTogetherItems().
 /// Fails on an invalid page table (see kvLengths()), on a kv_len above
 /// INT32_MAX, or on non-positive numKVHeads, numSMs or ctasPerSM; `plan` is
 /// only written on success.
