@@ -68,8 +68,9 @@
 #                                  timelines' summaries
 #                                  (bench/timeline_summary.py, last launches)
 #                                  into OUT/summary.md
-#   pa_old_new OUT SAN V...        (device) sets vs to V_old V pairs, writes
-#                                  their checks (and, when SAN is not empty,
+#   pa_old_new OUT SAN V...        (device, after pa_run_init: R and B)
+#                                  sets vs to V_old V pairs, writes their
+#                                  checks (and, when SAN is not empty,
 #                                  memcheck / racecheck of B/SAN) into
 #                                  OUT/summary.md
 
@@ -225,7 +226,8 @@ pa_grid_table() {
 
 pa_reassemble() {
   /usr/local/cuda/bin/ptxas -arch=sm_90a -O3 -v "$1/kernels.ptx" -o "$1/kernels.cubin" 2>&1 |
-    awk -v d="$1" "/Compiling entry function/ { f = \$7; gsub(/'/, \"\", f) }
+    awk -v d="$1" "/rror|arning/ { print d \": \" \$0 }
+      /Compiling entry function/ { f = \$7; gsub(/'/, \"\", f) }
       /bytes spill/ { s = \$0; sub(/^ */, \"\", s) }
       /Used [0-9]+ registers/ { print d \": \" f \": \" \$5 \" registers, \" s }"
   return "${PIPESTATUS[0]}"
@@ -234,7 +236,8 @@ pa_reassemble() {
 pa_ptx_edit() {
   local src="$1" dst="$2" entry="$3" script="$4"
   rm -rf "$dst"; cp -r "$src" "$dst"
-  sed -e "/^.visible .entry $entry(/,/^}/{ $script }" "$src/kernels.ptx" > "$dst/kernels.ptx"
+  sed -e "/^.visible .entry $entry(/,/^}/{ $script }" "$src/kernels.ptx" \
+    > "$dst/kernels.ptx" || return 1
   if cmp -s "$src/kernels.ptx" "$dst/kernels.ptx"; then
     echo "pa_ptx_edit: $dst: the edit changed nothing" >&2
     return 1

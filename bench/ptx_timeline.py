@@ -13,7 +13,9 @@ done), and at ret (t4), and prints one line at ret through vprintf:
     T ctaid.x ctaid.y smid t0 t1 t2 t3 t4
 
 The instrumentation adds registers and a printf; the timeline's shape, not
-its absolute times, is the point.
+its absolute times, is the point. Every plain `ret;` prints; a predicated
+one (`@%p ret;`) is left alone, so a CTA leaving through one prints
+nothing.
 """
 import re
 import sys
@@ -33,6 +35,7 @@ def main():
         f"{{{fmt_bytes}}};",
     ]
     inserted_decl = False
+    rets = 0
     regs_done = False
     done = []
     for i, line in enumerate(lines):
@@ -79,11 +82,13 @@ def main():
             seen_red = True
             out.append("\tmov.u64 \t%tl3, %globaltimer;")
         if s == "ret;":
+            rets += 1
+            skip = f"$L__tl_skip{rets}"
             out += [
                 "\tmov.u64 \t%tl4, %globaltimer;",
                 "\tmov.u32 \t%tlr0, %tid.x;",
                 "\tsetp.ne.u32 \t%tlp1, %tlr0, 0;",
-                "\t@%tlp1 bra \t$L__tl_skip;",
+                f"\t@%tlp1 bra \t{skip};",
                 "\tmov.u32 \t%tlr1, %ctaid.x;",
                 "\tst.local.u32 \t[pa_tl_buf], %tlr1;",
                 "\tmov.u32 \t%tlr1, %ctaid.y;",
@@ -107,7 +112,7 @@ def main():
                 "\t.param .b32 tl_ret;",
                 "\tcall.uni (tl_ret), vprintf, (tl_p0, tl_p1);",
                 "\t}",
-                "$L__tl_skip:",
+                f"{skip}:",
             ]
         out.append(line)
     if sorted(done) != sorted(entries):

@@ -3,7 +3,8 @@
 
     timeline_summary.py FILE
 
-Splits the lines into launches (a gap of 20 us between CTA starts), and
+Splits the lines into launches (a gap of 20 us between CTA starts: the
+bench's L2 eviction between launches takes longer), and
 prints for each launch, in us from its first CTA's start: the spread of the
 CTAs' starts, when their first K / V tile was in (t1), their KV loop done
 (t2), their arrival done (t3) and their end (t4), as min / median / p90 /

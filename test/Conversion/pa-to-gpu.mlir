@@ -117,9 +117,9 @@ func.func @cascade(%q: memref<8x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo0
 // launch (the runtime's cooperative launch) instead waits for the
 // request's arrivals, fences, arrives a second time (after the merge, the
 // last of those puts the counter back to merge_together for the next
-// launch), and
-// every CTA merges a share: a slot per group of lanes, each lane a few rows, the
-// group's states folded with xor shuffles (16 .. 1 lanes apart).
+// launch), and every CTA merges a share: a slot per group of lanes, each
+// lane a few rows, the group's states folded with xor shuffles (16 .. 1
+// lanes apart).
 // CHECK-LABEL: func @split_fused
 // CHECK-SAME: %[[WI:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[OP:[^:]*]]: memref<?x32x128xf32>, %[[LPART:[^:]*]]: memref<?x32xf32>, %[[O:[^:]*]]: memref<?x32x128xf16>, %[[L:[^:]*]]: memref<?x32xf32>
 // CHECK: %[[B:.*]] = memref.dim %[[O]], %c0

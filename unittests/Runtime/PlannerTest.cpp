@@ -787,8 +787,9 @@ TEST(PlanDecode, MergeTogetherFillsTheWave) {
   EXPECT_EQ(plan.chunkSize, 64);
   EXPECT_TRUE(plan.split);
   EXPECT_EQ(plan.work.size(), 32);
-  // 1 x 32768 at 4 KV heads (GQA 8): 66 items of 496 tokens fill 264 slots
-  // (fewerMerges alone doubles the chunk).
+  // 1 x 32768 at 4 KV heads (GQA 8): 64 items of 512 tokens fill 256 of
+  // the 264 slots (496 tokens would take 67 items, 268 CTAs; fewerMerges
+  // alone doubles the chunk).
   indptr = {0, 2048};
   ASSERT_TRUE(planDecode(indptr, last, 1, 16, 4, 132, 2, plan,
                          kDefaultMinChunk, /*mergeTogether=*/true)

@@ -409,9 +409,10 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
                                    Value request, const CTAHeads &heads,
                                    int64_t headDim, int64_t threads,
                                    Value item, int64_t togetherFlag) {
-  // The request's rows load before the fence, so that their round trip
-  // overlaps its wait instead of following it (the plan's arrays are not
-  // written by the kernel). Every thread's partial stores are performed
+  // The request's row bounds (work_indptr[r], work_indptr[r + 1]) load
+  // before the fence, so that their round trip overlaps its wait instead
+  // of following it (the plan's arrays are not written by the kernel; the
+  // partial rows themselves are read only after the arrival). Every thread's partial stores are performed
   // device-wide before the CTA counts its arrival.
   Value begin = e.loadIdx(m.workIndptr, request);
   Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
