@@ -412,8 +412,8 @@ void gpukernel::emitArriveAndMerge(KernelEmitter &e, const FusedMerge &m,
   // The request's row bounds (work_indptr[r], work_indptr[r + 1]) load
   // before the fence, so that their round trip overlaps its wait instead
   // of following it (the plan's arrays are not written by the kernel; the
-  // partial rows themselves are read only after the arrival). Every thread's partial stores are performed
-  // device-wide before the CTA counts its arrival.
+  // partial rows themselves are read only after the arrival). Every thread's
+  // partial stores are performed device-wide before the CTA counts its arrival.
   Value begin = e.loadIdx(m.workIndptr, request);
   Value end = e.loadIdx(m.workIndptr, e.add(request, e.idx(1)));
   NVVM::MembarOp::create(e.b, e.loc, NVVM::MemScopeKind::GPU);
