@@ -68,11 +68,14 @@
 #                                  timelines' summaries
 #                                  (bench/timeline_summary.py, last launches)
 #                                  into OUT/summary.md
-#   pa_old_new OUT SAN V...        (device, after pa_run_init: R and B)
-#                                  sets vs to V_old V pairs, writes their
-#                                  checks (and, when SAN is not empty,
-#                                  memcheck / racecheck of B/SAN) into
+#   pa_checks OUT SAN V...         (device, after pa_run_init: R and B)
+#                                  "## checks", pa_check_bundles of B/V
+#                                  and, when SAN is not empty,
+#                                  pa_sanitize of `check` over B/SAN, into
 #                                  OUT/summary.md
+#   pa_old_new OUT SAN V...        (device, after pa_run_init) sets vs to
+#                                  V_old V pairs, then pa_checks OUT SAN
+#                                  of them
 
 pa_prep() {
   local root
@@ -267,14 +270,20 @@ pa_timelines() {
   done
 }
 
+pa_checks() {
+  local out="$1" san="$2"
+  shift 2
+  {
+    echo "## checks"
+    pa_check_bundles "$R" "${@/#/$B/}"
+    [[ -z "$san" ]] || pa_sanitize "$R" check "$B/$san"
+  } >> "$out/summary.md" 2>&1
+}
+
 pa_old_new() {
   local out="$1" san="$2" v
   shift 2
   vs=()
   for v in "$@"; do vs+=("${v}_old" "$v"); done
-  {
-    echo "## checks"
-    pa_check_bundles "$R" "${vs[@]/#/$B/}"
-    [[ -z "$san" ]] || PA_SANITIZE_TIMEOUT=150 pa_sanitize "$R" check "$B/$san"
-  } >> "$out/summary.md" 2>&1
+  pa_checks "$out" "$san" "${vs[@]}"
 }

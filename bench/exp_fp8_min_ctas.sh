@@ -34,10 +34,7 @@ if [[ "$mode" == prep ]]; then
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-} >> "$out/summary.md" 2>&1
+pa_checks "$out" "" "${vs[@]}"
 pa_grid_table "${vs[@]}" >> "$out/summary.md"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

@@ -26,10 +26,7 @@ if [[ "$mode" == prep ]]; then
 fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-} >> "$out/summary.md" 2>&1
+pa_checks "$out" "" "${vs[@]}"
 pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 64,256 \
   --lens 2048,8192 --max-kv-gib 9 --l2-flush clean
 pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"

@@ -34,7 +34,7 @@ gpu="${2:?STAGED}"; out="${3:?OUT}"
 B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 raw="$(mktemp -d)"
 pa_header "$out"
-{ echo "## checks"; pa_check_bundles "$R" "${vs[@]/#/$B/}"; } >> "$out/summary.md" 2>&1
+pa_checks "$out" "" "${vs[@]}"
 pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
   --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
 pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"

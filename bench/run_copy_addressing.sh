@@ -41,11 +41,7 @@ all=()
 for v in "${base[@]}"; do all+=("${v}_old" "$v"); done
 all+=(f8_gqa4_st3 f8_gqa4_st4)
 read -r -a vs <<<"${PA_BENCH:-f8_gqa4_old f8_gqa4 f8_gqa4_st3 f8_gqa4_st4 f16_gqa4_old f16_gqa4 f8_mha_old f8_mha}"
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${all[@]/#/$B/}" "$B/prefill_f16" "$B/prefill_f16_old"
-  PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f8_gqa4"
-} >> "$out/summary.md" 2>&1
+PA_SANITIZE_TIMEOUT=120 pa_checks "$out" f8_gqa4 "${all[@]}" prefill_f16 prefill_f16_old
 pa_grid_table "${vs[@]}" >> "$out/summary.md"
 tar czf "$out/raw.tgz" -C "$raw" .
 cat "$out/summary.md"

@@ -38,11 +38,7 @@ fi
 out="${3:?OUT}"
 pa_run_init "${2:?STAGED}" "$out"
 raw4="$(mktemp -d)"
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}" "$B/f8_gqa4_st4" "$B/f8_mha_st4"
-  PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f8_gqa4"
-} >> "$out/summary.md" 2>&1
+PA_SANITIZE_TIMEOUT=120 pa_checks "$out" f8_gqa4 "${vs[@]}" f8_gqa4_st4 f8_mha_st4
 {
   pa_grid_table "${vs[@]}"
   pa_bench_rounds "$R" "$B" "$raw4" "${four[@]}" -- --batches 64,256 \

@@ -31,11 +31,7 @@ B="$gpu/bundles"; R="$gpu/bin/pa-gpu-runner"
 export PATH="$PATH:/usr/local/cuda/bin"
 raw="$(mktemp -d)"
 pa_header "$out"
-{
-  echo "## checks"
-  pa_check_bundles "$R" "${vs[@]/#/$B/}"
-  PA_SANITIZE_TIMEOUT=120 pa_sanitize "$R" check "$B/f8_gqa4_st3"
-} >> "$out/summary.md" 2>&1
+PA_SANITIZE_TIMEOUT=120 pa_checks "$out" f8_gqa4_st3 "${vs[@]}"
 pa_bench_rounds "$R" "$B" "$raw" "${vs[@]}" -- --batches 1,16,64,256 \
   --lens 512,2048,8192,32768 --max-kv-gib 9 --l2-flush clean
 pa_rounds_table "$raw" "${vs[@]}" >> "$out/summary.md"
